@@ -1,0 +1,128 @@
+"""calltrace: one trace (tokens, cost, latency, status) per OpenAI, Anthropic or Gemini call.
+
+    import calltrace
+    calltrace.init()   # key from CALLTRACE_API_KEY
+
+Traces are sent from a daemon thread; at exit pending traces get up to 10 s.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import threading
+from typing import Any, Dict, List, Mapping, Optional
+
+from . import _tracer
+from ._patching import patch_installed, unpatch_all
+from ._pricing import Pricing, load_table, table_path
+from ._retry import RetryPolicy
+from ._sender import Sender
+from ._tracer import Tracer
+
+__version__ = "0.1.0"
+__all__ = ["init", "unpatch", "flush", "shutdown", "stats"]
+
+logger = logging.getLogger("calltrace")
+
+DEFAULT_ENDPOINT = "https://api.calltrace.dev/v1/traces"
+# The spec: at process exit, wait up to 10 seconds for pending traces.
+EXIT_FLUSH_SECONDS = 10.0
+
+
+def _read_table() -> Dict[str, Any]:
+    try:
+        return load_table(table_path())
+    except Exception:  # a broken table must not break the application's import
+        logger.warning("calltrace: unreadable price table; every call will cost 0", exc_info=True)
+        return {}
+
+
+_TABLE = _read_table()
+_SENDER = Sender()
+_lock = threading.Lock()
+
+
+def init(
+    api_key: Optional[str] = None,
+    endpoint: Optional[str] = None,
+    *,
+    prices: Optional[Mapping[str, Mapping[str, Mapping[str, float]]]] = None,
+    max_queue_size: int = 1000,
+    timeout: float = 5.0,
+    max_retries: int = 5,
+    retry_base_delay: float = 0.5,
+    retry_max_delay: float = 60.0,
+) -> List[str]:
+    """Starts tracing the installed provider libraries; returns the providers patched.
+
+    api_key: a ct_ key; default the CALLTRACE_API_KEY environment variable.
+    endpoint: full URL ending in /v1/traces; default CALLTRACE_ENDPOINT, else the hosted service.
+    prices: {provider: {model: {"input": usd_per_million, "output": usd_per_million}}},
+        added to or overriding the shared price table.
+    max_queue_size: traces waiting to be sent; when full the oldest is dropped.
+    timeout: seconds for one request to the service.
+    max_retries: retries of one trace after 429, 5xx or a network error.
+    retry_base_delay, retry_max_delay: exponential backoff bounds in seconds; a
+        retry_after longer than retry_max_delay gives the trace up.
+
+    Calling init again replaces the previous configuration entirely.
+    """
+    key = api_key or os.environ.get("CALLTRACE_API_KEY")
+    url = endpoint or os.environ.get("CALLTRACE_ENDPOINT") or DEFAULT_ENDPOINT
+    with _lock:
+        _deactivate()
+        if not key:
+            logger.warning("calltrace: no API key (pass api_key or set CALLTRACE_API_KEY); not tracing")
+            return []
+        if not url.rstrip("/").endswith("/v1/traces"):
+            logger.warning("calltrace: endpoint %r does not end in /v1/traces", url)
+        _SENDER.configure(max_queue_size, RetryPolicy(max_retries, retry_base_delay, retry_max_delay), timeout)
+        _SENDER.restart()
+        _tracer.active = Tracer(key, url, Pricing(_TABLE, prices), _SENDER)
+        return patch_installed()
+
+
+def unpatch() -> None:
+    """Stops tracing and restores the provider libraries; traces already queued are still sent."""
+    with _lock:
+        _deactivate()
+
+
+def flush(timeout: Optional[float] = 10.0) -> bool:
+    """Waits until queued traces are delivered or given up; False if `timeout` seconds passed first."""
+    return _SENDER.flush(timeout)
+
+
+def shutdown(timeout: float = 10.0) -> bool:
+    """Stops tracing, then delivers what is queued within `timeout` seconds and ends the sender thread."""
+    with _lock:
+        _deactivate()
+    delivered = _SENDER.drain(timeout)
+    _SENDER.stop()
+    return delivered
+
+
+def stats() -> Dict[str, int]:
+    """Counts since init: sent, dropped (queue full), failed (rejected or given up), and queued now."""
+    counts = dict(_SENDER.counts)
+    counts["queued"] = _SENDER.pending()
+    return counts
+
+
+def _deactivate() -> None:
+    _tracer.active = None
+    unpatch_all()
+
+
+def _flush_at_exit() -> None:
+    if _SENDER.pending():
+        _SENDER.drain(EXIT_FLUSH_SECONDS)
+
+
+# Registered at import, so it runs after any exit handler the application
+# registers later (they run last-in first-out) and catches their traces too.
+atexit.register(_flush_at_exit)
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_SENDER.after_fork_in_child)

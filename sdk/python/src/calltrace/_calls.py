@@ -1,0 +1,171 @@
+"""Wrapping provider methods: time each call, read its usage, report one trace.
+
+Each patched method has a Shape (in providers/) that knows the provider's
+request and response objects. Everything here that is ours runs under
+`except Exception`, so tracing trouble never reaches the application, and a
+provider exception propagates untouched (a bare `raise`).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+import time
+from typing import Any, Callable, Dict, Optional
+
+from . import _tracer
+from ._streams import TracedAsyncStream, TracedStream, traced_aiter, traced_iter
+from ._tracer import Tracer, Usage, describe
+
+logger = logging.getLogger("calltrace")
+
+# The wire contract has no "cut short" status: a stream the consumer left
+# before the provider finished is sent as an error saying so, with the tokens
+# seen until then (often none: OpenAI and Gemini report usage at the end).
+LEFT_EARLY = "stream closed by the caller before it finished; token counts cover only what was received"
+
+
+class Shape:
+    """How one provider method's calls read; subclassed per method in providers/."""
+
+    provider = ""
+
+    def streaming(self, kwargs: Dict[str, Any]) -> bool:
+        return kwargs.get("stream") is True
+
+    def prepare(self, resource: Any, kwargs: Dict[str, Any]) -> bool:
+        """May add request options the trace needs; True if the caller must not see their effect."""
+        return False
+
+    def read(self, response: Any, usage: Usage) -> None:
+        """Reads a complete (non-streamed) response."""
+
+    def observe(self, item: Any, usage: Usage) -> bool:
+        """Reads one streamed item; True if it only carries what prepare() asked for."""
+        return False
+
+
+class Call:
+    __slots__ = ("tracer", "shape", "usage", "streaming", "injected", "started", "handed_out", "done")
+
+    def __init__(self, tracer: Tracer, shape: Shape, usage: Usage, streaming: bool, injected: bool) -> None:
+        self.tracer = tracer
+        self.shape = shape
+        self.usage = usage
+        self.streaming = streaming
+        self.injected = injected
+        self.handed_out = False  # a stream was given to the caller
+        self.done = False
+        self.started = time.perf_counter()
+
+    def finish(self, error: Optional[str]) -> None:
+        if self.done:
+            return
+        self.done = True
+        try:
+            self.tracer.record(self.shape.provider, self.usage, self.started, error)
+        except Exception:
+            logger.debug("calltrace: could not record a trace", exc_info=True)
+
+    def failed(self, exc: BaseException) -> None:
+        try:
+            error = describe(exc)
+        except Exception:  # an exception whose str() fails
+            error = type(exc).__name__
+        self.finish(error)
+
+    def returned(self, result: Any) -> Any:
+        if not self.streaming:
+            try:
+                self.shape.read(result, self.usage)
+            except Exception:
+                logger.debug("calltrace: unreadable %s response", self.shape.provider, exc_info=True)
+            self.finish(None)
+            return result
+        self.handed_out = True
+        if inspect.isgenerator(result):
+            return traced_iter(result, self)
+        if inspect.isasyncgen(result):
+            return traced_aiter(result, self)
+        if hasattr(result, "__anext__"):
+            return TracedAsyncStream(result, self)
+        if hasattr(result, "__next__"):
+            return TracedStream(result, self)
+        self.handed_out = False
+        self.finish(None)  # e.g. a raw-response wrapper: latency and status only
+        return result
+
+    # Stream events, from _streams.
+    def keep(self, item: Any) -> bool:
+        try:
+            extra = self.shape.observe(item, self.usage)
+        except Exception:
+            logger.debug("calltrace: unreadable %s stream item", self.shape.provider, exc_info=True)
+            return True
+        return not (extra and self.injected)
+
+    def ended(self) -> None:
+        self.finish(self.usage.error)
+
+    def left(self) -> None:
+        self.finish(None if self.usage.complete else LEFT_EARLY)
+
+    def __del__(self) -> None:
+        # A stream dropped without being read to the end or closed.
+        if self.handed_out and not self.done:
+            self.left()
+
+
+def _start(shape: Shape, args: Any, kwargs: Dict[str, Any]):
+    """The Call for this invocation, or None when tracing is off or cannot start."""
+    tracer = _tracer.active
+    if tracer is None:
+        return None
+    try:
+        injected = shape.prepare(args[0] if args else None, kwargs)
+        model = kwargs.get("model")
+        usage = Usage(model if isinstance(model, str) else None)
+        return Call(tracer, shape, usage, shape.streaming(kwargs), injected)
+    except Exception:
+        logger.debug("calltrace: could not start tracing a call", exc_info=True)
+        return None
+
+
+async def _awaited(pending: Any, call: Call) -> Any:
+    try:
+        result = await pending
+    except BaseException as exc:
+        call.failed(exc)
+        raise
+    return call.returned(result)
+
+
+def wrap(original: Callable[..., Any], shape: Shape) -> Callable[..., Any]:
+    """A traced stand-in for a provider method, sync or async like the original."""
+
+    @functools.wraps(original)
+    def traced(*args: Any, **kwargs: Any) -> Any:
+        call = _start(shape, args, kwargs)
+        if call is None:
+            return original(*args, **kwargs)
+        try:
+            result = original(*args, **kwargs)
+        except BaseException as exc:
+            call.failed(exc)
+            raise
+        # Async methods are not always `async def` (OpenAI's sit behind a
+        # plain decorator): what tells is the coroutine they return.
+        if inspect.iscoroutine(result):
+            return _awaited(result, call)
+        return call.returned(result)
+
+    if not inspect.iscoroutinefunction(original):
+        return traced
+
+    @functools.wraps(original)
+    async def traced_async(*args: Any, **kwargs: Any) -> Any:
+        # Keeps inspect.iscoroutinefunction() true, as it was for the original.
+        return await traced(*args, **kwargs)
+
+    return traced_async

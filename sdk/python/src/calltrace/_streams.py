@@ -1,0 +1,137 @@
+"""Streams that report their call when they end: exhausted, failed, closed early or dropped.
+
+A provider stream object (OpenAI's and Anthropic's `Stream`/`AsyncStream`) is
+wrapped in a proxy that still passes `isinstance` checks and forwards every
+other attribute; a stream that is a plain generator (Gemini's) is wrapped in a
+generator. Each reports to its call (see _calls.Call): `keep(item)` for every
+item, then exactly one of `ended()`, `failed(exc)` or `left()`. The call is
+idempotent, so e.g. close() after exhaustion reports nothing twice.
+"""
+
+from __future__ import annotations
+
+from typing import Any, AsyncIterator, Iterable, Iterator
+
+
+def traced_iter(source: Iterable[Any], call: Any) -> Iterator[Any]:
+    try:
+        for item in source:
+            if call.keep(item):
+                yield item
+    except GeneratorExit:
+        # The consumer broke out of its loop (or closed us): CPython closes
+        # this generator as soon as the loop drops it.
+        call.left()
+        raise
+    except BaseException as exc:
+        call.failed(exc)
+        raise
+    call.ended()
+
+
+async def traced_aiter(source: Any, call: Any) -> AsyncIterator[Any]:
+    try:
+        async for item in source:
+            if call.keep(item):
+                yield item
+    except GeneratorExit:
+        # An abandoned async generator is closed by the event loop's
+        # finaliser hook, shortly after the consumer's `break`.
+        call.left()
+        raise
+    except BaseException as exc:
+        call.failed(exc)
+        raise
+    call.ended()
+
+
+class _Proxy:
+    __slots__ = ("_inner", "_call")
+
+    def __init__(self, inner: Any, call: Any) -> None:
+        self._inner = inner
+        self._call = call
+
+    # isinstance(proxy, openai.Stream) stays true: isinstance falls back to
+    # __class__ when type() does not match.
+    @property  # type: ignore[misc]
+    def __class__(self):
+        return self._inner.__class__
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def __repr__(self) -> str:
+        return repr(self._inner)
+
+
+class TracedStream(_Proxy):
+    __slots__ = ()
+
+    def __iter__(self) -> Iterator[Any]:
+        return traced_iter(self._inner, self._call)
+
+    def __next__(self) -> Any:
+        while True:
+            try:
+                item = next(self._inner)
+            except StopIteration:
+                self._call.ended()
+                raise
+            except BaseException as exc:
+                self._call.failed(exc)
+                raise
+            if self._call.keep(item):
+                return item
+
+    def __enter__(self) -> "TracedStream":
+        self._inner.__enter__()
+        return self
+
+    def __exit__(self, *exc_info: Any) -> Any:
+        try:
+            return self._inner.__exit__(*exc_info)
+        finally:
+            self._call.left()
+
+    def close(self) -> None:
+        try:
+            self._inner.close()
+        finally:
+            self._call.left()
+
+
+class TracedAsyncStream(_Proxy):
+    __slots__ = ()
+
+    def __aiter__(self) -> AsyncIterator[Any]:
+        return traced_aiter(self._inner, self._call)
+
+    async def __anext__(self) -> Any:
+        while True:
+            try:
+                item = await self._inner.__anext__()
+            except StopAsyncIteration:
+                self._call.ended()
+                raise
+            except BaseException as exc:
+                self._call.failed(exc)
+                raise
+            if self._call.keep(item):
+                return item
+
+    async def __aenter__(self) -> "TracedAsyncStream":
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> Any:
+        try:
+            return await self._inner.__aexit__(*exc_info)
+        finally:
+            self._call.left()
+
+    async def close(self) -> None:
+        try:
+            await self._inner.close()
+        finally:
+            self._call.left()

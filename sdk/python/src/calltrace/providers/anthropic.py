@@ -1,0 +1,43 @@
+"""Anthropic: messages, sync and async, streamed or not."""
+
+from __future__ import annotations
+
+from typing import Any, List, Tuple
+
+from .._calls import Shape
+from .._tracer import Usage
+
+
+def _input_tokens(counts: Any, default: int) -> int:
+    """Input tokens including cache writes and reads, which the price table prices as input."""
+    if counts.input_tokens is None:
+        return default
+    return counts.input_tokens + (counts.cache_creation_input_tokens or 0) + (counts.cache_read_input_tokens or 0)
+
+
+class Messages(Shape):
+    provider = "anthropic"
+
+    def read(self, response: Any, usage: Usage) -> None:
+        usage.model = response.model or usage.model
+        usage.tokens_in = _input_tokens(response.usage, 0)
+        usage.tokens_out = response.usage.output_tokens or 0
+
+    def observe(self, item: Any, usage: Usage) -> bool:
+        kind = getattr(item, "type", None)
+        if kind == "message_start":
+            self.read(item.message, usage)
+        elif kind == "message_delta":
+            # Counts here are cumulative; input may be restated or left out.
+            usage.tokens_in = _input_tokens(item.usage, usage.tokens_in)
+            usage.tokens_out = item.usage.output_tokens or usage.tokens_out
+        elif kind == "message_stop":
+            usage.complete = True
+        return False
+
+
+def targets() -> List[Tuple[type, str, Shape]]:
+    from anthropic.resources.messages import AsyncMessages, Messages as SyncMessages
+
+    messages = Messages()
+    return [(SyncMessages, "create", messages), (AsyncMessages, "create", messages)]

@@ -1,0 +1,96 @@
+"""A fake calltrace service: records each POST /v1/traces and answers as scripted.
+
+Answers default to the contract's 202 {"status":"ok"}. `script` queues other
+answers (status, body, headers, delay seconds), used one per request.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Dict, List, Tuple
+
+from .server import Handler, Server
+
+Answer = Tuple[int, Any, Dict[str, str], float]
+
+ACCEPTED: Answer = (202, {"status": "ok"}, {}, 0.0)
+
+
+def rate_limited(retry_after: int = 1) -> Answer:
+    return (429, {"error": "Rate limit exceeded", "retry_after": retry_after}, {"Retry-After": str(retry_after)}, 0.0)
+
+
+def quota_exceeded(retry_after: int = 86400) -> Answer:
+    return (429, {"error": "Monthly quota exceeded", "retry_after": retry_after}, {"Retry-After": str(retry_after)}, 0.0)
+
+
+def unavailable(retry_after: int = 1) -> Answer:
+    return (503, {"error": "Service unavailable", "retry_after": retry_after}, {"Retry-After": str(retry_after)}, 0.0)
+
+
+UNAUTHORIZED: Answer = (401, {"error": "Unauthorized", "message": "Invalid API key"}, {"WWW-Authenticate": "Bearer"}, 0.0)
+
+
+class Received:
+    def __init__(self, headers: Dict[str, str], body: Any, path: str) -> None:
+        self.headers = headers
+        self.body = body
+        self.path = path
+
+
+class CollectorHandler(Handler):
+    def do_POST(self) -> None:
+        fake: Collector = self.fake  # type: ignore[attr-defined]
+        body = self.read_json()
+        status, answer, headers, delay = fake.next_answer()
+        with fake.cond:
+            fake.requests.append(Received(dict(self.headers), body, self.path))
+            fake.cond.notify_all()
+        if delay:
+            time.sleep(delay)
+        self.send_json(status, answer, headers)
+
+
+class Collector(Server):
+    handler = CollectorHandler
+
+    def __init__(self) -> None:
+        self.cond = threading.Condition()
+        self.requests: List[Received] = []
+        self._script: List[Answer] = []
+        self.default: Answer = ACCEPTED
+
+    @property
+    def endpoint(self) -> str:
+        return self.url + "/v1/traces"
+
+    def script(self, *answers: Answer) -> None:
+        with self.cond:
+            self._script.extend(answers)
+
+    def next_answer(self) -> Answer:
+        with self.cond:
+            return self._script.pop(0) if self._script else self.default
+
+    def traces(self) -> List[Dict[str, Any]]:
+        """Bodies of every request received so far, retries included."""
+        with self.cond:
+            return [r.body for r in self.requests]
+
+    def wait_for(self, count: int, timeout: float = 5.0) -> List[Received]:
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while len(self.requests) < count:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise AssertionError(f"expected {count} trace requests, got {len(self.requests)}")
+                self.cond.wait(remaining)
+            return list(self.requests)
+
+    def reset(self) -> None:
+        with self.cond:
+            self.requests.clear()
+            self._script.clear()
+            self.default = ACCEPTED
+

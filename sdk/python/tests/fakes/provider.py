@@ -1,0 +1,329 @@
+"""A fake of the three providers' HTTP APIs, with bodies shaped like the real ones.
+
+Routes: OpenAI POST /v1/chat/completions and /v1/responses, Anthropic POST
+/v1/messages, Gemini POST /v1beta/models/{model}:generateContent (or /v1/...) and
+:streamGenerateContent?alt=sse. Each answers as JSON or as an SSE stream
+(chunked), and can be told to fail:
+
+- `fail_status`: the next request gets this HTTP status with the provider's error body;
+- `stream_failure`: "event" sends the provider's in-band error event mid-stream,
+  "disconnect" drops the connection mid-stream.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from typing import Any, Dict, List, Optional
+
+from .server import Handler, Server
+
+# Providers report a dated snapshot for an alias, as the real APIs do.
+SNAPSHOTS = {
+    "gpt-4o": "gpt-4o-2024-08-06",
+    "gpt-4o-mini": "gpt-4o-mini-2024-07-18",
+    "claude-sonnet-4-0": "claude-sonnet-4-20250514",
+    "gemini-2.0-flash": "gemini-2.0-flash-001",
+}
+
+TEXT = ["Hel", "lo ", "there", "!"]
+CREATED = 1732000000
+
+
+def sse(data: Any, event: Optional[str] = None) -> str:
+    head = f"event: {event}\n" if event else ""
+    return f"{head}data: {data if isinstance(data, str) else json.dumps(data)}\n\n"
+
+
+class ProviderHandler(Handler):
+    def do_POST(self) -> None:
+        fake: FakeProvider = self.fake  # type: ignore[attr-defined]
+        body = self.read_json() or {}
+        fake.record(self.path, dict(self.headers), body)
+        path = self.path.split("?", 1)[0]
+        status = fake.take_failure()
+        gemini = re.fullmatch(r"/v1(?:beta)?/models/([^:]+):(generateContent|streamGenerateContent)", path)
+        if path == "/v1/chat/completions":
+            self.openai_chat(fake, body, status)
+        elif path == "/v1/responses":
+            self.openai_responses(fake, body, status)
+        elif path == "/v1/messages":
+            self.anthropic(fake, body, status)
+        elif gemini:
+            self.gemini(fake, gemini.group(1), gemini.group(2) == "streamGenerateContent", status)
+        else:
+            self.send_json(404, {"error": {"message": f"no route {path}"}})
+
+    # --- OpenAI ---------------------------------------------------------
+
+    def openai_error(self, status: int) -> None:
+        kinds = {400: "invalid_request_error", 401: "invalid_request_error", 429: "rate_limit_exceeded"}
+        self.send_json(
+            status,
+            {
+                "error": {
+                    "message": "The model `nope` does not exist or you do not have access to it."
+                    if status == 400
+                    else "The server had an error while processing your request.",
+                    "type": kinds.get(status, "server_error"),
+                    "param": None,
+                    "code": None,
+                }
+            },
+        )
+
+    def openai_chat(self, fake: "FakeProvider", body: Dict[str, Any], status: Optional[int]) -> None:
+        if status:
+            return self.openai_error(status)
+        model = SNAPSHOTS.get(body["model"], body["model"])
+        tokens_in, tokens_out = fake.tokens
+        usage = {
+            "prompt_tokens": tokens_in,
+            "completion_tokens": tokens_out,
+            "total_tokens": tokens_in + tokens_out,
+            "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+            "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0},
+        }
+        base = {"id": "chatcmpl-B9MBs8CjcvOU2jLn4n570S5qMJKcT", "created": CREATED, "model": model}
+        if not body.get("stream"):
+            return self.send_json(
+                200,
+                {
+                    **base,
+                    "object": "chat.completion",
+                    "choices": [
+                        {
+                            "index": 0,
+                            "message": {"role": "assistant", "content": "".join(TEXT), "refusal": None},
+                            "logprobs": None,
+                            "finish_reason": "stop",
+                        }
+                    ],
+                    "usage": usage,
+                    "service_tier": "default",
+                    "system_fingerprint": "fp_50cad350e4",
+                },
+            )
+        with_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        chunk = {**base, "object": "chat.completion.chunk", "system_fingerprint": "fp_50cad350e4"}
+        if with_usage:
+            chunk["usage"] = None
+
+        def delta(content: Dict[str, Any], finish: Optional[str] = None) -> str:
+            return sse({**chunk, "choices": [{"index": 0, "delta": content, "logprobs": None, "finish_reason": finish}]})
+
+        events = [delta({"role": "assistant", "content": "", "refusal": None})]
+        events += [delta({"content": piece}) for piece in TEXT]
+        events.append(delta({}, "stop"))
+        if with_usage:
+            events.append(sse({**chunk, "choices": [], "usage": usage}))
+        events.append(sse("[DONE]"))
+        self.stream(fake, events, sse({"error": {"message": "The server had an error while processing your request.", "type": "server_error"}}))
+
+    def openai_responses(self, fake: "FakeProvider", body: Dict[str, Any], status: Optional[int]) -> None:
+        if status:
+            return self.openai_error(status)
+        model = SNAPSHOTS.get(body["model"], body["model"])
+        tokens_in, tokens_out = fake.tokens
+        message = {
+            "id": "msg_67ccd3acc8d48190a77525dc6de64b4104becb25c6ef6d24",
+            "type": "message",
+            "status": "completed",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": "".join(TEXT), "annotations": []}],
+        }
+
+        def response(state: str, done: bool) -> Dict[str, Any]:
+            return {
+                "id": "resp_67ccd3a9da748190baa7f1570fe91ac604becb25c6ef6d24",
+                "object": "response",
+                "created_at": CREATED,
+                "status": state,
+                "error": None,
+                "incomplete_details": None,
+                "instructions": None,
+                "max_output_tokens": None,
+                "model": model,
+                "output": [message] if done else [],
+                "parallel_tool_calls": True,
+                "previous_response_id": None,
+                "reasoning": {"effort": None, "summary": None},
+                "store": True,
+                "temperature": 1.0,
+                "text": {"format": {"type": "text"}},
+                "tool_choice": "auto",
+                "tools": [],
+                "top_p": 1.0,
+                "truncation": "disabled",
+                "usage": {
+                    "input_tokens": tokens_in,
+                    "input_tokens_details": {"cached_tokens": 0},
+                    "output_tokens": tokens_out,
+                    "output_tokens_details": {"reasoning_tokens": 0},
+                    "total_tokens": tokens_in + tokens_out,
+                }
+                if done
+                else None,
+                "user": None,
+                "metadata": {},
+            }
+
+        if not body.get("stream"):
+            return self.send_json(200, response("completed", True))
+        seq = iter(range(1000))
+
+        def event(kind: str, **fields: Any) -> str:
+            return sse({"type": kind, "sequence_number": next(seq), **fields}, kind)
+
+        events = [
+            event("response.created", response=response("in_progress", False)),
+            event("response.in_progress", response=response("in_progress", False)),
+        ]
+        events += [
+            event("response.output_text.delta", item_id=message["id"], output_index=0, content_index=0, delta=piece, logprobs=[])
+            for piece in TEXT
+        ]
+        events.append(event("response.completed", response=response("completed", True)))
+        failure = event("error", code="server_error", message="The server had an error while processing your request.", param=None)
+        self.stream(fake, events, failure)
+
+    # --- Anthropic ------------------------------------------------------
+
+    def anthropic(self, fake: "FakeProvider", body: Dict[str, Any], status: Optional[int]) -> None:
+        if status:
+            kinds = {400: "invalid_request_error", 401: "authentication_error", 429: "rate_limit_error", 529: "overloaded_error"}
+            return self.send_json(
+                status,
+                {
+                    "type": "error",
+                    "error": {"type": kinds.get(status, "api_error"), "message": "messages: field required" if status == 400 else "Overloaded"},
+                    "request_id": "req_011CSHoEeqs5C35K2UUqR7Fy",
+                },
+            )
+        model = SNAPSHOTS.get(body["model"], body["model"])
+        tokens_in, tokens_out = fake.tokens
+        cached_write, cached_read = fake.anthropic_cache
+        usage = {
+            "input_tokens": tokens_in,
+            "cache_creation_input_tokens": cached_write,
+            "cache_read_input_tokens": cached_read,
+            "output_tokens": tokens_out,
+            "service_tier": "standard",
+        }
+        message = {
+            "id": "msg_013Zva2CMHLNnXjNJJKqJ2EF",
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": [{"type": "text", "text": "".join(TEXT)}],
+            "stop_reason": "end_turn",
+            "stop_sequence": None,
+            "usage": usage,
+        }
+        if not body.get("stream"):
+            return self.send_json(200, message)
+        start = {**message, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 1}}
+        events = [
+            sse({"type": "message_start", "message": start}, "message_start"),
+            sse({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}, "content_block_start"),
+            sse({"type": "ping"}, "ping"),
+        ]
+        events += [
+            sse({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": piece}}, "content_block_delta")
+            for piece in TEXT
+        ]
+        events += [
+            sse({"type": "content_block_stop", "index": 0}, "content_block_stop"),
+            sse(
+                {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None}, "usage": {"output_tokens": tokens_out}},
+                "message_delta",
+            ),
+            sse({"type": "message_stop"}, "message_stop"),
+        ]
+        failure = sse({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}, "error")
+        self.stream(fake, events, failure)
+
+    # --- Gemini ---------------------------------------------------------
+
+    def gemini(self, fake: "FakeProvider", model: str, streamed: bool, status: Optional[int]) -> None:
+        if status:
+            states = {400: "INVALID_ARGUMENT", 403: "PERMISSION_DENIED", 429: "RESOURCE_EXHAUSTED", 503: "UNAVAILABLE"}
+            return self.send_json(
+                status,
+                {
+                    "error": {
+                        "code": status,
+                        "message": "API key not valid. Please pass a valid API key." if status == 400 else "The model is overloaded. Please try again later.",
+                        "status": states.get(status, "INTERNAL"),
+                    }
+                },
+            )
+        version = SNAPSHOTS.get(model, model)
+        tokens_in, tokens_out = fake.tokens
+
+        def chunk(text: str, out: int, finish: Optional[str] = None) -> Dict[str, Any]:
+            candidate: Dict[str, Any] = {"content": {"parts": [{"text": text}], "role": "model"}, "index": 0}
+            if finish:
+                candidate["finishReason"] = finish
+            return {
+                "candidates": [candidate],
+                "usageMetadata": {
+                    "promptTokenCount": tokens_in,
+                    "candidatesTokenCount": out,
+                    "totalTokenCount": tokens_in + out,
+                    "promptTokensDetails": [{"modality": "TEXT", "tokenCount": tokens_in}],
+                },
+                "modelVersion": version,
+                "responseId": "mMjJaOPDBZ2hz7IPqrrUsQM",
+            }
+
+        if not streamed:
+            return self.send_json(200, chunk("".join(TEXT), tokens_out, "STOP"))
+        events = [sse(chunk(piece, 0)) for piece in TEXT[:-1]]
+        events.append(sse(chunk(TEXT[-1], tokens_out, "STOP")))
+        failure = sse({"error": {"code": 503, "message": "The model is overloaded. Please try again later.", "status": "UNAVAILABLE"}})
+        self.stream(fake, events, failure)
+
+    # --- shared ---------------------------------------------------------
+
+    def stream(self, fake: "FakeProvider", events: List[str], failure_event: str) -> None:
+        """Sends the events, or two of them and then the requested failure."""
+        failure = fake.take_stream_failure()
+        if failure == "event":
+            events = events[:2] + [failure_event]
+        self.send_sse(events, disconnect_after=2 if failure == "disconnect" else None)
+
+
+class FakeProvider(Server):
+    handler = ProviderHandler
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.requests: List[Dict[str, Any]] = []
+        self.tokens = (1234, 567)
+        self.anthropic_cache = (0, 0)
+        self.fail_status: Optional[int] = None
+        self.stream_failure: Optional[str] = None
+
+    def record(self, path: str, headers: Dict[str, str], body: Any) -> None:
+        with self._lock:
+            self.requests.append({"path": path, "headers": headers, "body": body})
+
+    def take_failure(self) -> Optional[int]:
+        with self._lock:
+            status, self.fail_status = self.fail_status, None
+            return status
+
+    def take_stream_failure(self) -> Optional[str]:
+        with self._lock:
+            failure, self.stream_failure = self.stream_failure, None
+            return failure
+
+    def reset(self) -> None:
+        with self._lock:
+            self.requests.clear()
+            self.tokens = (1234, 567)
+            self.anthropic_cache = (0, 0)
+            self.fail_status = None
+            self.stream_failure = None
