@@ -1,0 +1,38 @@
+import type { KeyStore } from "../store/key-store.js";
+import type { ApiKeyRecord } from "../store/records.js";
+import { hashApiKey, looksLikeApiKey } from "./api-key.js";
+
+export interface KeyVerifierOptions {
+  /** How long a lookup is trusted; revocation must reach every instance within 5 s (D20). */
+  ttlMs?: number;
+  /** Bound on cached lookups, so a flood of random keys cannot grow memory without limit. */
+  maxEntries?: number;
+}
+
+export interface KeyVerifier {
+  /** The active key for this plaintext, or undefined when it is malformed, unknown or revoked. */
+  verify(plaintext: string): Promise<ApiKeyRecord | undefined>;
+}
+
+/** Verifies keys against the store, caching each answer briefly so the hot path rarely touches the store. */
+export function createKeyVerifier(keys: KeyStore, options: KeyVerifierOptions = {}): KeyVerifier {
+  const ttlMs = options.ttlMs ?? 2000;
+  const maxEntries = options.maxEntries ?? 10_000;
+  const cache = new Map<string, { key: ApiKeyRecord | undefined; expiresAt: number }>();
+
+  return {
+    async verify(plaintext) {
+      if (!looksLikeApiKey(plaintext)) return undefined;
+      const hash = hashApiKey(plaintext);
+      const now = Date.now();
+      const cached = cache.get(hash);
+      if (cached && cached.expiresAt > now) return cached.key;
+      const found = await keys.findKeyByHash(hash);
+      const key = found && found.revokedAt === undefined ? found : undefined;
+      cache.delete(hash);
+      if (cache.size >= maxEntries) cache.delete(cache.keys().next().value!);
+      cache.set(hash, { key, expiresAt: now + ttlMs });
+      return key;
+    },
+  };
+}

@@ -1,0 +1,45 @@
+import { ConfigError } from "../config/config.js";
+import { keysCommand } from "./keys-command.js";
+import { serveCommand } from "./serve-command.js";
+import { tracesCommand } from "./traces-command.js";
+import { UsageError } from "./usage-error.js";
+
+const usage = `calltrace — self-hostable LLM usage tracing
+
+Usage:
+  calltrace serve [--port N] [--host H] [--data-dir DIR] [...]     start the service (same as npm start)
+  calltrace keys create --plan PLAN [--name NAME] [--account ID] [--json]
+  calltrace keys list [--json]
+  calltrace keys revoke <id|prefix>
+  calltrace traces export [--since ISO] [--until ISO] [--format jsonl|csv]
+
+Every command takes the configuration flags (--data-dir, --mongodb-uri, --plans-file, ...),
+each also read from its environment variable (DATA_DIR, MONGODB_URI, PLANS_FILE, ...).`;
+
+const commands: Record<string, (argv: string[]) => Promise<void>> = {
+  serve: serveCommand,
+  keys: keysCommand,
+  traces: tracesCommand,
+};
+
+async function main(argv: string[]): Promise<void> {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === "help" || name === "--help" || name === "-h") {
+    console.log(usage);
+    return;
+  }
+  const command = commands[name];
+  if (!command) throw new UsageError(`unknown command ${JSON.stringify(name)}`);
+  await command(rest);
+}
+
+main(process.argv.slice(2)).catch((error: unknown) => {
+  if (error instanceof UsageError || error instanceof ConfigError || (error as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")) {
+    console.error(`calltrace: ${(error as Error).message}`);
+    if (error instanceof UsageError) console.error(`\n${usage}`);
+    process.exitCode = 2;
+    return;
+  }
+  console.error(error);
+  process.exitCode = 1;
+});

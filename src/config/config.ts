@@ -1,0 +1,100 @@
+import { parseArgs } from "node:util";
+
+/** The service's configuration (D21): each option is an environment variable with a matching CLI flag. */
+export interface Config {
+  /** TCP port to listen on; 0 picks a free one. */
+  port: number;
+  /** Interface to bind; 127.0.0.1 keeps the embedded mode private, 0.0.0.0 exposes it. */
+  host: string;
+  /** Directory of the embedded store. */
+  dataDir: string;
+  /** Redis for shared limiters; unset means in-process limiters. */
+  redisUrl: string | undefined;
+  /** MongoDB for traces, keys and accounts; unset means the embedded store. */
+  mongodbUri: string | undefined;
+  /** Take the client address from X-Forwarded-For (only behind a trusted proxy). */
+  trustProxy: boolean;
+  /** Largest accepted request body, in bytes (D9). */
+  maxBodyBytes: number;
+  /** JSON file of plans (D19); unset means the built-in free and pro plans. */
+  plansFile: string | undefined;
+  /** pino log level. */
+  logLevel: string;
+  /** PEM certificate and key; when both are set the port speaks TLS with ALPN (h2, http/1.1). */
+  tlsCertFile: string | undefined;
+  tlsKeyFile: string | undefined;
+}
+
+interface OptionSpec {
+  env: string;
+  flag: string;
+  kind: "string" | "integer" | "boolean";
+  fallback?: string;
+  describe: string;
+}
+
+/** One table drives the environment variables, the CLI flags and the README's configuration table. */
+export const configOptions = {
+  port: { env: "PORT", flag: "port", kind: "integer", fallback: "8080", describe: "TCP port (0 picks a free one)" },
+  host: { env: "HOST", flag: "host", kind: "string", fallback: "127.0.0.1", describe: "interface to bind; 0.0.0.0 to expose" },
+  dataDir: { env: "DATA_DIR", flag: "data-dir", kind: "string", fallback: "./data", describe: "embedded store directory" },
+  redisUrl: { env: "REDIS_URL", flag: "redis-url", kind: "string", describe: "Redis for shared limiters (unset: in-process)" },
+  mongodbUri: { env: "MONGODB_URI", flag: "mongodb-uri", kind: "string", describe: "MongoDB store (unset: embedded store)" },
+  trustProxy: { env: "TRUST_PROXY", flag: "trust-proxy", kind: "boolean", fallback: "false", describe: "client address from X-Forwarded-For" },
+  maxBodyBytes: { env: "MAX_BODY_BYTES", flag: "max-body-bytes", kind: "integer", fallback: "65536", describe: "largest request body in bytes" },
+  plansFile: { env: "PLANS_FILE", flag: "plans-file", kind: "string", describe: "JSON file of plans (unset: free and pro)" },
+  logLevel: { env: "LOG_LEVEL", flag: "log-level", kind: "string", fallback: "info", describe: "fatal, error, warn, info, debug, trace or silent" },
+  tlsCertFile: { env: "TLS_CERT_FILE", flag: "tls-cert-file", kind: "string", describe: "PEM certificate; with the key, serve TLS" },
+  tlsKeyFile: { env: "TLS_KEY_FILE", flag: "tls-key-file", kind: "string", describe: "PEM private key for TLS" },
+} as const satisfies Record<keyof Config, OptionSpec>;
+
+export class ConfigError extends Error {}
+
+/** parseArgs options for every config flag, so each CLI command accepts them. */
+export function configFlags(): Record<string, { type: "string" | "boolean" }> {
+  const flags: Record<string, { type: "string" | "boolean" }> = {};
+  for (const spec of Object.values(configOptions)) {
+    flags[spec.flag] = { type: spec.kind === "boolean" ? "boolean" : "string" };
+  }
+  return flags;
+}
+
+/** Resolves the configuration: a flag wins over its environment variable, which wins over the default. */
+export function resolveConfig(
+  flags: Record<string, string | boolean | undefined>,
+  env: NodeJS.ProcessEnv = process.env,
+): Config {
+  const config: Record<string, unknown> = {};
+  for (const [name, spec] of Object.entries(configOptions) as [keyof Config, OptionSpec][]) {
+    const flagValue = flags[spec.flag];
+    const raw = flagValue === undefined ? (env[spec.env] ?? spec.fallback) : String(flagValue);
+    config[name] = raw === undefined || raw === "" ? undefined : convert(spec, raw);
+  }
+  return config as unknown as Config;
+}
+
+function convert(spec: OptionSpec, raw: string): string | number | boolean {
+  switch (spec.kind) {
+    case "string":
+      return raw;
+    case "boolean":
+      if (/^(1|true|yes|on)$/i.test(raw)) return true;
+      if (/^(0|false|no|off)$/i.test(raw)) return false;
+      throw new ConfigError(`${spec.env} / --${spec.flag}: expected true or false, got ${JSON.stringify(raw)}`);
+    case "integer": {
+      const n = Number(raw);
+      if (!Number.isSafeInteger(n) || n < 0) {
+        throw new ConfigError(`${spec.env} / --${spec.flag}: expected a whole number >= 0, got ${JSON.stringify(raw)}`);
+      }
+      return n;
+    }
+  }
+}
+
+/** Parses argv with the config flags plus a command's own flags. */
+export function parseCommandArgs<T extends Record<string, { type: "string" | "boolean"; multiple?: boolean }>>(
+  argv: string[],
+  own: T,
+) {
+  return parseArgs({ args: argv, options: { ...configFlags(), ...own }, allowPositionals: true, strict: true });
+}

@@ -1,0 +1,31 @@
+import { toJson } from "@bufbuild/protobuf";
+import { StoredTraceSchema, type StoredTrace } from "../../gen/calltrace/v1/trace_pb.js";
+
+export type ExportFormat = "jsonl" | "csv";
+
+/** One trace as a plain JSON object with the contract's snake_case names; every field present. */
+export function traceJson(trace: StoredTrace): Record<string, unknown> {
+  return toJson(StoredTraceSchema, trace, { useProtoFieldName: true, alwaysEmitImplicit: true }) as Record<string, unknown>;
+}
+
+const columns = StoredTraceSchema.fields.map((f) => f.name);
+
+/** Writes traces as JSON lines or as CSV (header row first), line by line. */
+export async function* exportLines(traces: AsyncIterable<StoredTrace>, format: ExportFormat): AsyncGenerator<string> {
+  if (format === "csv") yield columns.join(",") + "\n";
+  for await (const trace of traces) {
+    const json = traceJson(trace);
+    yield format === "jsonl" ? JSON.stringify(json) + "\n" : columns.map((c) => csvCell(json[c])).join(",") + "\n";
+  }
+}
+
+/**
+ * RFC 4180 quoting, plus a leading apostrophe on text that a spreadsheet would run as a formula
+ * (CSV injection: cells starting with = + - @ or a tab or carriage return).
+ */
+export function csvCell(value: unknown): string {
+  if (value === undefined || value === null) return "";
+  let text = String(value);
+  if (typeof value === "string" && /^[=+\-@\t\r]/.test(text)) text = `'${text}`;
+  return /[",\r\n']/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+}

@@ -1,0 +1,74 @@
+import { create } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { ErrorInfoSchema, RetryInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
+
+/** Why a request was refused; travels as a google.rpc.ErrorInfo detail so every protocol edge can map it. */
+export type RefusalReason =
+  | "INVALID_API_KEY"
+  | "AUTH_RATE_LIMITED"
+  | "RATE_LIMITED"
+  | "PAYLOAD_TOO_LARGE"
+  | "UNSUPPORTED_MEDIA_TYPE"
+  | "VALIDATION_FAILED"
+  | "QUOTA_EXCEEDED"
+  | "STORE_UNAVAILABLE";
+
+const errorDomain = "calltrace.dev";
+
+/** The spec's texts: the ConnectError message equals the REST body's `message` or `details` (D17). */
+export const refusalText = {
+  invalidApiKey: "Invalid API key",
+  rateLimited: "Rate limit exceeded",
+  quotaExceeded: "Monthly quota exceeded",
+  unavailable: "Service unavailable",
+} as const;
+
+function refusal(code: Code, reason: RefusalReason, message: string, headers?: HeadersInit, retryAfter?: number): ConnectError {
+  const details = [{ desc: ErrorInfoSchema, value: create(ErrorInfoSchema, { reason, domain: errorDomain }) }];
+  const metadata = new Headers(headers);
+  if (retryAfter !== undefined) {
+    details.push({ desc: RetryInfoSchema, value: create(RetryInfoSchema, { retryDelay: { seconds: BigInt(retryAfter) } }) } as never);
+    metadata.set("retry-after", String(retryAfter));
+  }
+  return new ConnectError(message, code, metadata, details);
+}
+
+export const invalidApiKey = () => refusal(Code.Unauthenticated, "INVALID_API_KEY", refusalText.invalidApiKey);
+
+export const authRateLimited = (retryAfter: number) =>
+  refusal(Code.ResourceExhausted, "AUTH_RATE_LIMITED", refusalText.rateLimited, undefined, retryAfter);
+
+export const rateLimited = (retryAfter: number, headers: HeadersInit) =>
+  refusal(Code.ResourceExhausted, "RATE_LIMITED", refusalText.rateLimited, headers, retryAfter);
+
+export const quotaExceeded = (retryAfter: number, headers: HeadersInit) =>
+  refusal(Code.ResourceExhausted, "QUOTA_EXCEEDED", refusalText.quotaExceeded, headers, retryAfter);
+
+export const payloadTooLarge = (limit: number, headers: HeadersInit) =>
+  refusal(Code.ResourceExhausted, "PAYLOAD_TOO_LARGE", `request body exceeds the limit of ${limit} bytes`, headers);
+
+export const unsupportedMediaType = (contentType: string | undefined, headers: HeadersInit) =>
+  refusal(
+    Code.InvalidArgument,
+    "UNSUPPORTED_MEDIA_TYPE",
+    `Content-Type must be application/json, got ${contentType ? JSON.stringify(contentType) : "none"}`,
+    headers,
+  );
+
+export const validationFailed = (details: string, headers: HeadersInit) =>
+  refusal(Code.InvalidArgument, "VALIDATION_FAILED", details, headers);
+
+export const storeUnavailable = (retryAfter: number, headers: HeadersInit) =>
+  refusal(Code.Unavailable, "STORE_UNAVAILABLE", refusalText.unavailable, headers, retryAfter);
+
+/** The reason a refusal was built with, or undefined for any other error. */
+export function refusalReason(error: ConnectError): RefusalReason | undefined {
+  const info = error.findDetails(ErrorInfoSchema).find((d) => d.domain === errorDomain);
+  return info?.reason as RefusalReason | undefined;
+}
+
+/** The RetryInfo delay in whole seconds, when the refusal carries one. */
+export function retryAfterOf(error: ConnectError): number | undefined {
+  const delay = error.findDetails(RetryInfoSchema)[0]?.retryDelay;
+  return delay ? Number(delay.seconds) : undefined;
+}

@@ -1,0 +1,108 @@
+import { create } from "@bufbuild/protobuf";
+import { timestampNow } from "@bufbuild/protobuf/wkt";
+import { StoredTraceSchema, type Trace } from "../../gen/calltrace/v1/trace_pb.js";
+import { bearerToken } from "../auth/api-key.js";
+import type { KeyVerifier } from "../auth/key-verifier.js";
+import type { Plan, Plans } from "../config/plans.js";
+import type { CountryLookup } from "../geo/country-lookup.js";
+import type { RateLimiter } from "../limits/rate-limiter.js";
+import { rateLimitHeaders } from "../limits/rate-limit-headers.js";
+import type { ApiKeyRecord } from "../store/records.js";
+import { BatchingWriter, WriterQueueFullError } from "./batching-writer.js";
+import { invalidApiKey, rateLimited, storeUnavailable, validationFailed } from "./ingest-errors.js";
+import { describeProblems, traceProblems, type FieldProblem } from "./trace-validation.js";
+
+/** An authenticated request that passed its per-minute limit. */
+export interface Admission {
+  key: ApiKeyRecord;
+  /** The key's plaintext as presented, to check the body's `api_key` against (D3); never stored. */
+  presentedKey: string;
+  plan: Plan;
+  /** Rate-limit headers for every response to this request (D10). */
+  headers: Headers;
+}
+
+export interface TraceSubmission {
+  trace: Trace;
+  idempotencyKey: string | null;
+  /** The client's address, for the country (D16); never stored. */
+  clientAddress: string | undefined;
+  /** Problems the protocol edge already found while decoding (wrong JSON types). */
+  decodeProblems?: FieldProblem[];
+}
+
+export interface IngestPipelineDeps {
+  verifier: KeyVerifier;
+  limiter: RateLimiter;
+  plans: Plans;
+  writer: BatchingWriter;
+  countryOf: CountryLookup;
+}
+
+/** Seconds a client should wait when the store cannot take a write (D13). */
+const unavailableRetryAfter = 1;
+const maxIdempotencyKeyLength = 128;
+
+/**
+ * The single implementation of TraceService.Ingest, split in two steps so that the REST edge can
+ * read the body between them (D1: authentication and the per-minute limit come before the body).
+ * Every step throws ConnectErrors built by ingest-errors.
+ */
+export interface IngestPipeline {
+  /** D1 steps 1-3: the Authorization header, then the key's per-minute window. */
+  admit(authorization: string | null): Promise<Admission>;
+  /** D1 steps 6-9: validation, key agreement, then the durable write. Resolves once stored. */
+  accept(admission: Admission, submission: TraceSubmission): Promise<void>;
+}
+
+export function createIngestPipeline(deps: IngestPipelineDeps): IngestPipeline {
+  return {
+    async admit(authorization) {
+      const presentedKey = bearerToken(authorization);
+      const key = presentedKey === undefined ? undefined : await deps.verifier.verify(presentedKey);
+      const plan = key && deps.plans.get(key.plan);
+      if (!key || !plan || presentedKey === undefined) throw invalidApiKey();
+      const decision = await deps.limiter.consume(key.id, plan);
+      const headers = rateLimitHeaders(decision);
+      if (!decision.allowed) throw rateLimited(decision.retryAfter, headers);
+      return { key, presentedKey, plan, headers };
+    },
+
+    async accept(admission, { trace, idempotencyKey, clientAddress, decodeProblems = [] }) {
+      const problems = [...decodeProblems];
+      const undecodable = new Set(decodeProblems.map((p) => p.field));
+      // A field the edge could not decode is unset; its "is required" would only repeat the problem.
+      problems.push(...traceProblems(trace).filter((p) => !undecodable.has(p.field)));
+      if (idempotencyKey !== null && (idempotencyKey.length === 0 || idempotencyKey.length > maxIdempotencyKeyLength)) {
+        problems.push({ field: "Idempotency-Key", problem: `must be 1 to ${maxIdempotencyKeyLength} characters` });
+      }
+      if (problems.length > 0) throw validationFailed(describeProblems(problems), admission.headers);
+      if (trace.apiKey !== admission.presentedKey) {
+        throw validationFailed("api_key does not match the API key in the Authorization header", admission.headers);
+      }
+
+      const stored = create(StoredTraceSchema, {
+        receivedAt: timestampNow(),
+        keyId: admission.key.id,
+        accountId: admission.key.accountId,
+        country: deps.countryOf(clientAddress),
+        provider: trace.provider,
+        model: trace.model,
+        tokensIn: trace.tokensIn,
+        tokensOut: trace.tokensOut,
+        latencyMs: trace.latencyMs,
+        costUsd: trace.costUsd,
+        status: trace.status,
+        ...(trace.error === undefined ? {} : { error: trace.error }),
+      });
+      let outcome;
+      try {
+        outcome = await deps.writer.write({ trace: stored, idempotencyKey: idempotencyKey ?? undefined });
+      } catch (error) {
+        if (error instanceof WriterQueueFullError) throw storeUnavailable(unavailableRetryAfter, admission.headers);
+        throw error;
+      }
+      if (outcome.kind === "failed") throw storeUnavailable(unavailableRetryAfter, admission.headers);
+    },
+  };
+}

@@ -1,0 +1,43 @@
+import { create, ScalarType, type DescField } from "@bufbuild/protobuf";
+import { TraceSchema, type Trace } from "../../gen/calltrace/v1/trace_pb.js";
+import type { FieldProblem } from "./trace-validation.js";
+
+const int32Max = 2147483647;
+
+/**
+ * Reads the REST body into the generated Trace, field by field from the contract's descriptor.
+ * Types are strict (D5): a wrongly typed field is reported and left unset, a null counts as
+ * missing, unknown fields are ignored (D4). Value rules are left to protovalidate.
+ */
+export function traceFromJson(body: unknown): { trace: Trace; problems: FieldProblem[] } {
+  const trace = create(TraceSchema);
+  const problems: FieldProblem[] = [];
+  if (typeof body !== "object" || body === null || Array.isArray(body)) {
+    problems.push({ field: "", problem: "request body must be a JSON object" });
+    return { trace, problems };
+  }
+  for (const field of TraceSchema.fields) {
+    const value = Object.hasOwn(body, field.jsonName) ? (body as Record<string, unknown>)[field.jsonName] : undefined;
+    if (value === undefined || value === null) continue;
+    const problem = typeProblem(field, value);
+    if (problem) problems.push({ field: field.name, problem });
+    else (trace as unknown as Record<string, unknown>)[field.localName] = value;
+  }
+  return { trace, problems };
+}
+
+function typeProblem(field: DescField, value: unknown): string | undefined {
+  switch (field.fieldKind === "scalar" ? field.scalar : undefined) {
+    case ScalarType.STRING:
+      return typeof value === "string" ? undefined : "must be a string";
+    case ScalarType.INT32:
+      // Negative integers pass here so that the contract's own `gte: 0` rule reports them.
+      return Number.isInteger(value) && (value as number) <= int32Max && (value as number) >= -int32Max - 1
+        ? undefined
+        : `must be an integer from 0 to ${int32Max}`;
+    case ScalarType.DOUBLE:
+      return typeof value === "number" ? undefined : "must be a number";
+    default:
+      throw new Error(`trace-json: no JSON reading for field ${field.name}`);
+  }
+}

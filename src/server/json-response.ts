@@ -1,0 +1,12 @@
+import type { NodeResponse } from "./node-types.js";
+
+/** Writes a JSON body with its status and headers, unless the client has gone already. */
+export function sendJson(res: NodeResponse, status: number, body: unknown, headers?: Headers): void {
+  if (res.headersSent || res.destroyed) return;
+  const payload = JSON.stringify(body);
+  headers?.forEach((value, name) => res.setHeader(name, value));
+  res.setHeader("content-type", "application/json");
+  res.setHeader("content-length", Buffer.byteLength(payload));
+  res.writeHead(status);
+  res.end(payload);
+}

@@ -1,0 +1,82 @@
+import type { IngestPipeline } from "../ingest/ingest-pipeline.js";
+import { payloadTooLarge, unsupportedMediaType, validationFailed } from "../ingest/ingest-errors.js";
+import { traceFromJson } from "../ingest/trace-json.js";
+import type { Logger } from "../log/logger.js";
+import { clientAddress } from "./client-address.js";
+import { sendJson } from "./json-response.js";
+import type { NodeRequest, NodeResponse } from "./node-types.js";
+import { BodyTooLargeError, readBody } from "./read-body.js";
+import { restRefusal } from "./rest-refusal.js";
+
+export interface RestIngestOptions {
+  maxBodyBytes: number;
+  trustProxy: boolean;
+  logger: Logger;
+}
+
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+
+/**
+ * The spec's `POST /v1/traces`: a thin edge that decodes the JSON body into the contract's
+ * Trace and runs the same pipeline as TraceService.Ingest, then maps its refusals to the
+ * spec's statuses and bodies.
+ */
+export function restIngest(pipeline: IngestPipeline, options: RestIngestOptions) {
+  return async (req: NodeRequest, res: NodeResponse): Promise<void> => {
+    if (req.method !== "POST") {
+      sendJson(res, 405, { error: "Method not allowed" }, new Headers({ allow: "POST" }));
+      return;
+    }
+    try {
+      const admission = await pipeline.admit(req.headers.authorization ?? null);
+      let raw: Buffer;
+      try {
+        raw = await readBody(req, options.maxBodyBytes);
+      } catch (error) {
+        if (!(error instanceof BodyTooLargeError)) throw error;
+        // The rest of the body is never read: the connection cannot be reused.
+        if ("shouldKeepAlive" in res) res.shouldKeepAlive = false;
+        throw payloadTooLarge(options.maxBodyBytes, admission.headers);
+      }
+      const contentType = req.headers["content-type"];
+      if (!isJson(contentType)) throw unsupportedMediaType(contentType, admission.headers);
+      const { trace, problems } = traceFromJson(parseJson(raw, admission.headers));
+      await pipeline.accept(admission, {
+        trace,
+        decodeProblems: problems,
+        idempotencyKey: header(req.headers["idempotency-key"]),
+        clientAddress: clientAddress(req.headers, req.socket?.remoteAddress, options.trustProxy),
+      });
+      sendJson(res, 202, { status: "ok" }, admission.headers);
+    } catch (error) {
+      if (req.destroyed && !(error instanceof Error && error.name === "ConnectError")) return; // client went away mid-body
+      const refusal = restRefusal(error);
+      if (refusal.status === 500) options.logger.error({ err: error }, "ingest failed");
+      sendJson(res, refusal.status, refusal.body, refusal.headers);
+    }
+  };
+}
+
+/** D8: application/json, parameters such as charset allowed. */
+function isJson(contentType: string | undefined): boolean {
+  return contentType !== undefined && contentType.split(";")[0]!.trim().toLowerCase() === "application/json";
+}
+
+function parseJson(raw: Buffer, headers: Headers): unknown {
+  if (raw.length === 0) throw validationFailed("request body is empty", headers);
+  let text: string;
+  try {
+    text = utf8.decode(raw);
+  } catch {
+    throw validationFailed("request body is not valid UTF-8", headers);
+  }
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw validationFailed(`request body is not valid JSON (${(error as Error).message})`, headers);
+  }
+}
+
+function header(value: string | string[] | undefined): string | null {
+  return value === undefined ? null : Array.isArray(value) ? value.join(",") : value;
+}

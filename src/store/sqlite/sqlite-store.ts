@@ -1,0 +1,221 @@
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import { create } from "@bufbuild/protobuf";
+import { timestampFromMs, timestampMs } from "@bufbuild/protobuf/wkt";
+import { StoredTraceSchema, type StoredTrace } from "../../../gen/calltrace/v1/trace_pb.js";
+import type { KeyStore } from "../key-store.js";
+import type { AccountRecord, ApiKeyRecord } from "../records.js";
+import type { Store } from "../store.js";
+import type { TraceQuery, TraceWrite, WriteOutcome } from "../trace-store.js";
+import { newId } from "../ids.js";
+import { migrate } from "./sqlite-schema.js";
+
+/** How long an Idempotency-Key is remembered (D14). */
+const idempotencyWindowMs = 24 * 60 * 60 * 1000;
+/** Rows per page when exporting, so no read cursor stays open across awaits. */
+const exportPageSize = 1000;
+
+interface TraceRow {
+  seq: number;
+  received_at: number;
+  key_id: string;
+  account_id: string;
+  country: string;
+  provider: string;
+  model: string;
+  tokens_in: number;
+  tokens_out: number;
+  latency_ms: number;
+  cost_usd: number;
+  status: string;
+  error: string | null;
+}
+
+interface KeyRow {
+  id: string;
+  account_id: string;
+  plan: string;
+  name: string;
+  prefix: string;
+  hash: string;
+  created_at: number;
+  revoked_at: number | null;
+  last_used_at: number | null;
+}
+
+/**
+ * The embedded store: one SQLite database file under DATA_DIR in WAL mode. Commits are
+ * fsynced (synchronous=FULL), so a committed batch survives kill -9 and power loss; several
+ * processes (the server and the CLI) may open the same file.
+ */
+export function openSqliteStore(dataDir: string): Store {
+  mkdirSync(dataDir, { recursive: true });
+  const db = new Database(join(dataDir, "calltrace.db"));
+  db.pragma("journal_mode = WAL");
+  db.pragma("synchronous = FULL");
+  db.pragma("busy_timeout = 5000");
+  db.pragma("foreign_keys = ON");
+  migrate(db);
+
+  const statements = {
+    insertTrace: db.prepare(
+      `INSERT INTO traces (received_at, key_id, account_id, country, provider, model, tokens_in, tokens_out, latency_ms, cost_usd, status, error)
+       VALUES (@received_at, @key_id, @account_id, @country, @provider, @model, @tokens_in, @tokens_out, @latency_ms, @cost_usd, @status, @error)`,
+    ),
+    claimIdempotencyKey: db.prepare(
+      `INSERT INTO idempotency (key_id, idempotency_key, created_at) VALUES (?, ?, ?)
+       ON CONFLICT (key_id, idempotency_key) DO UPDATE SET created_at = excluded.created_at WHERE created_at < ?`,
+    ),
+    forgetIdempotencyKeys: db.prepare(`DELETE FROM idempotency WHERE created_at < ?`),
+    touchKey: db.prepare(`UPDATE api_keys SET last_used_at = ? WHERE id = ?`),
+    exportPage: db.prepare(
+      `SELECT * FROM traces WHERE seq > @after AND received_at >= @since AND received_at < @until
+         AND (@account_id IS NULL OR account_id = @account_id)
+       ORDER BY seq LIMIT ${exportPageSize}`,
+    ),
+    insertAccount: db.prepare(`INSERT INTO accounts (id, name, plan, created_at) VALUES (?, ?, ?, ?)`),
+    getAccount: db.prepare(`SELECT * FROM accounts WHERE id = ?`),
+    insertKey: db.prepare(`INSERT INTO api_keys (id, account_id, name, prefix, hash, created_at) VALUES (?, ?, ?, ?, ?, ?)`),
+    keyByHash: db.prepare(`SELECT k.*, a.plan FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.hash = ?`),
+    keyById: db.prepare(`SELECT k.*, a.plan FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.id = ?`),
+    keysByPrefix: db.prepare(`SELECT k.*, a.plan FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.prefix = ?`),
+    listKeys: db.prepare(
+      `SELECT k.*, a.plan FROM api_keys k JOIN accounts a ON a.id = k.account_id
+       WHERE (@account_id IS NULL OR k.account_id = @account_id) ORDER BY k.created_at, k.id`,
+    ),
+    revokeKey: db.prepare(`UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`),
+  };
+
+  /** One transaction for the whole batch: one fsync however many traces it holds. */
+  const commitBatch = db.transaction((writes: TraceWrite[], now: number): WriteOutcome[] => {
+    const outcomes: WriteOutcome[] = [];
+    const lastUse = new Map<string, number>();
+    for (const { trace, idempotencyKey } of writes) {
+      if (idempotencyKey !== undefined) {
+        const claimed = statements.claimIdempotencyKey.run(trace.keyId, idempotencyKey, now, now - idempotencyWindowMs);
+        if (claimed.changes === 0) {
+          outcomes.push({ kind: "duplicate" });
+          continue;
+        }
+      }
+      statements.insertTrace.run(toRow(trace));
+      lastUse.set(trace.keyId, timestampMs(trace.receivedAt!));
+      outcomes.push({ kind: "stored" });
+    }
+    for (const [keyId, at] of lastUse) statements.touchKey.run(at, keyId);
+    statements.forgetIdempotencyKeys.run(now - idempotencyWindowMs);
+    return outcomes;
+  });
+
+  const keys: KeyStore = {
+    async createAccount({ name, plan }) {
+      const account: AccountRecord = { id: newId("acc"), name, plan, createdAt: new Date() };
+      statements.insertAccount.run(account.id, account.name, account.plan, account.createdAt.getTime());
+      return account;
+    },
+    async getAccount(id) {
+      const row = statements.getAccount.get(id) as { id: string; name: string; plan: string; created_at: number } | undefined;
+      return row && { id: row.id, name: row.name, plan: row.plan, createdAt: new Date(row.created_at) };
+    },
+    async createKey({ accountId, name, hash, prefix }) {
+      const id = newId("key");
+      statements.insertKey.run(id, accountId, name, prefix, hash, Date.now());
+      return toKey(statements.keyById.get(id) as KeyRow);
+    },
+    async findKeyByHash(hash) {
+      const row = statements.keyByHash.get(hash) as KeyRow | undefined;
+      return row && toKey(row);
+    },
+    async listKeys(accountId) {
+      return (statements.listKeys.all({ account_id: accountId ?? null }) as KeyRow[]).map(toKey);
+    },
+    async revokeKey(idOrPrefix) {
+      const row = (statements.keyById.get(idOrPrefix) ?? uniqueRow(statements.keysByPrefix.all(idOrPrefix))) as KeyRow | undefined;
+      if (!row) return undefined;
+      statements.revokeKey.run(Date.now(), row.id);
+      return toKey(statements.keyById.get(row.id) as KeyRow);
+    },
+  };
+
+  return {
+    keys,
+    async writeBatch(writes) {
+      return commitBatch(writes, Date.now());
+    },
+    async *exportTraces(query: TraceQuery) {
+      const params = {
+        after: 0,
+        since: query.since?.getTime() ?? 0,
+        until: query.until?.getTime() ?? Number.MAX_SAFE_INTEGER,
+        account_id: query.accountId ?? null,
+      };
+      for (;;) {
+        const rows = statements.exportPage.all(params) as TraceRow[];
+        for (const row of rows) yield fromRow(row);
+        if (rows.length < exportPageSize) return;
+        params.after = rows[rows.length - 1]!.seq;
+      }
+    },
+    async ping() {
+      db.prepare("SELECT 1").get();
+    },
+    async close() {
+      db.close();
+    },
+  };
+}
+
+/** A prefix names a key only when exactly one key has it. */
+function uniqueRow(rows: unknown[]): unknown {
+  return rows.length === 1 ? rows[0] : undefined;
+}
+
+function toRow(trace: StoredTrace): Omit<TraceRow, "seq"> {
+  return {
+    received_at: timestampMs(trace.receivedAt!),
+    key_id: trace.keyId,
+    account_id: trace.accountId,
+    country: trace.country,
+    provider: trace.provider,
+    model: trace.model,
+    tokens_in: trace.tokensIn,
+    tokens_out: trace.tokensOut,
+    latency_ms: trace.latencyMs,
+    cost_usd: trace.costUsd,
+    status: trace.status,
+    error: trace.error ?? null,
+  };
+}
+
+function fromRow(row: TraceRow): StoredTrace {
+  return create(StoredTraceSchema, {
+    id: String(row.seq),
+    receivedAt: timestampFromMs(row.received_at),
+    keyId: row.key_id,
+    accountId: row.account_id,
+    country: row.country,
+    provider: row.provider,
+    model: row.model,
+    tokensIn: row.tokens_in,
+    tokensOut: row.tokens_out,
+    latencyMs: row.latency_ms,
+    costUsd: row.cost_usd,
+    status: row.status,
+    ...(row.error === null ? {} : { error: row.error }),
+  });
+}
+
+function toKey(row: KeyRow): ApiKeyRecord {
+  return {
+    id: row.id,
+    accountId: row.account_id,
+    plan: row.plan,
+    name: row.name,
+    prefix: row.prefix,
+    hash: row.hash,
+    createdAt: new Date(row.created_at),
+    revokedAt: row.revoked_at === null ? undefined : new Date(row.revoked_at),
+    lastUsedAt: row.last_used_at === null ? undefined : new Date(row.last_used_at),
+  };
+}

@@ -1,0 +1,10 @@
+import type { KeyStore } from "./key-store.js";
+import type { TraceStore } from "./trace-store.js";
+
+/** A store adapter: one object serves traces, keys and accounts (embedded SQLite or MongoDB). */
+export interface Store extends TraceStore {
+  readonly keys: KeyStore;
+  /** Resolves when the store can take writes; rejects with the reason otherwise. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,31 @@
+import type { StoredTrace } from "../../gen/calltrace/v1/trace_pb.js";
+
+/** A trace on its way into the store, with the retry token it came with (D14). */
+export interface TraceWrite {
+  trace: StoredTrace;
+  idempotencyKey: string | undefined;
+}
+
+/** What became of one write of a batch. */
+export type WriteOutcome =
+  | { kind: "stored" }
+  /** An earlier write with the same key id and Idempotency-Key within 24 hours: nothing new stored. */
+  | { kind: "duplicate" }
+  | { kind: "failed"; error: Error };
+
+export interface TraceQuery {
+  since?: Date;
+  until?: Date;
+  accountId?: string;
+}
+
+/** Where traces live. Implemented by every store adapter. */
+export interface TraceStore {
+  /**
+   * Durably stores a batch (group commit, D13) and answers one outcome per write, in order.
+   * Rejects only when nothing of the batch could be stored.
+   */
+  writeBatch(writes: TraceWrite[]): Promise<WriteOutcome[]>;
+  /** Traces in receive order, oldest first. */
+  exportTraces(query: TraceQuery): AsyncIterable<StoredTrace>;
+}
