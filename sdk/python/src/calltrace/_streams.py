@@ -10,6 +10,7 @@ idempotent, so e.g. close() after exhaustion reports nothing twice.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, AsyncIterator, Iterable, Iterator
 
 
@@ -34,9 +35,11 @@ async def traced_aiter(source: Any, call: Any) -> AsyncIterator[Any]:
         async for item in source:
             if call.keep(item):
                 yield item
-    except GeneratorExit:
+    except (GeneratorExit, asyncio.CancelledError):
         # An abandoned async generator is closed by the event loop's
-        # finaliser hook, shortly after the consumer's `break`.
+        # finaliser hook, shortly after the consumer's `break`; one still
+        # held when the loop ends is cancelled instead. Either way the caller
+        # stopped reading: the provider did not fail.
         call.left()
         raise
     except BaseException as exc:
@@ -113,6 +116,9 @@ class TracedAsyncStream(_Proxy):
                 item = await self._inner.__anext__()
             except StopAsyncIteration:
                 self._call.ended()
+                raise
+            except asyncio.CancelledError:
+                self._call.left()
                 raise
             except BaseException as exc:
                 self._call.failed(exc)

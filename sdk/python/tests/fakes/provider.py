@@ -23,7 +23,7 @@ from .server import Handler, Server
 SNAPSHOTS = {
     "gpt-4o": "gpt-4o-2024-08-06",
     "gpt-4o-mini": "gpt-4o-mini-2024-07-18",
-    "claude-sonnet-4-0": "claude-sonnet-4-20250514",
+    "claude-haiku-4-5": "claude-haiku-4-5-20251001",
     "gemini-2.0-flash": "gemini-2.0-flash-001",
 }
 

@@ -55,6 +55,14 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(b"0\r\n\r\n")
 
 
+class _QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # Clients that leave a stream early reset the connection: expected here.
+        pass
+
+
 class Server:
     """Runs `handler` (bound to `self` as handler.fake) until stop()."""
 
@@ -67,8 +75,7 @@ class Server:
             pass
 
         Bound.fake = fake
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Bound)
-        self._httpd.daemon_threads = True
+        self._httpd = _QuietServer(("127.0.0.1", 0), Bound)
         self.port = self._httpd.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}"
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
