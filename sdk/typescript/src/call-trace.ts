@@ -1,0 +1,139 @@
+import { anthropicInstrumentation } from "./anthropic-instrumentation.js";
+import { geminiInstrumentation } from "./gemini-instrumentation.js";
+import type { Instrumentation } from "./instrumentation.js";
+import { importPackage, requirePackage } from "./load-package.js";
+import { openaiInstrumentation } from "./openai-instrumentation.js";
+import { resolveOptions, type InitOptions, type ResolvedOptions } from "./options.js";
+import { PriceTable } from "./price-table.js";
+import { TraceRecorder } from "./trace-recorder.js";
+import { TraceSender, type DeliveryStats } from "./trace-sender.js";
+
+const INSTRUMENTATIONS: readonly Instrumentation[] = [
+  openaiInstrumentation,
+  anthropicInstrumentation,
+  geminiInstrumentation,
+];
+
+/** Delivery counters plus which provider packages are traced. */
+export interface CallTraceStats extends DeliveryStats {
+  /** Patched packages and builds, e.g. `["openai (cjs)", "openai (esm)"]`. */
+  instrumented: string[];
+}
+
+/**
+ * One configured tracer: its options, price table, sender and patches. All
+ * state lives here, so a second `init()` disposes of the first tracer and
+ * starts from nothing.
+ */
+export class CallTrace {
+  /** Resolves once the ESM builds of the provider packages are patched too. */
+  readonly ready: Promise<void>;
+  readonly #options: ResolvedOptions;
+  readonly #sender: TraceSender | undefined;
+  readonly #recorder: TraceRecorder | undefined;
+  readonly #undo: Array<() => void> = [];
+  readonly #instrumented: string[] = [];
+  #unpatched = false;
+
+  constructor(options: InitOptions = {}, env: NodeJS.ProcessEnv = process.env) {
+    this.#options = resolveOptions(options, env);
+    const prices = new PriceTable(this.#options.prices);
+    const { apiKey, warn } = this.#options;
+    if (apiKey === undefined) {
+      warn("no API key (pass apiKey to init() or set CALLTRACE_API_KEY); tracing is off");
+      this.ready = Promise.resolve();
+      return;
+    }
+    if (!apiKey.startsWith("ct_")) warn("the API key does not start with ct_; the service will likely reject it");
+    const sender = new TraceSender({
+      endpoint: this.#options.endpoint,
+      apiKey,
+      queueSize: this.#options.maxQueueSize,
+      concurrency: this.#options.concurrency,
+      requestTimeoutMs: this.#options.requestTimeoutMs,
+      retry: {
+        maxAttempts: this.#options.maxAttempts,
+        baseDelayMs: this.#options.retryBaseDelayMs,
+        maxDelayMs: this.#options.retryMaxDelayMs,
+      },
+      warn,
+    });
+    this.#sender = sender;
+    this.#recorder = new TraceRecorder(apiKey, prices, (trace) => sender.enqueue(trace), warn);
+    process.on("beforeExit", this.#flushBeforeExit);
+    // CommonJS builds load synchronously, so a CommonJS application is traced
+    // as soon as init() returns; ESM builds only load asynchronously.
+    for (const instrumentation of INSTRUMENTATIONS) {
+      this.#patch(instrumentation, "cjs", () => requirePackage(instrumentation.packageName));
+    }
+    this.ready = Promise.all(
+      INSTRUMENTATIONS.map(async (instrumentation) => {
+        let esm: unknown;
+        try {
+          esm = await importPackage(instrumentation.packageName);
+        } catch (error) {
+          this.#warnLoadFailure(instrumentation, error);
+          return;
+        }
+        this.#patch(instrumentation, "esm", () => esm);
+      }),
+    ).then(() => undefined);
+  }
+
+  stats(): CallTraceStats {
+    const delivery = this.#sender?.stats() ?? { sent: 0, failed: 0, dropped: 0, pending: 0 };
+    return { ...delivery, instrumented: [...this.#instrumented] };
+  }
+
+  /** Waits until every trace recorded so far is delivered or given up; `false` on timeout. */
+  flush(timeoutMs?: number): Promise<boolean> {
+    return this.#sender?.flush(timeoutMs) ?? Promise.resolve(true);
+  }
+
+  /** Restores every patched method. Traces already recorded are still delivered. */
+  unpatch(): void {
+    this.#unpatched = true;
+    for (const undo of this.#undo.splice(0)) undo();
+    this.#instrumented.length = 0;
+  }
+
+  /** Unpatches, flushes for at most `timeoutMs` (default: the exit flush timeout), then stops for good. */
+  async shutdown(timeoutMs: number = this.#options.exitFlushTimeoutMs): Promise<void> {
+    this.unpatch();
+    process.off("beforeExit", this.#flushBeforeExit);
+    await this.flush(timeoutMs);
+    this.#sender?.close();
+  }
+
+  #patch(instrumentation: Instrumentation, build: "cjs" | "esm", load: () => unknown): void {
+    if (this.#unpatched || !this.#recorder) return;
+    let moduleExports: unknown;
+    try {
+      moduleExports = load();
+    } catch (error) {
+      this.#warnLoadFailure(instrumentation, error);
+      return;
+    }
+    if (moduleExports === undefined) return; // not installed: skipped silently
+    const undo = instrumentation.patch(moduleExports, this.#recorder);
+    if (undo.length === 0) return; // already traced (same module) or a shape we do not know
+    this.#undo.push(...undo);
+    this.#instrumented.push(`${instrumentation.packageName} (${build})`);
+  }
+
+  #warnLoadFailure(instrumentation: Instrumentation, error: unknown): void {
+    const reason = error instanceof Error ? error.message : String(error);
+    this.#options.warn(`${instrumentation.packageName} is installed but failed to load, so it is not traced: ${reason}`);
+  }
+
+  // The event loop is empty but traces are pending: hold the process open for
+  // at most exitFlushTimeoutMs, then drop what is left so that it can exit.
+  // Not reached on process.exit() or a signal; call shutdown() there.
+  readonly #flushBeforeExit = (): void => {
+    const sender = this.#sender;
+    if (!sender || sender.stats().pending === 0) return;
+    void sender.flush(this.#options.exitFlushTimeoutMs).then((drained) => {
+      if (!drained) sender.close();
+    });
+  };
+}

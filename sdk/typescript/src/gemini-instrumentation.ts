@@ -1,0 +1,74 @@
+import type { Instrumentation } from "./instrumentation.js";
+import { patchMethod } from "./patch-method.js";
+import { ProviderCall } from "./provider-call.js";
+import { sumCounts } from "./read-count.js";
+import { tracedIterator } from "./traced-iterator.js";
+
+type Params = { model?: unknown } | undefined;
+
+/**
+ * Traces `models.generateContent` and `models.generateContentStream` of
+ * `@google/genai`, and `chats` which use them. Those two are arrow functions
+ * set on each instance, so the prototype methods they call for every HTTP
+ * request are patched instead: `generateContentInternal` and
+ * `generateContentStreamInternal`. One trace per request, so automatic
+ * function calling and continuation (several requests per call) are traced
+ * request by request, as they are billed.
+ */
+export const geminiInstrumentation: Instrumentation = {
+  packageName: "@google/genai",
+  patch(moduleExports, recorder) {
+    const models = (moduleExports as { Models?: any } | undefined)?.Models?.prototype ?? {};
+    const undo = [
+      patchMethod(models, "generateContentInternal", (generate) =>
+        function (this: unknown, params: Params, ...rest: unknown[]) {
+          const call = new ProviderCall(recorder, "gemini", params?.model);
+          return settle(call, () => generate.call(this, params, ...rest), (response) => {
+            readResponse(call, response);
+            call.succeed();
+            return response;
+          });
+        },
+      ),
+      patchMethod(models, "generateContentStreamInternal", (generate) =>
+        function (this: unknown, params: Params, ...rest: unknown[]) {
+          const call = new ProviderCall(recorder, "gemini", params?.model);
+          return settle(call, () => generate.call(this, params, ...rest), (chunks) =>
+            tracedIterator(chunks as AsyncIterator<unknown>, call, (chunk) => {
+              readResponse(call, chunk);
+              return true;
+            }),
+          );
+        },
+      ),
+    ];
+    return undo.filter((u) => u !== undefined);
+  },
+};
+
+/** Runs `invoke`; a failure is traced and rethrown unchanged, a result goes through `onResult`. */
+function settle(call: ProviderCall, invoke: () => unknown, onResult: (result: unknown) => unknown): Promise<unknown> {
+  let pending: unknown;
+  try {
+    pending = invoke();
+  } catch (error) {
+    call.fail(error);
+    throw error;
+  }
+  return Promise.resolve(pending).then(onResult, (error: unknown) => {
+    call.fail(error);
+    throw error;
+  });
+}
+
+// Every streamed chunk carries usageMetadata with running totals. Thinking
+// tokens are billed as output but counted apart from candidates; tool-use
+// prompt tokens are billed as input but counted apart from the prompt.
+function readResponse(call: ProviderCall, response: any): void {
+  const usage = response?.usageMetadata;
+  call.report({
+    model: response?.modelVersion,
+    tokensIn: sumCounts(usage?.promptTokenCount, usage?.toolUsePromptTokenCount),
+    tokensOut: sumCounts(usage?.candidatesTokenCount, usage?.thoughtsTokenCount),
+  });
+}
