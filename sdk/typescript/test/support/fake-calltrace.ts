@@ -8,8 +8,11 @@ export interface ReceivedTrace {
   receivedAt: number;
 }
 
-/** What the fake answers: a status and body, or `"hang"` to never answer. */
-export type Answer = { status: number; body?: unknown; headers?: Record<string, string> } | "hang";
+/** What the fake answers: a status and body (after `delayMs`), `"hang"` (never answer) or `"reset"` (drop the connection). */
+export type Answer =
+  | { status: number; body?: unknown; headers?: Record<string, string>; delayMs?: number }
+  | "hang"
+  | "reset";
 
 const ACCEPTED: Answer = { status: 202, body: { status: "ok" } };
 
@@ -66,6 +69,11 @@ export class FakeCalltrace {
     this.#waiters.clear();
     const answer = this.answers.shift() ?? ACCEPTED;
     if (answer === "hang") return;
+    if (answer === "reset") {
+      request.socket.destroy();
+      return;
+    }
+    if (answer.delayMs) await new Promise((resolve) => setTimeout(resolve, answer.delayMs));
     response
       .writeHead(answer.status, { "content-type": "application/json", ...answer.headers })
       .end(answer.body === undefined ? "" : JSON.stringify(answer.body));

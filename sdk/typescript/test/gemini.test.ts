@@ -1,0 +1,99 @@
+import { ApiError, GoogleGenAI } from "@google/genai";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { stats } from "../src/index.js";
+import { GEMINI_USAGE } from "./support/gemini-fixtures.js";
+import { startHarness, type Harness } from "./support/harness.js";
+
+let h: Harness;
+let ai: GoogleGenAI;
+const request = { model: "gemini-2.5-flash", contents: "Say hello" };
+// Thinking tokens are billed as output; gemini-2.5-flash costs 0.3 / 2.5 USD per million.
+const tokensOut = GEMINI_USAGE.candidatesTokenCount + GEMINI_USAGE.thoughtsTokenCount;
+const cost = (GEMINI_USAGE.promptTokenCount * 0.3 + tokensOut * 2.5) / 1e6;
+
+beforeAll(async () => {
+  h = await startHarness();
+  ai = new GoogleGenAI({ apiKey: "gemini-fake", httpOptions: { baseUrl: h.provider.url } });
+});
+afterAll(() => h.close());
+beforeEach(async () => {
+  h.provider.scenario = { kind: "ok" };
+  await h.traces();
+});
+
+describe("models", () => {
+  it("patches both the CommonJS and the ESM build", () => {
+    expect(stats().instrumented).toEqual(expect.arrayContaining(["@google/genai (cjs)", "@google/genai (esm)"]));
+  });
+
+  it("traces generateContent", async () => {
+    const response = await ai.models.generateContent(request);
+    expect(response.text).toBe("Hello there!");
+    expect(await h.traces()).toEqual([
+      expect.objectContaining({
+        provider: "gemini",
+        model: "gemini-2.5-flash",
+        tokens_in: GEMINI_USAGE.promptTokenCount,
+        tokens_out: tokensOut,
+        cost_usd: cost,
+        status: "success",
+      }),
+    ]);
+  });
+
+  it("traces chats, which call generateContent", async () => {
+    const chat = ai.chats.create({ model: "gemini-2.0-flash" });
+    await chat.sendMessage({ message: "Say hello" });
+    expect(await h.traces()).toMatchObject([{ model: "gemini-2.0-flash", tokens_in: 8, tokens_out: tokensOut }]);
+  });
+
+  it("traces generateContentStream read to the end, from the last usage totals", async () => {
+    let text = "";
+    for await (const chunk of await ai.models.generateContentStream(request)) text += chunk.text;
+    expect(text).toBe("Hello there!");
+    expect(await h.traces()).toMatchObject([{ tokens_in: 8, tokens_out: tokensOut, cost_usd: cost, status: "success" }]);
+  });
+
+  it("traces a stream the caller breaks out of, with the usage seen so far", async () => {
+    for await (const _ of await ai.models.generateContentStream(request)) break;
+    expect(await h.traces()).toMatchObject([{ status: "success", tokens_in: 8, tokens_out: 0 }]);
+  });
+
+  it("traces a stream whose connection drops as an error and rethrows", async () => {
+    h.provider.scenario = { kind: "stream-cut", after: 2 };
+    const stream = await ai.models.generateContentStream(request);
+    await expect(
+      (async () => {
+        for await (const _ of stream);
+      })(),
+    ).rejects.toThrow();
+    expect(await h.traces()).toMatchObject([{ status: "error", tokens_in: 8, tokens_out: 6 }]);
+  });
+
+  it("traces an error sent mid-stream", async () => {
+    h.provider.scenario = { kind: "stream-error", after: 1 };
+    const stream = await ai.models.generateContentStream(request);
+    await expect(
+      (async () => {
+        for await (const _ of stream);
+      })(),
+    ).rejects.toThrow(/overloaded/);
+    expect(await h.traces()).toMatchObject([{ status: "error", error: expect.stringContaining("overloaded") }]);
+  });
+
+  it.each([400, 429, 500, 503])("traces a %i as an error and rethrows the library's error", async (status) => {
+    h.provider.scenario = { kind: "status", status };
+    const error = await ai.models.generateContent(request).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ApiError);
+    expect((error as ApiError).status).toBe(status);
+    const [trace] = await h.traces();
+    expect(trace).toMatchObject({ provider: "gemini", model: "gemini-2.5-flash", status: "error", cost_usd: 0 });
+    expect(trace!.error).toContain((error as Error).message);
+  });
+
+  it("traces a failed stream request", async () => {
+    h.provider.scenario = { kind: "status", status: 400 };
+    await expect(ai.models.generateContentStream(request)).rejects.toBeInstanceOf(ApiError);
+    expect(await h.traces()).toMatchObject([{ status: "error" }]);
+  });
+});
