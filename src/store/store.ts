@@ -1,9 +1,12 @@
 import type { KeyStore } from "./key-store.js";
 import type { TraceStore } from "./trace-store.js";
+import type { UserStore } from "./user-store.js";
 
 /** A store adapter: one object serves traces, keys and accounts (embedded SQLite or MongoDB). */
 export interface Store extends TraceStore {
   readonly keys: KeyStore;
+  /** Dashboard users and sessions. */
+  readonly users: UserStore;
   /** Resolves when the store can take writes; rejects with the reason otherwise. */
   ping(): Promise<void>;
   close(): Promise<void>;

@@ -44,6 +44,23 @@ const migrations: string[] = [
      PRIMARY KEY (key_id, idempotency_key)
    ) WITHOUT ROWID;
    CREATE INDEX idempotency_created ON idempotency(created_at);`,
+  // Dashboard users and their sessions (src/store/sqlite/sqlite-user-store.ts).
+  `CREATE TABLE users (
+     id TEXT PRIMARY KEY,
+     email TEXT NOT NULL UNIQUE,
+     password_hash TEXT NOT NULL,
+     account_id TEXT NOT NULL REFERENCES accounts(id),
+     created_at INTEGER NOT NULL
+   );
+   CREATE INDEX users_account ON users(account_id);
+   CREATE TABLE sessions (
+     token_hash TEXT PRIMARY KEY,
+     user_id TEXT NOT NULL REFERENCES users(id),
+     account_id TEXT NOT NULL,
+     created_at INTEGER NOT NULL,
+     expires_at INTEGER NOT NULL
+   ) WITHOUT ROWID;
+   CREATE INDEX sessions_expires ON sessions(expires_at);`,
 ];
 
 /** Brings the database to the current schema; safe to run from several processes at once. */

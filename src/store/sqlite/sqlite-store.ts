@@ -10,6 +10,7 @@ import type { Store } from "../store.js";
 import type { TraceQuery, TraceWrite, WriteOutcome } from "../trace-store.js";
 import { newId } from "../ids.js";
 import { migrate } from "./sqlite-schema.js";
+import { createSqliteUserStore } from "./sqlite-user-store.js";
 
 /** How long an Idempotency-Key is remembered (D14). */
 const idempotencyWindowMs = 24 * 60 * 60 * 1000;
@@ -140,6 +141,7 @@ export function openSqliteStore(dataDir: string): Store {
 
   return {
     keys,
+    users: createSqliteUserStore(db),
     async writeBatch(writes) {
       return commitBatch(writes, Date.now());
     },
