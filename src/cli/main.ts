@@ -1,7 +1,4 @@
 import { ConfigError } from "../config/config.js";
-import { keysCommand } from "./keys-command.js";
-import { serveCommand } from "./serve-command.js";
-import { tracesCommand } from "./traces-command.js";
 import { UsageError } from "./usage-error.js";
 
 const usage = `calltrace — self-hostable LLM usage tracing
@@ -16,10 +13,11 @@ Usage:
 Every command takes the configuration flags (--data-dir, --mongodb-uri, --plans-file, ...),
 each also read from its environment variable (DATA_DIR, MONGODB_URI, PLANS_FILE, ...).`;
 
-const commands: Record<string, (argv: string[]) => Promise<void>> = {
-  serve: serveCommand,
-  keys: keysCommand,
-  traces: tracesCommand,
+/** Loaded on demand, so a quick `keys list` does not load the server's protocol stack. */
+const commands: Record<string, () => Promise<(argv: string[]) => Promise<void>>> = {
+  serve: async () => (await import("./serve-command.js")).serveCommand,
+  keys: async () => (await import("./keys-command.js")).keysCommand,
+  traces: async () => (await import("./traces-command.js")).tracesCommand,
 };
 
 async function main(argv: string[]): Promise<void> {
@@ -28,9 +26,9 @@ async function main(argv: string[]): Promise<void> {
     console.log(usage);
     return;
   }
-  const command = commands[name];
-  if (!command) throw new UsageError(`unknown command ${JSON.stringify(name)}`);
-  await command(rest);
+  const load = commands[name];
+  if (!load) throw new UsageError(`unknown command ${JSON.stringify(name)}`);
+  await (await load())(rest);
 }
 
 main(process.argv.slice(2)).catch((error: unknown) => {

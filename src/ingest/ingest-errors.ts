@@ -41,25 +41,25 @@ export const authRateLimited = (retryAfter: number) =>
 export const rateLimited = (retryAfter: number, headers: HeadersInit) =>
   refusal(Code.ResourceExhausted, "RATE_LIMITED", refusalText.rateLimited, headers, retryAfter);
 
-export const quotaExceeded = (retryAfter: number, headers: HeadersInit) =>
-  refusal(Code.ResourceExhausted, "QUOTA_EXCEEDED", refusalText.quotaExceeded, headers, retryAfter);
+// Refusals after admission carry no rate-limit headers: the edge already has them from the Admission.
 
-export const payloadTooLarge = (limit: number, headers: HeadersInit) =>
-  refusal(Code.ResourceExhausted, "PAYLOAD_TOO_LARGE", `request body exceeds the limit of ${limit} bytes`, headers);
+export const quotaExceeded = (retryAfter: number) =>
+  refusal(Code.ResourceExhausted, "QUOTA_EXCEEDED", refusalText.quotaExceeded, undefined, retryAfter);
 
-export const unsupportedMediaType = (contentType: string | undefined, headers: HeadersInit) =>
+export const payloadTooLarge = (limit: number) =>
+  refusal(Code.ResourceExhausted, "PAYLOAD_TOO_LARGE", `request body exceeds the limit of ${limit} bytes`);
+
+export const unsupportedMediaType = (contentType: string | undefined) =>
   refusal(
     Code.InvalidArgument,
     "UNSUPPORTED_MEDIA_TYPE",
     `Content-Type must be application/json, got ${contentType ? JSON.stringify(contentType) : "none"}`,
-    headers,
   );
 
-export const validationFailed = (details: string, headers: HeadersInit) =>
-  refusal(Code.InvalidArgument, "VALIDATION_FAILED", details, headers);
+export const validationFailed = (details: string) => refusal(Code.InvalidArgument, "VALIDATION_FAILED", details);
 
-export const storeUnavailable = (retryAfter: number, headers: HeadersInit) =>
-  refusal(Code.Unavailable, "STORE_UNAVAILABLE", refusalText.unavailable, headers, retryAfter);
+export const storeUnavailable = (retryAfter: number) =>
+  refusal(Code.Unavailable, "STORE_UNAVAILABLE", refusalText.unavailable, undefined, retryAfter);
 
 /** The reason a refusal was built with, or undefined for any other error. */
 export function refusalReason(error: ConnectError): RefusalReason | undefined {

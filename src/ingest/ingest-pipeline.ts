@@ -18,7 +18,7 @@ export interface Admission {
   /** The key's plaintext as presented, to check the body's `api_key` against (D3); never stored. */
   presentedKey: string;
   plan: Plan;
-  /** Rate-limit headers for every response to this request (D10). */
+  /** Rate-limit headers for every response to this request (D10); the edge sets them, refusals after admission do not repeat them. */
   headers: Headers;
 }
 
@@ -76,9 +76,9 @@ export function createIngestPipeline(deps: IngestPipelineDeps): IngestPipeline {
       if (idempotencyKey !== null && (idempotencyKey.length === 0 || idempotencyKey.length > maxIdempotencyKeyLength)) {
         problems.push({ field: "Idempotency-Key", problem: `must be 1 to ${maxIdempotencyKeyLength} characters` });
       }
-      if (problems.length > 0) throw validationFailed(describeProblems(problems), admission.headers);
+      if (problems.length > 0) throw validationFailed(describeProblems(problems));
       if (trace.apiKey !== admission.presentedKey) {
-        throw validationFailed("api_key does not match the API key in the Authorization header", admission.headers);
+        throw validationFailed("api_key does not match the API key in the Authorization header");
       }
 
       const stored = create(StoredTraceSchema, {
@@ -99,10 +99,10 @@ export function createIngestPipeline(deps: IngestPipelineDeps): IngestPipeline {
       try {
         outcome = await deps.writer.write({ trace: stored, idempotencyKey: idempotencyKey ?? undefined });
       } catch (error) {
-        if (error instanceof WriterQueueFullError) throw storeUnavailable(unavailableRetryAfter, admission.headers);
+        if (error instanceof WriterQueueFullError) throw storeUnavailable(unavailableRetryAfter);
         throw error;
       }
-      if (outcome.kind === "failed") throw storeUnavailable(unavailableRetryAfter, admission.headers);
+      if (outcome.kind === "failed") throw storeUnavailable(unavailableRetryAfter);
     },
   };
 }

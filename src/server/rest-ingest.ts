@@ -1,4 +1,4 @@
-import type { IngestPipeline } from "../ingest/ingest-pipeline.js";
+import type { Admission, IngestPipeline } from "../ingest/ingest-pipeline.js";
 import { payloadTooLarge, unsupportedMediaType, validationFailed } from "../ingest/ingest-errors.js";
 import { traceFromJson } from "../ingest/trace-json.js";
 import type { Logger } from "../log/logger.js";
@@ -27,8 +27,9 @@ export function restIngest(pipeline: IngestPipeline, options: RestIngestOptions)
       sendJson(res, 405, { error: "Method not allowed" }, new Headers({ allow: "POST" }));
       return;
     }
+    let admission: Admission | undefined;
     try {
-      const admission = await pipeline.admit(req.headers.authorization ?? null);
+      admission = await pipeline.admit(req.headers.authorization ?? null);
       let raw: Buffer;
       try {
         raw = await readBody(req, options.maxBodyBytes);
@@ -36,11 +37,11 @@ export function restIngest(pipeline: IngestPipeline, options: RestIngestOptions)
         if (!(error instanceof BodyTooLargeError)) throw error;
         // The rest of the body is never read: the connection cannot be reused.
         if ("shouldKeepAlive" in res) res.shouldKeepAlive = false;
-        throw payloadTooLarge(options.maxBodyBytes, admission.headers);
+        throw payloadTooLarge(options.maxBodyBytes);
       }
       const contentType = req.headers["content-type"];
-      if (!isJson(contentType)) throw unsupportedMediaType(contentType, admission.headers);
-      const { trace, problems } = traceFromJson(parseJson(raw, admission.headers));
+      if (!isJson(contentType)) throw unsupportedMediaType(contentType);
+      const { trace, problems } = traceFromJson(parseJsonObject(raw));
       await pipeline.accept(admission, {
         trace,
         decodeProblems: problems,
@@ -52,6 +53,7 @@ export function restIngest(pipeline: IngestPipeline, options: RestIngestOptions)
       if (req.destroyed && !(error instanceof Error && error.name === "ConnectError")) return; // client went away mid-body
       const refusal = restRefusal(error);
       if (refusal.status === 500) options.logger.error({ err: error }, "ingest failed");
+      admission?.headers.forEach((value, name) => refusal.headers.set(name, value));
       sendJson(res, refusal.status, refusal.body, refusal.headers);
     }
   };
@@ -62,19 +64,24 @@ function isJson(contentType: string | undefined): boolean {
   return contentType !== undefined && contentType.split(";")[0]!.trim().toLowerCase() === "application/json";
 }
 
-function parseJson(raw: Buffer, headers: Headers): unknown {
-  if (raw.length === 0) throw validationFailed("request body is empty", headers);
+function parseJsonObject(raw: Buffer): Record<string, unknown> {
+  if (raw.length === 0) throw validationFailed("request body is empty");
   let text: string;
   try {
     text = utf8.decode(raw);
   } catch {
-    throw validationFailed("request body is not valid UTF-8", headers);
+    throw validationFailed("request body is not valid UTF-8");
   }
+  let value: unknown;
   try {
-    return JSON.parse(text);
+    value = JSON.parse(text);
   } catch (error) {
-    throw validationFailed(`request body is not valid JSON (${(error as Error).message})`, headers);
+    throw validationFailed(`request body is not valid JSON (${(error as Error).message})`);
   }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    throw validationFailed("request body must be a JSON object");
+  }
+  return value as Record<string, unknown>;
 }
 
 function header(value: string | string[] | undefined): string | null {

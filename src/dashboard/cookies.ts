@@ -1,0 +1,26 @@
+/** The value of one cookie in a `Cookie` request header, or undefined. */
+export function readCookie(header: string | null | undefined, name: string): string | undefined {
+  if (!header) return undefined;
+  for (const part of header.split(";")) {
+    const eq = part.indexOf("=");
+    if (eq > 0 && part.slice(0, eq).trim() === name) return decodeURIComponent(part.slice(eq + 1).trim());
+  }
+  return undefined;
+}
+
+export interface CookieOptions {
+  /** Seconds until the browser forgets it; 0 deletes it. */
+  maxAge: number;
+  /** Hidden from page scripts. */
+  httpOnly: boolean;
+  /** Sent over TLS only. */
+  secure: boolean;
+}
+
+/** A `Set-Cookie` value scoped to the whole site, never sent on cross-site requests (SameSite=Strict). */
+export function setCookie(name: string, value: string, options: CookieOptions): string {
+  const parts = [`${name}=${encodeURIComponent(value)}`, "Path=/", `Max-Age=${options.maxAge}`, "SameSite=Strict"];
+  if (options.httpOnly) parts.push("HttpOnly");
+  if (options.secure) parts.push("Secure");
+  return parts.join("; ");
+}

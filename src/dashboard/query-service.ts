@@ -1,0 +1,51 @@
+import { create } from "@bufbuild/protobuf";
+import type { ServiceImpl } from "@connectrpc/connect";
+import { TraceFilterSchema, type TraceFilter } from "../../gen/calltrace/v1/query_pb.js";
+import {
+  GetLatencyHistogramResponseSchema,
+  GetUsageByCountryResponseSchema,
+  GetUsageByDayResponseSchema,
+  GetUsageByModelResponseSchema,
+  GetUsageTotalsResponseSchema,
+  ListTracesResponseSchema,
+  QueryService,
+} from "../../gen/calltrace/v1/query_service_pb.js";
+import type { TraceReader } from "../store/trace-reader.js";
+import { signedIn } from "./signed-in.js";
+
+const defaultPageSize = 50;
+
+/** QueryService: the store's reads, each for the caller's own account and no other. */
+export function queryService(reader: TraceReader): ServiceImpl<typeof QueryService> {
+  const filterOf = (request: { filter?: TraceFilter }) => request.filter ?? create(TraceFilterSchema);
+  return {
+    async listTraces(request, context) {
+      const { accountId } = signedIn(context);
+      const page = await reader.listTraces(accountId, filterOf(request), {
+        pageSize: request.pageSize || defaultPageSize,
+        ...(request.cursor ? { cursor: request.cursor } : {}),
+      });
+      return create(ListTracesResponseSchema, { page });
+    },
+    async getUsageTotals(request, context) {
+      const totals = await reader.usageTotals(signedIn(context).accountId, filterOf(request));
+      return create(GetUsageTotalsResponseSchema, { totals });
+    },
+    async getUsageByModel(request, context) {
+      const models = await reader.usageByModel(signedIn(context).accountId, filterOf(request));
+      return create(GetUsageByModelResponseSchema, { models });
+    },
+    async getUsageByDay(request, context) {
+      const days = await reader.usageByDay(signedIn(context).accountId, filterOf(request));
+      return create(GetUsageByDayResponseSchema, { days });
+    },
+    async getUsageByCountry(request, context) {
+      const countries = await reader.usageByCountry(signedIn(context).accountId, filterOf(request));
+      return create(GetUsageByCountryResponseSchema, { countries });
+    },
+    async getLatencyHistogram(request, context) {
+      const buckets = await reader.latencyHistogram(signedIn(context).accountId, filterOf(request));
+      return create(GetLatencyHistogramResponseSchema, { buckets });
+    },
+  };
+}

@@ -1,0 +1,40 @@
+/**
+ * Latency buckets shared by every store, so percentiles and histograms come out the same
+ * whichever adapter computes them. Stores group by bucket number rather than by exact latency
+ * because FerretDB's aggregation has no $percentile, $avg, $min or $max (see docs/mongodb.md):
+ * counting per bucket is a plain $group with $sum, and a few hundred buckets bound the work.
+ */
+
+/** Bounds of the histogram the dashboard draws; each is also a bound of the fine buckets. */
+export const histogramBoundsMs = [50, 100, 250, 500, 1000, 2500, 5000, 10_000, 30_000, 60_000] as const;
+
+const maxLatencyMs = 2_147_483_647;
+
+/**
+ * Upper bounds (inclusive) of the fine buckets: every millisecond up to 20, then 5% steps, plus
+ * the histogram's bounds. A percentile read from them is at most 5% above the true value.
+ */
+const boundsMs: readonly number[] = (() => {
+  const bounds = new Set<number>(histogramBoundsMs);
+  for (let ms = 0; ms <= 20; ms++) bounds.add(ms);
+  for (let ms = 20; ms < maxLatencyMs; ms = Math.min(maxLatencyMs, Math.ceil(ms * 1.05))) bounds.add(ms);
+  bounds.add(maxLatencyMs);
+  return [...bounds].sort((a, b) => a - b);
+})();
+
+/** The fine bucket of a latency: the index of the first bound at or above it. */
+export function latencyBucket(latencyMs: number): number {
+  let low = 0;
+  let high = boundsMs.length - 1;
+  while (low < high) {
+    const mid = (low + high) >> 1;
+    if (boundsMs[mid]! >= latencyMs) high = mid;
+    else low = mid + 1;
+  }
+  return low;
+}
+
+/** The inclusive upper bound of a fine bucket, in milliseconds. */
+export function latencyBucketBound(bucket: number): number {
+  return boundsMs[Math.min(bucket, boundsMs.length - 1)]!;
+}
