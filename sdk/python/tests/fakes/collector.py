@@ -1,7 +1,8 @@
 """A fake calltrace service: records each POST /v1/traces and answers as scripted.
 
 Answers default to the contract's 202 {"status":"ok"}. `script` queues other
-answers (status, body, headers, delay seconds), used one per request.
+answers (status, body, headers, delay seconds), used one per request;
+`default` answers the rest.
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ def unavailable(retry_after: int = 1) -> Answer:
     return (503, {"error": "Service unavailable", "retry_after": retry_after}, {"Retry-After": str(retry_after)}, 0.0)
 
 
+# Closes the connection without answering.
+DROP: Answer = (0, None, {}, 0.0)
+
 UNAUTHORIZED: Answer = (401, {"error": "Unauthorized", "message": "Invalid API key"}, {"WWW-Authenticate": "Bearer"}, 0.0)
 
 
@@ -49,6 +53,9 @@ class CollectorHandler(Handler):
             fake.cond.notify_all()
         if delay:
             time.sleep(delay)
+        if status == DROP[0]:
+            self.close_connection = True  # no answer at all: a network error for the client
+            return
         self.send_json(status, answer, headers)
 
 

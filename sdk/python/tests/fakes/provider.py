@@ -7,7 +7,8 @@ Routes: OpenAI POST /v1/chat/completions and /v1/responses, Anthropic POST
 
 - `fail_status`: the next request gets this HTTP status with the provider's error body;
 - `stream_failure`: "event" sends the provider's in-band error event mid-stream,
-  "disconnect" drops the connection mid-stream.
+  "disconnect" drops the connection mid-stream; for OpenAI responses,
+  "response.failed" ends the stream with that event.
 """
 
 from __future__ import annotations
@@ -184,7 +185,12 @@ class ProviderHandler(Handler):
             event("response.output_text.delta", item_id=message["id"], output_index=0, content_index=0, delta=piece, logprobs=[])
             for piece in TEXT
         ]
-        events.append(event("response.completed", response=response("completed", True)))
+        if fake.stream_failure == "response.failed":
+            fake.take_stream_failure()
+            failed = {**response("failed", False), "error": {"code": "server_error", "message": "The model failed to respond."}}
+            events.append(event("response.failed", response=failed))
+        else:
+            events.append(event("response.completed", response=response("completed", True)))
         failure = event("error", code="server_error", message="The server had an error while processing your request.", param=None)
         self.stream(fake, events, failure)
 

@@ -1,0 +1,139 @@
+"""init, unpatch, shutdown, the exit flush and fork(): tracing starts, stops and ends cleanly."""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import openai
+import pytest
+
+import calltrace
+from clients import openai_client
+from conftest import API_KEY
+from fakes.collector import ACCEPTED
+from shapes import MESSAGES
+
+HERE = Path(__file__).parent
+
+
+def chat(provider, model="gpt-4o"):
+    return openai_client(provider.url).chat.completions.create(model=model, messages=MESSAGES)
+
+
+def run_exit_app(provider, endpoint, calls):
+    """Runs exit_app.py; returns (seconds from its last call to its exit, its exit code)."""
+    process = subprocess.run(
+        [sys.executable, str(HERE / "exit_app.py"), provider.url, endpoint, str(calls)],
+        capture_output=True, text=True, timeout=60,
+    )
+    ended = time.time()
+    assert process.returncode == 0, process.stderr
+    calls_done = float(process.stdout.split()[-1])
+    return ended - calls_done
+
+
+def test_init_patches_the_installed_libraries_and_unpatch_restores_them(collector):
+    original = openai.resources.chat.completions.Completions.create
+    try:
+        assert calltrace.init(api_key=API_KEY, endpoint=collector.endpoint) == ["openai", "anthropic", "gemini"]
+        assert openai.resources.chat.completions.Completions.create is not original
+        assert openai.resources.chat.completions.Completions.create.__wrapped__ is original
+        calltrace.init(api_key=API_KEY, endpoint=collector.endpoint)  # twice: still one layer
+        assert openai.resources.chat.completions.Completions.create.__wrapped__ is original
+    finally:
+        calltrace.unpatch()
+    assert openai.resources.chat.completions.Completions.create is original
+
+
+def test_without_an_api_key_nothing_is_patched(monkeypatch, caplog):
+    monkeypatch.delenv("CALLTRACE_API_KEY", raising=False)
+    original = openai.resources.chat.completions.Completions.create
+    with caplog.at_level(logging.WARNING, logger="calltrace"):
+        assert calltrace.init() == []
+    assert openai.resources.chat.completions.Completions.create is original
+    assert "no API key" in caplog.text
+
+
+def test_the_key_and_endpoint_come_from_the_environment(provider, collector, monkeypatch):
+    monkeypatch.setenv("CALLTRACE_API_KEY", "ct_fromenvironment0123456789abcdefghij")
+    monkeypatch.setenv("CALLTRACE_ENDPOINT", collector.endpoint)
+    calltrace.init()
+    try:
+        chat(provider)
+        collector.wait_for(1)
+    finally:
+        calltrace.shutdown(2)
+    assert collector.requests[0].headers["Authorization"] == "Bearer ct_fromenvironment0123456789abcdefghij"
+
+
+def test_a_new_init_replaces_key_and_endpoint_while_queued_traces_keep_theirs(provider, collector, _provider_server):
+    from fakes.collector import Collector
+
+    other = Collector().start()
+    try:
+        calltrace.init(api_key="ct_first00000000000000000000000000000000", endpoint=collector.endpoint)
+        chat(provider)
+        calltrace.init(api_key="ct_second0000000000000000000000000000000", endpoint=other.endpoint)
+        chat(provider)
+        assert calltrace.flush(3)
+    finally:
+        calltrace.shutdown(2)
+        other.stop()
+    assert [t["api_key"] for t in collector.traces()] == ["ct_first00000000000000000000000000000000"]
+    assert [t["api_key"] for t in other.traces()] == ["ct_second0000000000000000000000000000000"]
+
+
+def test_after_shutdown_calls_are_not_traced(provider, collector):
+    calltrace.init(api_key=API_KEY, endpoint=collector.endpoint)
+    chat(provider)
+    assert calltrace.shutdown(2)
+    chat(provider)
+    time.sleep(0.1)
+    assert len(collector.requests) == 1
+
+
+def test_at_exit_pending_traces_are_delivered(provider, collector):
+    collector.default = (202, {"status": "ok"}, {}, 0.2)  # still pending when the script ends
+    try:
+        exit_took = run_exit_app(provider, collector.endpoint, calls=3)
+    finally:
+        collector.default = ACCEPTED
+    assert len(collector.requests) == 3
+    assert exit_took < 10
+
+
+def test_at_exit_a_service_that_never_answers_holds_the_process_at_most_10_seconds(provider, collector):
+    collector.default = (202, {"status": "ok"}, {}, 30.0)
+    try:
+        exit_took = run_exit_app(provider, collector.endpoint, calls=2)
+    finally:
+        collector.default = ACCEPTED
+    assert 9 <= exit_took < 11.5, exit_took
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
+def test_a_forked_child_sends_its_own_traces_and_not_its_parents(provider, collector):
+    calltrace.init(api_key=API_KEY, endpoint=collector.endpoint)
+    collector.default = (202, {"status": "ok"}, {}, 0.3)
+    try:
+        chat(provider)  # its trace is still queued or in flight at fork time
+        pid = os.fork()
+        if pid == 0:  # the child: trace one call, flush, and leave without running pytest's exit
+            code = 1
+            try:
+                chat(provider, model="gpt-4o-mini")
+                code = 0 if calltrace.flush(5) else 3
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        assert calltrace.flush(5)
+    finally:
+        collector.default = ACCEPTED
+        calltrace.shutdown(2)
+    assert sorted(t["model"] for t in collector.traces()) == ["gpt-4o-2024-08-06", "gpt-4o-mini-2024-07-18"]

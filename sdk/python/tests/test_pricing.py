@@ -1,0 +1,73 @@
+"""Cost from the shared price table: the shared vectors, overrides, unknown models, where the table is read from."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import pytest
+
+import calltrace
+from calltrace._pricing import Pricing, load_table, resolve, table_path
+
+SHARED = Path(__file__).resolve().parents[2] / "pricing"
+VECTORS = json.loads((SHARED / "vectors.json").read_text())
+TABLE = load_table(SHARED / "models.json")
+
+
+def test_an_in_repo_install_reads_the_one_shared_table():
+    assert table_path() == SHARED / "models.json"
+    assert calltrace._TABLE == TABLE
+
+
+@pytest.mark.parametrize("vector", VECTORS["resolve"], ids=lambda v: f"{v['provider']}:{v['model']}")
+def test_model_names_resolve_as_the_shared_vectors_say(vector):
+    assert resolve(TABLE.get(vector["provider"], {}), vector["model"]) == vector["expect"]
+
+
+@pytest.mark.parametrize("vector", VECTORS["cost"], ids=lambda v: f"{v['provider']}:{v['model']}:{v['tokens_in']}")
+def test_costs_are_bit_identical_to_the_shared_vectors(vector):
+    pricing = Pricing(TABLE, None)
+    cost = pricing.cost(vector["provider"], vector["model"], vector["tokens_in"], vector["tokens_out"])
+    assert cost == vector["expect_cost_usd"]
+
+
+def test_an_unknown_model_costs_zero_and_warns_once(caplog):
+    pricing = Pricing(TABLE, None)
+    with caplog.at_level(logging.WARNING, logger="calltrace"):
+        assert pricing.cost("openai", "gpt-99", 10, 10) == 0
+        assert pricing.cost("openai", "gpt-99", 10, 10) == 0
+        assert pricing.cost("gemini", "gpt-99", 10, 10) == 0
+    assert [r.getMessage().count("gpt-99") for r in caplog.records] == [1, 1]
+
+
+def test_user_prices_add_models_and_override_the_table_in_every_resolution_step():
+    pricing = Pricing(TABLE, {"openai": {"My-FT-Model": {"input": 1, "output": 2}, "gpt-4o": {"input": 100, "output": 200}}})
+
+    assert pricing.cost("openai", "my-ft-model-2025-01-01", 1_000_000, 1_000_000) == 3.0
+    assert pricing.cost("openai", "gpt-4o-2024-08-06", 1_000_000, 0) == 100.0
+    assert pricing.cost("openai", "gpt-4o-mini", 1_000_000, 0) == 0.15  # untouched entries stay
+
+
+def test_a_table_of_an_unknown_schema_is_refused(tmp_path):
+    odd = tmp_path / "models.json"
+    odd.write_text(json.dumps({"schema": 2, "models": {}}))
+    with pytest.raises(ValueError, match="schema"):
+        load_table(odd)
+
+
+def test_init_prices_apply_to_traces_and_do_not_outlive_the_next_init(provider, collector):
+    from clients import openai_client
+    from conftest import API_KEY
+
+    client = openai_client(provider.url)
+    try:
+        calltrace.init(api_key=API_KEY, endpoint=collector.endpoint, prices={"openai": {"gpt-4o": {"input": 1e6, "output": 0}}})
+        client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "hi"}])
+        calltrace.init(api_key=API_KEY, endpoint=collector.endpoint)
+        client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "hi"}])
+        collector.wait_for(2)
+    finally:
+        calltrace.shutdown(2)
+    assert [t["cost_usd"] for t in collector.traces()] == [1234.0, (1234 * 2.5 + 567 * 10.0) / 1e6]
