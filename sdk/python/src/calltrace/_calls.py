@@ -20,12 +20,6 @@ from ._tracer import Tracer, Usage, describe
 
 logger = logging.getLogger("calltrace")
 
-# The wire contract has no "cut short" status: a stream the consumer left
-# before the provider finished is sent as an error saying so, with the tokens
-# seen until then (often none: OpenAI and Gemini report usage at the end).
-LEFT_EARLY = "stream closed by the caller before it finished; token counts cover only what was received"
-
-
 class Shape:
     """How one provider method's calls read; subclassed per method in providers/."""
 
@@ -106,15 +100,14 @@ class Call:
         return not (extra and self.injected)
 
     def ended(self) -> None:
+        # Also when the consumer left early: the call did not fail, and the
+        # trace carries the usage seen until then (as the TypeScript SDK's).
         self.finish(self.usage.error)
-
-    def left(self) -> None:
-        self.finish(None if self.usage.complete else LEFT_EARLY)
 
     def __del__(self) -> None:
         # A stream dropped without being read to the end or closed.
         if self.handed_out and not self.done:
-            self.left()
+            self.ended()
 
 
 def _start(shape: Shape, args: Any, kwargs: Dict[str, Any]):

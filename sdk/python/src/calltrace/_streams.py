@@ -4,8 +4,8 @@ A provider stream object (OpenAI's and Anthropic's `Stream`/`AsyncStream`) is
 wrapped in a proxy that still passes `isinstance` checks and forwards every
 other attribute; a stream that is a plain generator (Gemini's) is wrapped in a
 generator. Each reports to its call (see _calls.Call): `keep(item)` for every
-item, then exactly one of `ended()`, `failed(exc)` or `left()`. The call is
-idempotent, so e.g. close() after exhaustion reports nothing twice.
+item, then `ended()` (exhausted, or left early) or `failed(exc)`. The call
+reports once, so e.g. close() after exhaustion sends nothing more.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ def traced_iter(source: Iterable[Any], call: Any) -> Iterator[Any]:
     except GeneratorExit:
         # The consumer broke out of its loop (or closed us): CPython closes
         # this generator as soon as the loop drops it.
-        call.left()
+        call.ended()
         raise
     except BaseException as exc:
         call.failed(exc)
@@ -40,7 +40,7 @@ async def traced_aiter(source: Any, call: Any) -> AsyncIterator[Any]:
         # finaliser hook, shortly after the consumer's `break`; one still
         # held when the loop ends is cancelled instead. Either way the caller
         # stopped reading: the provider did not fail.
-        call.left()
+        call.ended()
         raise
     except BaseException as exc:
         call.failed(exc)
@@ -95,13 +95,13 @@ class TracedStream(_Proxy):
         try:
             return self._inner.__exit__(*exc_info)
         finally:
-            self._call.left()
+            self._call.ended()
 
     def close(self) -> None:
         try:
             self._inner.close()
         finally:
-            self._call.left()
+            self._call.ended()
 
 
 class TracedAsyncStream(_Proxy):
@@ -118,7 +118,7 @@ class TracedAsyncStream(_Proxy):
                 self._call.ended()
                 raise
             except asyncio.CancelledError:
-                self._call.left()
+                self._call.ended()
                 raise
             except BaseException as exc:
                 self._call.failed(exc)
@@ -134,10 +134,10 @@ class TracedAsyncStream(_Proxy):
         try:
             return await self._inner.__aexit__(*exc_info)
         finally:
-            self._call.left()
+            self._call.ended()
 
     async def close(self) -> None:
         try:
             await self._inner.close()
         finally:
-            self._call.left()
+            self._call.ended()

@@ -11,7 +11,9 @@ from ._sender import Outgoing, Sender
 
 logger = logging.getLogger("calltrace")
 
-# Wire limits (decisions D5): model 1-256 characters, error at most 4096.
+# Wire limits (decisions D5): counts are int32, model 1-256 characters,
+# error at most 4096. A trace outside them would be rejected, i.e. lost.
+MAX_COUNT = 2147483647
 MAX_MODEL = 256
 MAX_ERROR = 4096
 
@@ -19,15 +21,12 @@ MAX_ERROR = 4096
 class Usage:
     """What a call reported, filled in as its response (or stream) is read."""
 
-    __slots__ = ("model", "tokens_in", "tokens_out", "complete", "error")
+    __slots__ = ("model", "tokens_in", "tokens_out", "error")
 
     def __init__(self, model: Optional[str]) -> None:
         self.model = model
         self.tokens_in = 0
         self.tokens_out = 0
-        # Set when the provider signalled the end (final usage, stop event):
-        # a consumer that leaves after that has not cut anything short.
-        self.complete = False
         # A failure the provider reported inside an otherwise normal stream.
         self.error: Optional[str] = None
 
@@ -41,10 +40,10 @@ class Tracer:
 
     def record(self, provider: str, usage: Usage, started: float, error: Optional[str]) -> None:
         """Queues the trace of a call that started at `started` (perf_counter) and ends now."""
-        latency_ms = int((time.perf_counter() - started) * 1000)
+        latency_ms = _count(round((time.perf_counter() - started) * 1000))
         model = (usage.model or "unknown")[:MAX_MODEL]
-        tokens_in = max(0, int(usage.tokens_in))
-        tokens_out = max(0, int(usage.tokens_out))
+        tokens_in = _count(usage.tokens_in)
+        tokens_out = _count(usage.tokens_out)
         trace = {
             "provider": provider,
             "model": model,
@@ -58,6 +57,10 @@ class Tracer:
         if error is not None:
             trace["error"] = error[:MAX_ERROR]
         self.sender.submit(Outgoing(self.endpoint, self.api_key, trace))
+
+
+def _count(value: int) -> int:
+    return min(MAX_COUNT, max(0, int(value)))
 
 
 def describe(exc: BaseException) -> str:

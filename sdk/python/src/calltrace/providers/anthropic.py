@@ -31,8 +31,6 @@ class Messages(Shape):
             # Counts here are cumulative; input may be restated or left out.
             usage.tokens_in = _input_tokens(item.usage, usage.tokens_in)
             usage.tokens_out = item.usage.output_tokens or usage.tokens_out
-        elif kind == "message_stop":
-            usage.complete = True
         return False
 
 

@@ -28,8 +28,6 @@ class GenerateContent(Shape):
             # are billed as output; tool-use prompt tokens as input.
             usage.tokens_in = (counts.prompt_token_count or 0) + (counts.tool_use_prompt_token_count or 0)
             usage.tokens_out = (counts.candidates_token_count or 0) + (counts.thoughts_token_count or 0)
-        if any(candidate.finish_reason is not None for candidate in item.candidates or ()):
-            usage.complete = True
         return False
 
 

@@ -40,7 +40,6 @@ class ChatCompletions(Shape):
         if counts is not None:
             usage.tokens_in = counts.prompt_tokens or 0
             usage.tokens_out = counts.completion_tokens or 0
-            usage.complete = True
         # With include_usage the last chunk holds usage and no choices: the
         # one a caller who did not ask for it must not see.
         return counts is not None and not item.choices
@@ -58,7 +57,6 @@ class Responses(Shape):
         if counts is not None:
             usage.tokens_in = counts.input_tokens or 0
             usage.tokens_out = counts.output_tokens or 0
-        usage.complete = True
 
     def observe(self, item: Any, usage: Usage) -> bool:
         kind = getattr(item, "type", None)
