@@ -9,6 +9,9 @@ Usage:
   calltrace keys list [--json]
   calltrace keys revoke <id|prefix>
   calltrace traces export [--since ISO] [--until ISO] [--format jsonl|csv]
+  calltrace accounts list [--json]
+  calltrace accounts set-plan <account-id> <plan>
+  calltrace accounts create --email EMAIL [--plan PLAN] --password-stdin
 
 Every command takes the configuration flags (--data-dir, --mongodb-uri, --plans-file, ...),
 each also read from its environment variable (DATA_DIR, MONGODB_URI, PLANS_FILE, ...).`;
@@ -18,6 +21,7 @@ const commands: Record<string, () => Promise<(argv: string[]) => Promise<void>>>
   serve: async () => (await import("./serve-command.js")).serveCommand,
   keys: async () => (await import("./keys-command.js")).keysCommand,
   traces: async () => (await import("./traces-command.js")).tracesCommand,
+  accounts: async () => (await import("./accounts-command.js")).accountsCommand,
 };
 
 async function main(argv: string[]): Promise<void> {

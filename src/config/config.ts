@@ -23,6 +23,10 @@ export interface Config {
   /** PEM certificate and key; when both are set the port speaks TLS with ALPN (h2, http/1.1). */
   tlsCertFile: string | undefined;
   tlsKeyFile: string | undefined;
+  /** Whether anyone may sign up in the dashboard; false for private installs. */
+  signupOpen: boolean;
+  /** Dashboard session lifetime in seconds. */
+  sessionTtl: number;
 }
 
 interface OptionSpec {
@@ -46,6 +50,8 @@ export const configOptions = {
   logLevel: { env: "LOG_LEVEL", flag: "log-level", kind: "string", fallback: "info", describe: "fatal, error, warn, info, debug, trace or silent" },
   tlsCertFile: { env: "TLS_CERT_FILE", flag: "tls-cert-file", kind: "string", describe: "PEM certificate; with the key, serve TLS" },
   tlsKeyFile: { env: "TLS_KEY_FILE", flag: "tls-key-file", kind: "string", describe: "PEM private key for TLS" },
+  signupOpen: { env: "SIGNUP_OPEN", flag: "signup-open", kind: "boolean", fallback: "true", describe: "allow dashboard sign-up (false for private installs)" },
+  sessionTtl: { env: "SESSION_TTL", flag: "session-ttl", kind: "integer", fallback: "604800", describe: "dashboard session lifetime in seconds" },
 } as const satisfies Record<keyof Config, OptionSpec>;
 
 export class ConfigError extends Error {}

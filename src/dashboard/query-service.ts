@@ -1,5 +1,5 @@
 import { create } from "@bufbuild/protobuf";
-import type { ServiceImpl } from "@connectrpc/connect";
+import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
 import { TraceFilterSchema, type TraceFilter } from "../../gen/calltrace/v1/query_pb.js";
 import {
   GetLatencyHistogramResponseSchema,
@@ -10,6 +10,7 @@ import {
   ListTracesResponseSchema,
   QueryService,
 } from "../../gen/calltrace/v1/query_service_pb.js";
+import { InvalidCursorError } from "../store/trace-cursor.js";
 import type { TraceReader } from "../store/trace-reader.js";
 import { signedIn } from "./signed-in.js";
 
@@ -21,11 +22,16 @@ export function queryService(reader: TraceReader): ServiceImpl<typeof QueryServi
   return {
     async listTraces(request, context) {
       const { accountId } = signedIn(context);
-      const page = await reader.listTraces(accountId, filterOf(request), {
-        pageSize: request.pageSize || defaultPageSize,
-        ...(request.cursor ? { cursor: request.cursor } : {}),
-      });
-      return create(ListTracesResponseSchema, { page });
+      try {
+        const page = await reader.listTraces(accountId, filterOf(request), {
+          pageSize: request.pageSize || defaultPageSize,
+          ...(request.cursor ? { cursor: request.cursor } : {}),
+        });
+        return create(ListTracesResponseSchema, { page });
+      } catch (error) {
+        if (error instanceof InvalidCursorError) throw new ConnectError(error.message, Code.InvalidArgument);
+        throw error;
+      }
     },
     async getUsageTotals(request, context) {
       const totals = await reader.usageTotals(signedIn(context).accountId, filterOf(request));

@@ -1,0 +1,72 @@
+import { text } from "node:stream/consumers";
+import { parseCommandArgs, resolveConfig } from "../config/config.js";
+import { loadPlans, type Plans } from "../config/plans.js";
+import { hashPassword } from "../dashboard/password-hash.js";
+import { openStore } from "../store/open-store.js";
+import type { Store } from "../store/store.js";
+import { EmailTakenError } from "../store/user-store.js";
+import { UsageError } from "./usage-error.js";
+
+/** `calltrace accounts list|set-plan|create`: dashboard accounts, against whichever store is configured. */
+export async function accountsCommand(argv: string[]): Promise<void> {
+  const { values, positionals } = parseCommandArgs(argv, {
+    json: { type: "boolean" },
+    email: { type: "string" },
+    plan: { type: "string" },
+    "password-stdin": { type: "boolean" },
+  });
+  const config = resolveConfig(values);
+  const plans = loadPlans(config.plansFile);
+  const [action, ...args] = positionals;
+  if (action !== "list" && action !== "set-plan" && action !== "create") throw new UsageError("accounts needs one of: list, set-plan, create");
+  if (action === "set-plan" && args.length !== 2) throw new UsageError("accounts set-plan needs <account-id> <plan>");
+  if (action === "create" && (values.email === undefined || values["password-stdin"] !== true)) {
+    throw new UsageError("accounts create needs --email EMAIL --password-stdin (the password is read from standard input)");
+  }
+  const store = await openStore(config);
+  try {
+    if (action === "list") return await listAccounts(store, values.json === true);
+    if (action === "set-plan") return await setPlan(store, plans, args[0]!, args[1]!);
+    return await createAccount(store, plans, values.email!, values.plan ?? "free");
+  } finally {
+    await store.close();
+  }
+}
+
+async function listAccounts(store: Store, json: boolean): Promise<void> {
+  const accounts = await store.users.listAccounts();
+  const keys = await store.keys.listKeys();
+  const activeKeys = (accountId: string) => keys.filter((k) => k.accountId === accountId && !k.revokedAt).length;
+  if (json) {
+    const rows = accounts.map((a) => ({ id: a.id, name: a.name, plan: a.plan, emails: a.emails, active_keys: activeKeys(a.id), created: a.createdAt.toISOString() }));
+    console.log(JSON.stringify(rows));
+    return;
+  }
+  const header = ["ID", "PLAN", "KEYS", "CREATED", "USERS"];
+  const rows = accounts.map((a) => [a.id, a.plan, String(activeKeys(a.id)), a.createdAt.toISOString(), a.emails.join(", ") || `(no users) ${a.name}`]);
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  for (const row of [header, ...rows]) console.log(row.map((cell, i) => cell.padEnd(widths[i]!)).join("  ").trimEnd());
+}
+
+async function setPlan(store: Store, plans: Plans, accountId: string, plan: string): Promise<void> {
+  if (!plans.has(plan)) throw new UsageError(`unknown plan ${plan}; configured: ${[...plans.keys()].join(", ")}`);
+  const account = await store.users.setAccountPlan(accountId, plan);
+  if (!account) throw new UsageError(`no account ${accountId}`);
+  // Key verifiers cache a key's plan for a few seconds (D20's bound), so the change is live within that.
+  console.log(`account ${account.id} is now on plan ${account.plan}`);
+}
+
+/** For installs with sign-up closed: the operator creates each account and its first user. */
+async function createAccount(store: Store, plans: Plans, email: string, plan: string): Promise<void> {
+  if (!plans.has(plan)) throw new UsageError(`unknown plan ${plan}; configured: ${[...plans.keys()].join(", ")}`);
+  const password = (await text(process.stdin)).replace(/\r?\n$/, "");
+  if (password.length < 10) throw new UsageError("the password must be at least 10 characters");
+  const normalized = email.trim().toLowerCase();
+  try {
+    const { account } = await store.users.createUserWithAccount({ email: normalized, passwordHash: await hashPassword(password), accountName: normalized, plan });
+    console.log(`created account ${account.id} (${plan}) for ${normalized}`);
+  } catch (error) {
+    if (error instanceof EmailTakenError) throw new UsageError(`a user with email ${normalized} exists already`);
+    throw error;
+  }
+}

@@ -1,0 +1,90 @@
+import { create } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { TraceFilterSchema, type TraceFilter } from "../../gen/calltrace/v1/query_pb.js";
+import type { StoredTrace } from "../../gen/calltrace/v1/trace_pb.js";
+import { exportLines, type ExportFormat } from "../export/trace-export.js";
+import { sendJson } from "../server/json-response.js";
+import type { NodeRequest, NodeResponse } from "../server/node-types.js";
+import type { TraceReader } from "../store/trace-reader.js";
+import { assertSameOrigin } from "./same-origin.js";
+import type { Sessions } from "./sessions.js";
+
+/** Traces read per page while streaming a download. */
+const pageSize = 500;
+
+/**
+ * `GET /app/export/traces.csv|jsonl?since&until&key_id&provider&model&status`: the signed-in
+ * account's traces matching the filter, newest first, streamed page by page so a download of
+ * millions of rows never sits in memory. A GET without side effects behind a SameSite=Strict
+ * cookie, so it needs no CSRF token and a browser link can start it.
+ */
+export function traceDownload(reader: TraceReader, sessions: Sessions) {
+  return async (req: NodeRequest, res: NodeResponse, url: URL, format: ExportFormat): Promise<void> => {
+    const header = webHeaders(req);
+    let accountId: string;
+    let filter: TraceFilter;
+    try {
+      assertSameOrigin(header, url.href);
+      accountId = (await sessions.authenticate(header, false)).accountId;
+      filter = filterFromQuery(url.searchParams);
+    } catch (error) {
+      const code = error instanceof ConnectError ? error.code : Code.InvalidArgument;
+      const status = code === Code.Unauthenticated ? 401 : code === Code.PermissionDenied ? 403 : 400;
+      sendJson(res, status, { error: (error as Error).message });
+      return;
+    }
+    const stamp = new Date().toISOString().slice(0, 19).replace(/[:T]/g, "-");
+    res.writeHead(200, {
+      "content-type": format === "csv" ? "text/csv; charset=utf-8" : "application/x-ndjson; charset=utf-8",
+      "content-disposition": `attachment; filename="calltrace-traces-${stamp}.${format}"`,
+      "cache-control": "no-store",
+      "x-content-type-options": "nosniff",
+    });
+    for await (const line of exportLines(pages(reader, accountId, filter), format)) {
+      if (res.destroyed) return;
+      if (!res.write(line)) await new Promise((resolve) => res.once("drain", resolve));
+    }
+    res.end();
+  };
+}
+
+async function* pages(reader: TraceReader, accountId: string, filter: TraceFilter): AsyncGenerator<StoredTrace> {
+  let cursor: string | undefined;
+  do {
+    const page = await reader.listTraces(accountId, filter, { pageSize, ...(cursor ? { cursor } : {}) });
+    yield* page.traces;
+    cursor = page.nextCursor || undefined;
+  } while (cursor);
+}
+
+/** The query's filter, named as TraceFilter's fields are; times in ISO 8601. */
+export function filterFromQuery(query: URLSearchParams): TraceFilter {
+  const time = (name: string) => {
+    const value = query.get(name);
+    if (!value) return undefined;
+    const date = new Date(value);
+    if (Number.isNaN(date.getTime())) throw new Error(`${name} must be an ISO 8601 time`);
+    return timestampFromDate(date);
+  };
+  const since = time("since");
+  const until = time("until");
+  return create(TraceFilterSchema, {
+    ...(since ? { since } : {}),
+    ...(until ? { until } : {}),
+    keyId: query.get("key_id") ?? "",
+    provider: query.get("provider") ?? "",
+    model: query.get("model") ?? "",
+    status: query.get("status") ?? "",
+  });
+}
+
+/** A Node request's headers as fetch Headers (HTTP/2 pseudo-headers left out). */
+function webHeaders(req: NodeRequest): Headers {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (name.startsWith(":") || value === undefined) continue;
+    for (const v of Array.isArray(value) ? value : [value]) headers.append(name, v);
+  }
+  return headers;
+}

@@ -1,0 +1,41 @@
+import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-web";
+import { AccountService } from "../../gen/calltrace/v1/account_service_pb.js";
+import { AuthService } from "../../gen/calltrace/v1/auth_service_pb.js";
+import { QueryService } from "../../gen/calltrace/v1/query_service_pb.js";
+
+/** Echoes the session's CSRF token (a readable cookie set at log-in) in the header the server checks. */
+const csrf: Interceptor = (next) => (req) => {
+  const token = document.cookie
+    .split(";")
+    .map((c) => c.trim())
+    .find((c) => c.startsWith("ct_csrf="))
+    ?.slice("ct_csrf=".length);
+  if (token) req.header.set("x-csrf-token", decodeURIComponent(token));
+  return next(req);
+};
+
+/** Calls that find the session gone send the user back to the log-in page. */
+let onSignedOut: () => void = () => {};
+export function whenSignedOut(handler: () => void): void {
+  onSignedOut = handler;
+}
+const signedOut: Interceptor = (next) => async (req) => {
+  try {
+    return await next(req);
+  } catch (error) {
+    if (error instanceof ConnectError && error.code === Code.Unauthenticated && req.service.typeName !== AuthService.typeName) onSignedOut();
+    throw error;
+  }
+};
+
+const transport = createConnectTransport({ baseUrl: location.origin, interceptors: [signedOut, csrf] });
+
+export const auth = createClient(AuthService, transport);
+export const account = createClient(AccountService, transport);
+export const query = createClient(QueryService, transport);
+
+/** A readable message for an error from any call. */
+export function messageOf(error: unknown): string {
+  return error instanceof ConnectError ? error.rawMessage : error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,32 @@
+import type { LatencyBucket } from "../../../gen/calltrace/v1/query_pb.js";
+import { count } from "../format.js";
+
+/** The latency distribution: one bar per bucket, labelled by its upper bound. */
+export function Histogram({ buckets }: { buckets: LatencyBucket[] }) {
+  const width = 640;
+  const height = 160;
+  const bottom = 22;
+  const max = Math.max(...buckets.map((b) => Number(b.calls)), 0) || 1;
+  const slot = width / Math.max(buckets.length, 1);
+  return (
+    <figure class="chart" aria-label="Latency distribution">
+      <svg viewBox={`0 0 ${width} ${height}`} role="img">
+        {buckets.map((b, i) => {
+          const h = ((height - bottom - 12) * Number(b.calls)) / max;
+          const label = b.upperBoundMs === 0 ? `>${buckets[i - 1]?.upperBoundMs ?? 0}` : `≤${b.upperBoundMs}`;
+          return (
+            <g>
+              <rect x={i * slot + 2} y={height - bottom - h} width={slot - 4} height={h} fill="#76b7b2">
+                <title>{`${label} ms: ${count(b.calls)} calls`}</title>
+              </rect>
+              <text x={i * slot + slot / 2} y={height - 6} text-anchor="middle" class="axis">
+                {label}
+              </text>
+            </g>
+          );
+        })}
+      </svg>
+      <figcaption class="muted small">Calls by latency (ms)</figcaption>
+    </figure>
+  );
+}

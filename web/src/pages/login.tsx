@@ -1,0 +1,66 @@
+import { useState } from "preact/hooks";
+import type { Session } from "../../../gen/calltrace/v1/auth_service_pb.js";
+import { auth, messageOf } from "../api.js";
+
+/** Sign-up and log-in on one page; sign-up is hidden when the installation closed it. */
+export function Login({ signupOpen, onSignedIn }: { signupOpen: boolean; onSignedIn: (s: Session) => void }) {
+  const [mode, setMode] = useState<"login" | "signup">(signupOpen ? "signup" : "login");
+  const [email, setEmail] = useState("");
+  const [password, setPassword] = useState("");
+  const [error, setError] = useState<string>();
+  const [busy, setBusy] = useState(false);
+
+  const submit = async (event: Event) => {
+    event.preventDefault();
+    setBusy(true);
+    setError(undefined);
+    try {
+      const r = mode === "signup" ? await auth.signUp({ email, password }) : await auth.logIn({ email, password });
+      onSignedIn(r.session!);
+    } catch (e) {
+      setError(messageOf(e));
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  return (
+    <div class="login">
+      <h1>calltrace</h1>
+      <p class="muted">LLM usage tracing: cost, tokens, latency and errors of every call.</p>
+      {signupOpen && (
+        <div class="tabs">
+          <button type="button" class={mode === "signup" ? "active" : ""} onClick={() => setMode("signup")}>
+            Sign up
+          </button>
+          <button type="button" class={mode === "login" ? "active" : ""} onClick={() => setMode("login")}>
+            Log in
+          </button>
+        </div>
+      )}
+      <form onSubmit={submit} class="card stack">
+        <label>
+          Email
+          <input name="email" type="email" autoComplete="username" required value={email} onInput={(e) => setEmail(e.currentTarget.value)} />
+        </label>
+        <label>
+          Password
+          <input
+            name="password"
+            type="password"
+            autoComplete={mode === "signup" ? "new-password" : "current-password"}
+            required
+            minLength={mode === "signup" ? 10 : undefined}
+            value={password}
+            onInput={(e) => setPassword(e.currentTarget.value)}
+          />
+        </label>
+        {mode === "signup" && <p class="muted small">At least 10 characters. Your account starts on the free plan.</p>}
+        {error && <p class="error" role="alert">{error}</p>}
+        <button type="submit" class="primary" disabled={busy}>
+          {mode === "signup" ? "Create account" : "Log in"}
+        </button>
+      </form>
+    </div>
+  );
+}
