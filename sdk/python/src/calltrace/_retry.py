@@ -42,7 +42,7 @@ def retry_after(response: Response) -> Optional[float]:
             return float(value)
     except (ValueError, AttributeError):
         pass
-    header = response.headers.get("Retry-After")
+    header = response.headers.get("retry-after")
     if header is not None:
         try:
             return max(0.0, float(header))
