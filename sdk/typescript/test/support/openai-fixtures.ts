@@ -2,6 +2,7 @@
 // (platform.openai.com/docs/api-reference: chat, chat streaming, responses,
 // responses streaming, error codes).
 import type { ProviderFixture } from "./fake-provider.js";
+import type { SseEvent } from "./sse.js";
 
 export const OPENAI_CHAT_USAGE = { prompt_tokens: 19, completion_tokens: 10 };
 export const OPENAI_RESPONSES_USAGE = { input_tokens: 36, output_tokens: 87 };
@@ -116,7 +117,7 @@ export const openaiChatFixture: ProviderFixture = {
   events(_path, body) {
     const model = String(body.model);
     const delta = (d: object, finish: string | null = null) => [{ index: 0, delta: d, logprobs: null, finish_reason: finish }];
-    const events = [
+    const events: SseEvent[] = [
       chunk(model, delta({ role: "assistant", content: "", refusal: null })),
       chunk(model, delta({ content: "Hello" })),
       chunk(model, delta({ content: " there!" })),

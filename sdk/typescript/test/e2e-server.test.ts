@@ -1,0 +1,128 @@
+import Anthropic from "@anthropic-ai/sdk";
+import { GoogleGenAI } from "@google/genai";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import OpenAI from "openai";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { flush, init, shutdown, stats } from "../src/index.js";
+import { CalltraceServer } from "./support/calltrace-server.js";
+import { FakeProvider } from "./support/fake-provider.js";
+
+// Against the real server from this repository: what the SDK sends is what
+// the server stores. The server must exist; this test fails without it.
+let server: CalltraceServer;
+let provider: FakeProvider;
+let key: string;
+
+beforeAll(async () => {
+  CalltraceServer.assertAvailable();
+  server = new CalltraceServer();
+  key = (await server.run("keys", "create", "--plan", "free")).trim();
+  await server.start();
+  provider = await FakeProvider.start();
+}, 60_000);
+
+afterAll(async () => {
+  await shutdown(1_000);
+  await provider?.close();
+  await server?.stop();
+  server?.remove();
+});
+
+async function storedTraces(): Promise<Array<Record<string, any>>> {
+  const lines = (await server.run("traces", "export", "--format", "jsonl")).trim().split("\n");
+  return lines.filter(Boolean).map((line) => JSON.parse(line));
+}
+
+/**
+ * A proxy that passes requests to the server but, for the first one, drops
+ * the connection after the server has answered: the trace is stored, the SDK
+ * sees a network error and retries it.
+ */
+async function lossyProxy(target: string) {
+  let first = true;
+  let requests = 0;
+  const proxy = http.createServer((request, response) => {
+    requests++;
+    const upstream = http.request(target, { method: "POST", headers: request.headers }, (answer) => {
+      if (first) {
+        first = false;
+        answer.resume();
+        answer.on("end", () => request.socket.destroy());
+        return;
+      }
+      response.writeHead(answer.statusCode!, answer.headers);
+      answer.pipe(response);
+    });
+    request.pipe(upstream);
+  });
+  await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
+  return {
+    endpoint: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}/v1/traces`,
+    requests: () => requests,
+    close: () => proxy.close(),
+  };
+}
+
+describe("end to end with the calltrace server", () => {
+  it("stores each call's trace as the SDK measured it", async () => {
+    await init({ apiKey: key, endpoint: server.endpoint, retryBaseDelayMs: 50 });
+    const openai = new OpenAI({ apiKey: "sk-fake", baseURL: `${provider.url}/v1`, maxRetries: 0 });
+    const anthropic = new Anthropic({ apiKey: "sk-fake", baseURL: provider.url, maxRetries: 0 });
+    const gemini = new GoogleGenAI({ apiKey: "fake", httpOptions: { baseUrl: provider.url } });
+    const messages = [{ role: "user" as const, content: "Say hello" }];
+
+    await openai.chat.completions.create({ model: "gpt-4o", messages });
+    for await (const _ of await anthropic.messages.create({ model: "claude-opus-4-5", max_tokens: 8, messages, stream: true }));
+    provider.scenario = { kind: "status", status: 400 };
+    await expect(gemini.models.generateContent({ model: "gemini-2.5-pro", contents: "hi" })).rejects.toThrow();
+    provider.scenario = { kind: "ok" };
+
+    expect(await flush(10_000)).toBe(true);
+    expect(stats()).toMatchObject({ sent: 3, failed: 0, dropped: 0 });
+
+    const stored = await storedTraces();
+    const byProvider = Object.fromEntries(stored.map((t) => [t.provider, t]));
+    expect(stored).toHaveLength(3);
+    expect(byProvider.openai).toMatchObject({
+      model: "gpt-4o-2024-08-06",
+      tokens_in: 19,
+      tokens_out: 10,
+      cost_usd: (19 * 2.5 + 10 * 10) / 1e6,
+      status: "success",
+    });
+    expect(byProvider.anthropic).toMatchObject({
+      model: "claude-opus-4-5",
+      tokens_in: 40,
+      tokens_out: 15,
+      cost_usd: (40 * 5 + 15 * 25) / 1e6,
+      status: "success",
+    });
+    expect(byProvider.gemini).toMatchObject({ model: "gemini-2.5-pro", tokens_in: 0, cost_usd: 0, status: "error" });
+    expect(byProvider.gemini.error).toContain("API key not valid");
+    for (const trace of stored) {
+      expect(Number.isInteger(trace.latency_ms)).toBe(true);
+      expect(trace.key_id).toEqual(expect.any(String));
+      expect(trace.received_at).toEqual(expect.any(String));
+      expect(trace).not.toHaveProperty("api_key");
+    }
+  });
+
+  it("stores a trace once when the SDK retries it after losing the answer", async () => {
+    const proxy = await lossyProxy(server.endpoint);
+    try {
+      const before = (await storedTraces()).length;
+      await init({ apiKey: key, endpoint: proxy.endpoint, retryBaseDelayMs: 50 });
+      const openai = new OpenAI({ apiKey: "sk-fake", baseURL: `${provider.url}/v1`, maxRetries: 0 });
+      await openai.chat.completions.create({ model: "gpt-4o-mini", messages: [{ role: "user", content: "hi" }] });
+      expect(await flush(10_000)).toBe(true);
+      expect(stats()).toMatchObject({ sent: 1, failed: 0 });
+      expect(proxy.requests()).toBe(2);
+      const stored = await storedTraces();
+      expect(stored).toHaveLength(before + 1);
+      expect(stored.at(-1)).toMatchObject({ model: "gpt-4o-mini", tokens_in: 19 });
+    } finally {
+      proxy.close();
+    }
+  });
+});
