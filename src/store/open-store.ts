@@ -1,11 +1,29 @@
-import { ConfigError, type Config } from "../config/config.js";
+import type { Config } from "../config/config.js";
+import type { Logger } from "../log/logger.js";
+import { openMongoStore } from "./mongo/mongo-store.js";
 import { openSqliteStore } from "./sqlite/sqlite-store.js";
 import type { Store } from "./store.js";
 
 /** The configured store: MongoDB when MONGODB_URI is set, otherwise the embedded store under DATA_DIR. */
-export async function openStore(config: Pick<Config, "dataDir" | "mongodbUri">): Promise<Store> {
+export async function openStore(
+  config: Pick<Config, "dataDir" | "mongodbUri"> & { retentionDays?: number; writeTimeoutMs?: number },
+  logger?: Logger,
+): Promise<Store> {
+  const retention = config.retentionDays === undefined ? {} : { retentionDays: config.retentionDays };
   if (config.mongodbUri !== undefined) {
-    throw new ConfigError("MONGODB_URI is set, but this build has no MongoDB store yet; unset it to use the embedded store");
+    return openMongoStore(config.mongodbUri, {
+      ...retention,
+      ...(config.writeTimeoutMs === undefined ? {} : { writeTimeoutMs: config.writeTimeoutMs }),
+      onReady: (mode) =>
+        logger?.info(
+          {
+            traces: mode.timeSeries ? "time-series collection" : "ordinary collection (the server has no time-series collections)",
+            expiry: mode.serverExpiry ? "server (TTL)" : "store (the server has no TTL indexes)",
+            aggregation: mode.oneAccumulatorPerGroup ? "one accumulator per $group" : "full",
+          },
+          "mongodb store ready",
+        ),
+    });
   }
-  return openSqliteStore(config.dataDir);
+  return openSqliteStore(config.dataDir, retention);
 }

@@ -1,9 +1,10 @@
 import type { KeyStore } from "./key-store.js";
+import type { TraceReader } from "./trace-reader.js";
 import type { TraceStore } from "./trace-store.js";
 import type { UserStore } from "./user-store.js";
 
 /** A store adapter: one object serves traces, keys and accounts (embedded SQLite or MongoDB). */
-export interface Store extends TraceStore {
+export interface Store extends TraceStore, TraceReader {
   readonly keys: KeyStore;
   /** Dashboard users and sessions. */
   readonly users: UserStore;

@@ -1,6 +1,9 @@
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import type { TraceFilter } from "../../gen/calltrace/v1/query_pb.js";
 
+/** The latest instant a JavaScript Date (and so a BSON date read back) can hold. */
+const latestMs = 8_640_000_000_000_000;
+
 /** A TraceFilter with the retention period applied and unset fields made explicit; what adapters query with. */
 export interface ResolvedTraceFilter {
   /** Inclusive, never before the retention cut-off. */
@@ -21,7 +24,7 @@ export function resolveTraceFilter(filter: TraceFilter, retentionMs: number, now
   const cutoff = retentionMs > 0 ? now - retentionMs : 0;
   return {
     sinceMs: Math.max(filter.since ? timestampMs(filter.since) : 0, cutoff),
-    untilMs: filter.until ? timestampMs(filter.until) : Number.MAX_SAFE_INTEGER,
+    untilMs: Math.min(filter.until ? timestampMs(filter.until) : latestMs, latestMs),
     keyId: filter.keyId || undefined,
     provider: filter.provider || undefined,
     model: filter.model || undefined,

@@ -26,6 +26,12 @@ export interface TraceStore {
    * Rejects only when nothing of the batch could be stored.
    */
   writeBatch(writes: TraceWrite[]): Promise<WriteOutcome[]>;
-  /** Traces in receive order, oldest first. */
+  /** Traces in receive order, oldest first; never those past the retention period. */
   exportTraces(query: TraceQuery): AsyncIterable<StoredTrace>;
+  /**
+   * Deletes what is past the retention period now. Stores also do this on their own (the
+   * embedded store hourly, MongoDB through TTL indexes where the server has them); a trace past
+   * the period is never read back, whether or not it is deleted yet.
+   */
+  deleteExpired(): Promise<void>;
 }

@@ -22,14 +22,17 @@ export interface UsageGrouping {
   latency?: boolean;
 }
 
-/** One group of traces as an adapter's aggregation returns it; dimensions not grouped by are absent. */
-export interface UsageCell {
+/** The dimensions of one group of traces; those not grouped by are absent. */
+export interface UsageGroup {
   /** YYYY-MM-DD (UTC). */
   day?: string;
   provider?: string;
   model?: string;
   country?: string;
-  bucket?: number;
+}
+
+/** Sums over one group of traces of one status. */
+export interface UsageCell extends UsageGroup {
   status: string;
   calls: number;
   costUsd: number;
@@ -37,38 +40,62 @@ export interface UsageCell {
   tokensOut: number;
 }
 
+/** Calls of one group in one latency bucket. */
+export interface LatencyCell extends UsageGroup {
+  bucket: number;
+  calls: number;
+}
+
+/** What an adapter's aggregation answers: sums per group and status, and (when asked) calls per group and latency bucket. */
+export interface UsageCells {
+  sums: UsageCell[];
+  latency: LatencyCell[];
+}
+
 /**
  * The one aggregation an adapter implements: counts and sums per group. Everything else
  * (error rates, percentiles, ordering) is folded here, once for every store, using only
  * $match, $group and $sum on the MongoDB side, which FerretDB supports too.
  */
-export type UsageCells = (accountId: string, filter: ResolvedTraceFilter, grouping: UsageGrouping) => Promise<UsageCell[]>;
+export type UsageQuery = (accountId: string, filter: ResolvedTraceFilter, grouping: UsageGrouping) => Promise<UsageCells>;
 
 /** The aggregate reads of TraceReader, built on an adapter's UsageCells. */
-export function usageReader(cells: UsageCells, retentionMs: number): Omit<TraceReader, "listTraces"> {
+export function usageReader(cells: UsageQuery, retentionMs: number): Omit<TraceReader, "listTraces"> {
   const query = (accountId: string, filter: Parameters<TraceReader["usageTotals"]>[1], grouping: UsageGrouping) =>
     cells(accountId, resolveTraceFilter(filter, retentionMs), grouping);
 
   return {
     async usageTotals(accountId, filter) {
-      return totalsOf(await query(accountId, filter, { latency: true }));
+      const { sums, latency } = await query(accountId, filter, { latency: true });
+      return totalsOf(sums, latency);
     },
     async usageByModel(accountId, filter) {
-      const groups = groupBy(await query(accountId, filter, { model: true, latency: true }), (c) => [c.provider ?? "", c.model ?? ""]);
-      return [...groups.values()]
-        .map((group) => create(ModelUsageSchema, { provider: group[0]!.provider ?? "", model: group[0]!.model ?? "", totals: totalsOf(group) }))
+      const key = (c: UsageGroup) => [c.provider ?? "", c.model ?? ""];
+      const { sums, latency } = await query(accountId, filter, { model: true, latency: true });
+      const latencies = groupBy(latency, key);
+      return [...groupBy(sums, key)]
+        .map(([k, group]) =>
+          create(ModelUsageSchema, { provider: group[0]!.provider ?? "", model: group[0]!.model ?? "", totals: totalsOf(group, latencies.get(k) ?? []) }),
+        )
         .sort((a, b) => b.totals!.costUsd - a.totals!.costUsd || compare(a.provider, b.provider) || compare(a.model, b.model));
     },
     async usageByDay(accountId, filter) {
-      const groups = groupBy(await query(accountId, filter, { day: true, model: true, latency: true }), (c) => [c.day ?? "", c.provider ?? "", c.model ?? ""]);
-      return [...groups.values()]
-        .map((group) =>
-          create(DayModelUsageSchema, { day: group[0]!.day ?? "", provider: group[0]!.provider ?? "", model: group[0]!.model ?? "", totals: totalsOf(group) }),
+      const key = (c: UsageGroup) => [c.day ?? "", c.provider ?? "", c.model ?? ""];
+      const { sums, latency } = await query(accountId, filter, { day: true, model: true, latency: true });
+      const latencies = groupBy(latency, key);
+      return [...groupBy(sums, key)]
+        .map(([k, group]) =>
+          create(DayModelUsageSchema, {
+            day: group[0]!.day ?? "",
+            provider: group[0]!.provider ?? "",
+            model: group[0]!.model ?? "",
+            totals: totalsOf(group, latencies.get(k) ?? []),
+          }),
         )
         .sort((a, b) => compare(a.day, b.day) || compare(a.provider, b.provider) || compare(a.model, b.model));
     },
     async usageByCountry(accountId, filter) {
-      const groups = groupBy(await query(accountId, filter, { country: true }), (c) => [c.country ?? ""]);
+      const groups = groupBy((await query(accountId, filter, { country: true })).sums, (c) => [c.country ?? ""]);
       return [...groups.values()]
         .map((group) =>
           create(CountryUsageSchema, {
@@ -81,8 +108,8 @@ export function usageReader(cells: UsageCells, retentionMs: number): Omit<TraceR
     },
     async latencyHistogram(accountId, filter) {
       const counts = new Array<number>(histogramBoundsMs.length + 1).fill(0);
-      for (const cell of await query(accountId, filter, { latency: true })) {
-        const bound = latencyBucketBound(cell.bucket ?? 0);
+      for (const cell of (await query(accountId, filter, { latency: true })).latency) {
+        const bound = latencyBucketBound(cell.bucket);
         const slot = histogramBoundsMs.findIndex((upper) => bound <= upper);
         counts[slot === -1 ? histogramBoundsMs.length : slot]! += cell.calls;
       }
@@ -91,11 +118,11 @@ export function usageReader(cells: UsageCells, retentionMs: number): Omit<TraceR
   };
 }
 
-/** Sums a set of cells; percentiles by nearest rank over the latency buckets. */
-function totalsOf(cells: UsageCell[]): UsageTotals {
+/** Sums a group's cells; percentiles by nearest rank over its latency buckets. */
+function totalsOf(cells: UsageCell[], latency: LatencyCell[]): UsageTotals {
   const calls = sum(cells, (c) => c.calls);
   const perBucket = new Map<number, number>();
-  for (const cell of cells) perBucket.set(cell.bucket ?? 0, (perBucket.get(cell.bucket ?? 0) ?? 0) + cell.calls);
+  for (const cell of latency) perBucket.set(cell.bucket, (perBucket.get(cell.bucket) ?? 0) + cell.calls);
   const buckets = [...perBucket.entries()].sort((a, b) => a[0] - b[0]);
   const percentile = (p: number): number => {
     if (calls === 0) return 0;
@@ -118,8 +145,8 @@ function totalsOf(cells: UsageCell[]): UsageTotals {
   });
 }
 
-function groupBy(cells: UsageCell[], key: (cell: UsageCell) => string[]): Map<string, UsageCell[]> {
-  const groups = new Map<string, UsageCell[]>();
+function groupBy<T extends UsageGroup>(cells: T[], key: (cell: T) => string[]): Map<string, T[]> {
+  const groups = new Map<string, T[]>();
   for (const cell of cells) {
     const k = JSON.stringify(key(cell));
     const group = groups.get(k);
@@ -129,7 +156,7 @@ function groupBy(cells: UsageCell[], key: (cell: UsageCell) => string[]): Map<st
   return groups;
 }
 
-function sum(cells: UsageCell[], value: (cell: UsageCell) => number): number {
+function sum<T>(cells: T[], value: (cell: T) => number): number {
   let total = 0;
   for (const cell of cells) total += value(cell);
   return total;

@@ -61,6 +61,61 @@ const migrations: string[] = [
      expires_at INTEGER NOT NULL
    ) WITHOUT ROWID;
    CREATE INDEX sessions_expires ON sessions(expires_at);`,
+  // The dashboard's reads (src/store/sqlite/sqlite-trace-reader.ts): keyset pages per filter, and
+  // daily roll-ups kept in the same transaction as the traces, so a 30-day overview reads
+  // thousands of roll-up rows instead of a million traces. Each primary key lists the columns in
+  // the order reads group by them, so SQLite groups while scanning, without sorting; key_id comes
+  // last, as a filter only. latency_bucket() is registered by openSqliteStore before migrating.
+  `CREATE INDEX traces_account_key_received ON traces(account_id, key_id, received_at);
+   CREATE INDEX traces_account_model_received ON traces(account_id, model, received_at);
+   CREATE INDEX traces_account_status_received ON traces(account_id, status, received_at);
+   CREATE TABLE usage_daily (
+     account_id TEXT NOT NULL,
+     day INTEGER NOT NULL,
+     provider TEXT NOT NULL,
+     model TEXT NOT NULL,
+     status TEXT NOT NULL,
+     key_id TEXT NOT NULL,
+     calls INTEGER NOT NULL,
+     cost_usd REAL NOT NULL,
+     tokens_in INTEGER NOT NULL,
+     tokens_out INTEGER NOT NULL,
+     PRIMARY KEY (account_id, day, provider, model, status, key_id)
+   ) WITHOUT ROWID;
+   CREATE TABLE usage_country_daily (
+     account_id TEXT NOT NULL,
+     day INTEGER NOT NULL,
+     country TEXT NOT NULL,
+     provider TEXT NOT NULL,
+     model TEXT NOT NULL,
+     status TEXT NOT NULL,
+     key_id TEXT NOT NULL,
+     calls INTEGER NOT NULL,
+     cost_usd REAL NOT NULL,
+     tokens_in INTEGER NOT NULL,
+     tokens_out INTEGER NOT NULL,
+     PRIMARY KEY (account_id, day, country, provider, model, status, key_id)
+   ) WITHOUT ROWID;
+   CREATE TABLE latency_daily (
+     account_id TEXT NOT NULL,
+     day INTEGER NOT NULL,
+     provider TEXT NOT NULL,
+     model TEXT NOT NULL,
+     bucket INTEGER NOT NULL,
+     status TEXT NOT NULL,
+     key_id TEXT NOT NULL,
+     calls INTEGER NOT NULL,
+     PRIMARY KEY (account_id, day, provider, model, bucket, status, key_id)
+   ) WITHOUT ROWID;
+   INSERT INTO usage_daily
+     SELECT account_id, received_at / 86400000, provider, model, status, key_id, COUNT(*), SUM(cost_usd), SUM(tokens_in), SUM(tokens_out)
+     FROM traces GROUP BY 1, 2, 3, 4, 5, 6;
+   INSERT INTO usage_country_daily
+     SELECT account_id, received_at / 86400000, country, provider, model, status, key_id, COUNT(*), SUM(cost_usd), SUM(tokens_in), SUM(tokens_out)
+     FROM traces GROUP BY 1, 2, 3, 4, 5, 6, 7;
+   INSERT INTO latency_daily
+     SELECT account_id, received_at / 86400000, provider, model, latency_bucket(latency_ms), status, key_id, COUNT(*)
+     FROM traces GROUP BY 1, 2, 3, 4, 5, 6, 7;`,
 ];
 
 /** Brings the database to the current schema; safe to run from several processes at once. */

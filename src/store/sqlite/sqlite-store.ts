@@ -1,37 +1,27 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import { create } from "@bufbuild/protobuf";
-import { timestampFromMs, timestampMs } from "@bufbuild/protobuf/wkt";
-import { StoredTraceSchema, type StoredTrace } from "../../../gen/calltrace/v1/trace_pb.js";
+import { timestampMs } from "@bufbuild/protobuf/wkt";
+import type { StoredTrace } from "../../../gen/calltrace/v1/trace_pb.js";
 import type { KeyStore } from "../key-store.js";
 import type { AccountRecord, ApiKeyRecord } from "../records.js";
 import type { Store } from "../store.js";
 import type { TraceQuery, TraceWrite, WriteOutcome } from "../trace-store.js";
 import { newId } from "../ids.js";
+import { latencyBucket } from "../latency-bucket.js";
+import { retentionMs, type RetentionOptions } from "../retention.js";
 import { migrate } from "./sqlite-schema.js";
+import { sqliteTraceReader } from "./sqlite-trace-reader.js";
+import { traceFromRow, traceToRow, type TraceRow } from "./sqlite-trace-row.js";
+import { dayMs, sqliteUsageRollup } from "./sqlite-usage-rollup.js";
 import { createSqliteUserStore } from "./sqlite-user-store.js";
 
 /** How long an Idempotency-Key is remembered (D14). */
 const idempotencyWindowMs = 24 * 60 * 60 * 1000;
+/** How often expired traces are deleted, besides once at start-up. */
+const sweepIntervalMs = 60 * 60 * 1000;
 /** Rows per page when exporting, so no read cursor stays open across awaits. */
 const exportPageSize = 1000;
-
-interface TraceRow {
-  seq: number;
-  received_at: number;
-  key_id: string;
-  account_id: string;
-  country: string;
-  provider: string;
-  model: string;
-  tokens_in: number;
-  tokens_out: number;
-  latency_ms: number;
-  cost_usd: number;
-  status: string;
-  error: string | null;
-}
 
 interface KeyRow {
   id: string;
@@ -50,14 +40,18 @@ interface KeyRow {
  * fsynced (synchronous=FULL), so a committed batch survives kill -9 and power loss; several
  * processes (the server and the CLI) may open the same file.
  */
-export function openSqliteStore(dataDir: string): Store {
+export function openSqliteStore(dataDir: string, options: RetentionOptions = {}): Store {
+  const keepMs = retentionMs(options);
   mkdirSync(dataDir, { recursive: true });
   const db = new Database(join(dataDir, "calltrace.db"));
   db.pragma("journal_mode = WAL");
   db.pragma("synchronous = FULL");
   db.pragma("busy_timeout = 5000");
   db.pragma("foreign_keys = ON");
+  // Used by the roll-ups' migration and by reads of partial days.
+  db.function("latency_bucket", { deterministic: true }, (ms) => latencyBucket(Number(ms)));
   migrate(db);
+  const addToRollups = sqliteUsageRollup(db);
 
   const statements = {
     insertTrace: db.prepare(
@@ -69,6 +63,10 @@ export function openSqliteStore(dataDir: string): Store {
        ON CONFLICT (key_id, idempotency_key) DO UPDATE SET created_at = excluded.created_at WHERE created_at < ?`,
     ),
     forgetIdempotencyKeys: db.prepare(`DELETE FROM idempotency WHERE created_at < ?`),
+    deleteExpiredTraces: db.prepare(`DELETE FROM traces WHERE received_at < ?`),
+    deleteExpiredDays: db.prepare(`DELETE FROM usage_daily WHERE day < ?`),
+    deleteExpiredCountryDays: db.prepare(`DELETE FROM usage_country_daily WHERE day < ?`),
+    deleteExpiredLatencyDays: db.prepare(`DELETE FROM latency_daily WHERE day < ?`),
     touchKey: db.prepare(`UPDATE api_keys SET last_used_at = ? WHERE id = ?`),
     exportPage: db.prepare(
       `SELECT * FROM traces WHERE seq > @after AND received_at >= @since AND received_at < @until
@@ -92,6 +90,7 @@ export function openSqliteStore(dataDir: string): Store {
   const commitBatch = db.transaction((writes: TraceWrite[], now: number): WriteOutcome[] => {
     const outcomes: WriteOutcome[] = [];
     const lastUse = new Map<string, number>();
+    const stored: StoredTrace[] = [];
     for (const { trace, idempotencyKey } of writes) {
       if (idempotencyKey !== undefined) {
         const claimed = statements.claimIdempotencyKey.run(trace.keyId, idempotencyKey, now, now - idempotencyWindowMs);
@@ -100,11 +99,13 @@ export function openSqliteStore(dataDir: string): Store {
           continue;
         }
       }
-      statements.insertTrace.run(toRow(trace));
+      statements.insertTrace.run(traceToRow(trace));
+      stored.push(trace);
       lastUse.set(trace.keyId, timestampMs(trace.receivedAt!));
       outcomes.push({ kind: "stored" });
     }
     for (const [keyId, at] of lastUse) statements.touchKey.run(at, keyId);
+    addToRollups(stored);
     statements.forgetIdempotencyKeys.run(now - idempotencyWindowMs);
     return outcomes;
   });
@@ -139,7 +140,23 @@ export function openSqliteStore(dataDir: string): Store {
     },
   };
 
+  /**
+   * Past the retention period: traces, and roll-up days that lie wholly before the cut-off (the
+   * cut-off's own day is read from the traces, so its roll-up row may stay).
+   */
+  const deleteExpired = db.transaction((now: number) => {
+    if (keepMs === 0) return;
+    const cutoff = now - keepMs;
+    statements.deleteExpiredTraces.run(cutoff);
+    statements.deleteExpiredDays.run(Math.floor(cutoff / dayMs));
+    statements.deleteExpiredCountryDays.run(Math.floor(cutoff / dayMs));
+    statements.deleteExpiredLatencyDays.run(Math.floor(cutoff / dayMs));
+  });
+  deleteExpired(Date.now());
+  const sweeper = setInterval(() => deleteExpired(Date.now()), sweepIntervalMs).unref();
+
   return {
+    ...sqliteTraceReader(db, keepMs),
     keys,
     users: createSqliteUserStore(db),
     async writeBatch(writes) {
@@ -148,13 +165,13 @@ export function openSqliteStore(dataDir: string): Store {
     async *exportTraces(query: TraceQuery) {
       const params = {
         after: 0,
-        since: query.since?.getTime() ?? 0,
+        since: Math.max(query.since?.getTime() ?? 0, keepMs === 0 ? 0 : Date.now() - keepMs),
         until: query.until?.getTime() ?? Number.MAX_SAFE_INTEGER,
         account_id: query.accountId ?? null,
       };
       for (;;) {
         const rows = statements.exportPage.all(params) as TraceRow[];
-        for (const row of rows) yield fromRow(row);
+        for (const row of rows) yield traceFromRow(row);
         if (rows.length < exportPageSize) return;
         params.after = rows[rows.length - 1]!.seq;
       }
@@ -162,7 +179,11 @@ export function openSqliteStore(dataDir: string): Store {
     async ping() {
       db.prepare("SELECT 1").get();
     },
+    async deleteExpired() {
+      deleteExpired(Date.now());
+    },
     async close() {
+      clearInterval(sweeper);
       db.close();
     },
   };
@@ -171,41 +192,6 @@ export function openSqliteStore(dataDir: string): Store {
 /** A prefix names a key only when exactly one key has it. */
 function uniqueRow(rows: unknown[]): unknown {
   return rows.length === 1 ? rows[0] : undefined;
-}
-
-function toRow(trace: StoredTrace): Omit<TraceRow, "seq"> {
-  return {
-    received_at: timestampMs(trace.receivedAt!),
-    key_id: trace.keyId,
-    account_id: trace.accountId,
-    country: trace.country,
-    provider: trace.provider,
-    model: trace.model,
-    tokens_in: trace.tokensIn,
-    tokens_out: trace.tokensOut,
-    latency_ms: trace.latencyMs,
-    cost_usd: trace.costUsd,
-    status: trace.status,
-    error: trace.error ?? null,
-  };
-}
-
-function fromRow(row: TraceRow): StoredTrace {
-  return create(StoredTraceSchema, {
-    id: String(row.seq),
-    receivedAt: timestampFromMs(row.received_at),
-    keyId: row.key_id,
-    accountId: row.account_id,
-    country: row.country,
-    provider: row.provider,
-    model: row.model,
-    tokensIn: row.tokens_in,
-    tokensOut: row.tokens_out,
-    latencyMs: row.latency_ms,
-    costUsd: row.cost_usd,
-    status: row.status,
-    ...(row.error === null ? {} : { error: row.error }),
-  });
 }
 
 function toKey(row: KeyRow): ApiKeyRecord {

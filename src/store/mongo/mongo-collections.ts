@@ -1,0 +1,210 @@
+import { MongoServerError, type Collection, type Db, type Document } from "mongodb";
+import type { TraceDoc } from "./mongo-trace-doc.js";
+
+export interface AccountDoc {
+  _id: string;
+  name: string;
+  plan: string;
+  createdAt: Date;
+}
+
+export interface KeyDoc {
+  _id: string;
+  accountId: string;
+  name: string;
+  prefix: string;
+  hash: string;
+  createdAt: Date;
+  revokedAt?: Date;
+  lastUsedAt?: Date;
+}
+
+/** One claimed Idempotency-Key (D14): which trace it was claimed for, and when. */
+export interface IdempotencyDoc {
+  /** `<key id>:<Idempotency-Key>`. */
+  _id: string;
+  traceId: TraceDoc["_id"];
+  createdAt: Date;
+}
+
+export interface UserDoc {
+  _id: string;
+  email: string;
+  passwordHash: string;
+  accountId: string;
+  createdAt: Date;
+}
+
+export interface SessionDoc {
+  /** The session token's SHA-256. */
+  _id: string;
+  userId: string;
+  accountId: string;
+  createdAt: Date;
+  expiresAt: Date;
+}
+
+/** What the server turned out to support, found out at start-up (docs/mongodb.md). */
+export interface MongoCapabilities {
+  /** Traces live in a time-series collection; otherwise in an ordinary one with equivalent indexes. */
+  timeSeries: boolean;
+  /** The server deletes expired documents itself (TTL indexes or time-series expiry); otherwise the store does. */
+  ttl: boolean;
+  /**
+   * A $group computes every accumulator it is given. FerretDB 1.24 computes only the first and
+   * answers 0 for the rest, so there every sum gets an aggregation of its own.
+   */
+  manyAccumulators: boolean;
+}
+
+export interface MongoCollections {
+  traces: Collection<TraceDoc>;
+  accounts: Collection<AccountDoc>;
+  keys: Collection<KeyDoc>;
+  idempotency: Collection<IdempotencyDoc>;
+  users: Collection<UserDoc>;
+  sessions: Collection<SessionDoc>;
+  capabilities: MongoCapabilities;
+}
+
+export interface PrepareOptions {
+  /** Seconds a trace is kept; 0 keeps traces forever. */
+  expireAfterSeconds: number;
+  /** Use an ordinary traces collection even where time-series collections exist (tests of that mode). */
+  timeSeries: boolean;
+  /** How long an Idempotency-Key is remembered (D14). */
+  idempotencyWindowSeconds: number;
+}
+
+/** Error codes by which servers refuse an option they do not have (NotImplemented, CommandNotSupported, InvalidOptions, BadValue, FailedToParse). */
+const unsupportedCodes = new Set([238, 115, 72, 2, 9]);
+const isUnsupported = (error: unknown, option: string) =>
+  error instanceof MongoServerError && (unsupportedCodes.has(Number(error.code)) || error.message.includes(option));
+
+/** The durable write concern of D13: acknowledged by a majority, in the journal. */
+const journaled = { writeConcern: { w: "majority" as const, j: true } };
+
+/**
+ * Creates the collections and indexes if they are missing, so that any number of instances can
+ * start at once against a fresh database. Detects time-series and TTL support by trying them.
+ */
+export async function prepareMongoCollections(db: Db, options: PrepareOptions): Promise<MongoCollections> {
+  const timeSeries = options.timeSeries && (await ensureTracesCollection(db, options.expireAfterSeconds));
+  const traces = db.collection<TraceDoc>("traces", journaled);
+  let ttl = timeSeries;
+  if (!timeSeries) {
+    await ensureCollection(db, "traces");
+    ttl = await ensureTtlIndex(traces, "receivedAt", options.expireAfterSeconds);
+  }
+  await traces.createIndexes([
+    { key: { "meta.accountId": 1, receivedAt: -1 }, name: "account_received" },
+    { key: { "meta.accountId": 1, "meta.keyId": 1, receivedAt: -1 }, name: "account_key_received" },
+    { key: { "meta.accountId": 1, "meta.model": 1, receivedAt: -1 }, name: "account_model_received" },
+    ...(timeSeries ? [{ key: { receivedAt: 1 }, name: "received" }] : []),
+  ]);
+
+  const accounts = db.collection<AccountDoc>("accounts", journaled);
+  const keys = db.collection<KeyDoc>("api_keys", journaled);
+  const idempotency = db.collection<IdempotencyDoc>("idempotency", journaled);
+  const users = db.collection<UserDoc>("users", journaled);
+  const sessions = db.collection<SessionDoc>("sessions", journaled);
+  for (const name of ["accounts", "api_keys", "idempotency", "users", "sessions"]) await ensureCollection(db, name);
+  await keys.createIndexes([
+    { key: { hash: 1 }, name: "hash", unique: true },
+    { key: { accountId: 1 }, name: "account" },
+    { key: { prefix: 1 }, name: "prefix" },
+  ]);
+  await users.createIndexes([
+    { key: { email: 1 }, name: "email", unique: true },
+    { key: { accountId: 1 }, name: "account" },
+  ]);
+  await sessions.createIndex({ expiresAt: 1 }, { name: "expires" });
+  await accounts.createIndex({ createdAt: 1 }, { name: "created" });
+  await ensureTtlIndex(idempotency, "createdAt", options.idempotencyWindowSeconds);
+
+  return {
+    traces,
+    accounts,
+    keys,
+    idempotency,
+    users,
+    sessions,
+    capabilities: { timeSeries, ttl, manyAccumulators: await groupsComputeEveryAccumulator(db) },
+  };
+}
+
+/** True when the traces collection is (or now is) a time-series collection. */
+async function ensureTracesCollection(db: Db, expireAfterSeconds: number): Promise<boolean> {
+  const existing = await db.listCollections({ name: "traces" }).toArray();
+  if (existing.length > 0) {
+    if (existing[0]!.type !== "timeseries") return false;
+    // The retention may have changed since the collection was made.
+    await db.command({ collMod: "traces", expireAfterSeconds: expireAfterSeconds > 0 ? expireAfterSeconds : "off" });
+    return true;
+  }
+  try {
+    await db.createCollection("traces", {
+      timeseries: { timeField: "receivedAt", metaField: "meta", granularity: "seconds" },
+      ...(expireAfterSeconds > 0 ? { expireAfterSeconds } : {}),
+    });
+    return true;
+  } catch (error) {
+    if (error instanceof MongoServerError && error.code === 48) return ensureTracesCollection(db, expireAfterSeconds); // another instance made it
+    if (isUnsupported(error, "timeseries")) return false;
+    throw error;
+  }
+}
+
+/** Creates a collection unless it exists; true when this call made it. */
+async function ensureCollection(db: Db, name: string): Promise<boolean> {
+  try {
+    await db.createCollection(name);
+    return true;
+  } catch (error) {
+    if (error instanceof MongoServerError && error.code === 48) return false; // NamespaceExists
+    throw error;
+  }
+}
+
+/**
+ * A TTL index on `field`, or a plain index where the server has no TTL indexes (the store then
+ * deletes expired documents itself). True when the server expires documents.
+ */
+async function ensureTtlIndex<T extends Document>(collection: Collection<T>, field: string, expireAfterSeconds: number): Promise<boolean> {
+  const ttlName = `${field}_ttl`;
+  const indexes = await collection.listIndexes().toArray();
+  const ttlIndex = indexes.find((index) => index.name === ttlName);
+  const plainIndex = indexes.find((index) => index.name === field);
+  if (ttlIndex && ttlIndex.expireAfterSeconds === expireAfterSeconds) return true;
+  // The retention changed since the index was made: an index's options cannot be altered portably.
+  if (ttlIndex) await collection.dropIndex(ttlName);
+  if (expireAfterSeconds === 0) {
+    if (!plainIndex) await collection.createIndex({ [field]: 1 }, { name: field });
+    return false;
+  }
+  const createTtl = () => collection.createIndex({ [field]: 1 }, { name: ttlName, expireAfterSeconds });
+  try {
+    await createTtl();
+  } catch (error) {
+    // IndexOptionsConflict / IndexKeySpecsConflict: the plain index made while retention was 0.
+    if (error instanceof MongoServerError && (error.code === 85 || error.code === 86) && plainIndex) {
+      await collection.dropIndex(field);
+      await createTtl();
+      return true;
+    }
+    if (!isUnsupported(error, "expireAfterSeconds")) throw error;
+    if (!plainIndex) await collection.createIndex({ [field]: 1 }, { name: field });
+    return false;
+  }
+  return true;
+}
+
+/** Tries a two-accumulator $group on a scratch collection (see MongoCapabilities.manyAccumulators). */
+async function groupsComputeEveryAccumulator(db: Db): Promise<boolean> {
+  const probe = db.collection<{ _id: number; g: number; v: number }>("capability_probe");
+  await probe.bulkWrite(
+    [1, 2].map((id) => ({ replaceOne: { filter: { _id: id }, replacement: { g: 1, v: id }, upsert: true } })),
+  );
+  const [group] = await probe.aggregate<{ n: number; v: number }>([{ $group: { _id: "$g", n: { $sum: 1 }, v: { $sum: "$v" } } }]).toArray();
+  return group?.n === 2 && group.v === 3;
+}

@@ -1,0 +1,90 @@
+import { MongoClient } from "mongodb";
+import type { Store } from "../store.js";
+import type { TraceQuery } from "../trace-store.js";
+import { retentionMs, type RetentionOptions } from "../retention.js";
+import { prepareMongoCollections } from "./mongo-collections.js";
+import { mongoKeyStore } from "./mongo-key-store.js";
+import { traceFromDoc } from "./mongo-trace-doc.js";
+import { mongoTraceReader, traceMatch } from "./mongo-trace-reader.js";
+import { mongoTraceWriter } from "./mongo-trace-writer.js";
+import { mongoUserStore } from "./mongo-user-store.js";
+
+export interface MongoStoreOptions extends RetentionOptions {
+  /** Bound on one write, and so on how long a request can wait for a store that is down. Default 5000. */
+  writeTimeoutMs?: number;
+  /** Set false to keep traces in an ordinary collection even where time-series collections exist. */
+  timeSeries?: boolean;
+  /** Told once which mode the server allowed (time-series or ordinary collection, server or store expiry). */
+  onReady?: (mode: { timeSeries: boolean; serverExpiry: boolean; oneAccumulatorPerGroup: boolean }) => void;
+}
+
+/** How long an Idempotency-Key is remembered (D14). */
+const idempotencyWindowMs = 24 * 60 * 60 * 1000;
+/** How often the store deletes expired documents where the server does not. */
+const sweepIntervalMs = 10 * 60 * 1000;
+
+/** The database named in the URI's path, or `calltrace`. */
+function databaseName(uri: string): string {
+  const path = /^mongodb(?:\+srv)?:\/\/[^/?]*\/([^?]*)/.exec(uri)?.[1];
+  return path ? decodeURIComponent(path) : "calltrace";
+}
+
+/**
+ * The MongoDB store (MONGODB_URI), for several stateless service instances sharing one replica
+ * set or sharded cluster. Works with MongoDB 6+ and with servers that lack time-series
+ * collections, TTL indexes or most of the aggregation language (FerretDB, DocumentDB, Cosmos DB).
+ */
+export async function openMongoStore(uri: string, options: MongoStoreOptions = {}): Promise<Store> {
+  const writeTimeoutMs = options.writeTimeoutMs ?? 5000;
+  const client = new MongoClient(uri, {
+    appName: "calltrace",
+    // A server that is down must turn into a 503 quickly, not a request that hangs.
+    serverSelectionTimeoutMS: Math.min(writeTimeoutMs, 5000),
+    connectTimeoutMS: Math.min(writeTimeoutMs, 5000),
+  });
+  await client.connect();
+  const keepMs = retentionMs(options);
+  try {
+    const c = await prepareMongoCollections(client.db(databaseName(uri)), {
+      expireAfterSeconds: Math.round(keepMs / 1000),
+      timeSeries: options.timeSeries ?? true,
+      idempotencyWindowSeconds: idempotencyWindowMs / 1000,
+    });
+    options.onReady?.({ timeSeries: c.capabilities.timeSeries, serverExpiry: c.capabilities.ttl, oneAccumulatorPerGroup: !c.capabilities.manyAccumulators });
+
+    const deleteExpired = async () => {
+      const now = Date.now();
+      await c.idempotency.deleteMany({ createdAt: { $lt: new Date(now - idempotencyWindowMs) } });
+      // A time-series collection expires its own buckets; deleting from one by time needs MongoDB 7.
+      if (keepMs > 0 && !c.capabilities.timeSeries) await c.traces.deleteMany({ receivedAt: { $lt: new Date(now - keepMs) } });
+    };
+    const sweeper = c.capabilities.ttl ? undefined : setInterval(() => void deleteExpired().catch(() => {}), sweepIntervalMs).unref();
+    if (sweeper) void deleteExpired().catch(() => {});
+
+    return {
+      ...mongoTraceReader(c, keepMs),
+      keys: mongoKeyStore(c),
+      users: mongoUserStore(c),
+      writeBatch: mongoTraceWriter(c, { idempotencyWindowMs, inFlightMs: 2 * writeTimeoutMs, timeoutMs: writeTimeoutMs }),
+      async *exportTraces(query: TraceQuery) {
+        const since = Math.max(query.since?.getTime() ?? 0, keepMs === 0 ? 0 : Date.now() - keepMs);
+        const cursor = c.traces
+          .find(traceMatch(query.accountId, { sinceMs: since, untilMs: query.until?.getTime() ?? 8_640_000_000_000_000 }))
+          .sort({ receivedAt: 1, _id: 1 })
+          .batchSize(1000);
+        for await (const doc of cursor) yield traceFromDoc(doc);
+      },
+      deleteExpired,
+      async ping() {
+        await client.db("admin").command({ ping: 1 }, { timeoutMS: writeTimeoutMs });
+      },
+      async close() {
+        if (sweeper) clearInterval(sweeper);
+        await client.close();
+      },
+    };
+  } catch (error) {
+    await client.close();
+    throw error;
+  }
+}

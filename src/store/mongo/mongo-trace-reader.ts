@@ -1,0 +1,102 @@
+import { create } from "@bufbuild/protobuf";
+import { ObjectId, type Filter } from "mongodb";
+import { TracePageSchema } from "../../../gen/calltrace/v1/query_pb.js";
+import { clampPageSize, decodeTraceCursor, encodeTraceCursor, InvalidCursorError } from "../trace-cursor.js";
+import { resolveTraceFilter, type ResolvedTraceFilter } from "../trace-filter.js";
+import type { TraceReader } from "../trace-reader.js";
+import { usageReader, type UsageCells, type UsageGroup, type UsageGrouping } from "../usage-reader.js";
+import type { MongoCollections } from "./mongo-collections.js";
+import { traceFromDoc, type TraceDoc } from "./mongo-trace-doc.js";
+
+/** The match of one account's traces under a resolved filter. */
+export function traceMatch(accountId: string | undefined, filter: Pick<ResolvedTraceFilter, "sinceMs" | "untilMs"> & Partial<ResolvedTraceFilter>): Filter<TraceDoc> {
+  return {
+    ...(accountId === undefined ? {} : { "meta.accountId": accountId }),
+    ...(filter.keyId === undefined ? {} : { "meta.keyId": filter.keyId }),
+    ...(filter.provider === undefined ? {} : { "meta.provider": filter.provider }),
+    ...(filter.model === undefined ? {} : { "meta.model": filter.model }),
+    ...(filter.status === undefined ? {} : { "meta.status": filter.status }),
+    receivedAt: { $gte: new Date(filter.sinceMs), $lt: new Date(filter.untilMs) },
+  };
+}
+
+const sums = {
+  calls: { $sum: 1 },
+  costUsd: { $sum: "$costUsd" },
+  tokensIn: { $sum: "$tokensIn" },
+  tokensOut: { $sum: "$tokensOut" },
+} as const;
+
+/**
+ * The dashboard's reads on MongoDB, with only $match, $group, $sum and $sort (the subset FerretDB
+ * has): days and latency buckets are fields of each document, and percentiles are read from
+ * bucket counts in usage-reader.ts.
+ */
+export function mongoTraceReader(c: MongoCollections, retentionMs: number): TraceReader {
+  const cells = async (accountId: string, filter: ResolvedTraceFilter, grouping: UsageGrouping): Promise<UsageCells> => {
+    const id = {
+      ...(grouping.day ? { day: "$day" } : {}),
+      ...(grouping.model ? { provider: "$meta.provider", model: "$meta.model" } : {}),
+      ...(grouping.country ? { country: "$country" } : {}),
+    };
+    const match = { $match: traceMatch(accountId, filter) };
+    type Row = { _id: Record<string, unknown> } & Partial<Record<keyof typeof sums, number>>;
+    const group = async (groupId: Record<string, string>, accumulators: Record<string, unknown>): Promise<Row[]> => {
+      if (c.capabilities.manyAccumulators || Object.keys(accumulators).length === 1) {
+        return c.traces.aggregate<Row>([match, { $group: { _id: groupId, ...accumulators } }]).toArray();
+      }
+      // One accumulator per $group (see MongoCapabilities.manyAccumulators), joined here by group.
+      const parts = await Promise.all(
+        Object.entries(accumulators).map(([name, sum]) => c.traces.aggregate<Row>([match, { $group: { _id: groupId, [name]: sum } }]).toArray()),
+      );
+      const joined = new Map<string, Row>();
+      for (const row of parts.flat()) {
+        const key = JSON.stringify(row._id);
+        joined.set(key, { ...joined.get(key), ...row });
+      }
+      return [...joined.values()];
+    };
+    const [sumRows, latencyRows] = await Promise.all([
+      group({ ...id, status: "$meta.status" }, sums),
+      grouping.latency ? group({ ...id, bucket: "$latencyBucket" }, { calls: sums.calls }) : Promise.resolve([]),
+    ]);
+    return {
+      sums: sumRows.map((row) => ({
+        ...(row._id as UsageGroup),
+        status: String(row._id.status),
+        calls: Number(row.calls ?? 0),
+        costUsd: Number(row.costUsd ?? 0),
+        tokensIn: Number(row.tokensIn ?? 0),
+        tokensOut: Number(row.tokensOut ?? 0),
+      })),
+      latency: latencyRows.map((row) => ({ ...(row._id as UsageGroup), bucket: Number(row._id.bucket), calls: Number(row.calls ?? 0) })),
+    };
+  };
+
+  return {
+    ...usageReader(cells, retentionMs),
+    async listTraces(accountId, traceFilter, page) {
+      const filter = resolveTraceFilter(traceFilter, retentionMs);
+      const match = traceMatch(accountId, filter);
+      if (page.cursor) {
+        const cursor = decodeTraceCursor(page.cursor);
+        if (!ObjectId.isValid(cursor.id) || cursor.id.length !== 24) throw new InvalidCursorError();
+        const at = new Date(cursor.receivedAtMs);
+        match.$or = [{ receivedAt: { $lt: at } }, { receivedAt: at, _id: { $lt: new ObjectId(cursor.id) } }];
+      }
+      const limit = clampPageSize(page.pageSize);
+      const docs = await c.traces
+        .find(match)
+        .sort({ receivedAt: -1, _id: -1 })
+        .limit(limit + 1)
+        .toArray();
+      const more = docs.length > limit;
+      if (more) docs.pop();
+      const last = docs[docs.length - 1];
+      return create(TracePageSchema, {
+        traces: docs.map(traceFromDoc),
+        nextCursor: more && last ? encodeTraceCursor({ receivedAtMs: last.receivedAt.getTime(), id: last._id.toHexString() }) : "",
+      });
+    },
+  };
+}

@@ -1,0 +1,147 @@
+import { timestampMs } from "@bufbuild/protobuf/wkt";
+import { MongoBulkWriteError, ObjectId, type AnyBulkWriteOperation } from "mongodb";
+import type { TraceWrite, WriteOutcome } from "../trace-store.js";
+import type { KeyDoc, MongoCollections } from "./mongo-collections.js";
+import { traceToDoc, type TraceDoc } from "./mongo-trace-doc.js";
+
+export interface MongoTraceWriterOptions {
+  /** How long an Idempotency-Key is remembered (D14). */
+  idempotencyWindowMs: number;
+  /**
+   * A claim younger than this whose trace is not (yet) stored may still be being written by an
+   * earlier attempt: a repeat then gets a failure (503, retry later) rather than a second copy.
+   */
+  inFlightMs: number;
+  /** Bound on one insert (the driver's timeoutMS). */
+  timeoutMs: number;
+}
+
+const stored: WriteOutcome = { kind: "stored" };
+const duplicate: WriteOutcome = { kind: "duplicate" };
+const failed = (message: string): WriteOutcome => ({ kind: "failed", error: new Error(message) });
+
+/**
+ * Group commit on MongoDB (D13): one unordered insertMany per batch under a majority, journaled
+ * write concern. Without transactions (FerretDB has none, and time-series collections take no
+ * unique index), Idempotency-Keys (D14) are claimed first in their own collection, whose _id is
+ * unique; a repeated claim is a duplicate only when the trace it names is really stored, so a
+ * crash between claim and insert never turns a retry into a 202 for a lost trace.
+ */
+export function mongoTraceWriter(c: MongoCollections, options: MongoTraceWriterOptions) {
+  /** Claims the keys of `claims`; answers the outcome of each claim that must not be inserted. */
+  async function claim(claims: { index: number; _id: string; traceId: ObjectId }[], now: Date): Promise<Map<number, WriteOutcome>> {
+    const refused = new Map<number, WriteOutcome>();
+    const conflicts: typeof claims = [];
+    try {
+      await c.idempotency.insertMany(
+        claims.map(({ _id, traceId }) => ({ _id, traceId, createdAt: now })),
+        { ordered: false, timeoutMS: options.timeoutMs },
+      );
+    } catch (error) {
+      if (!(error instanceof MongoBulkWriteError) || error.writeConcernError) throw error;
+      for (const writeError of [error.writeErrors].flat()) {
+        const entry = claims[writeError.index]!;
+        if (writeError.code === 11000) conflicts.push(entry);
+        else refused.set(entry.index, failed(writeError.errmsg ?? "claim failed"));
+      }
+    }
+    if (conflicts.length === 0) return refused;
+
+    const existing = new Map((await c.idempotency.find({ _id: { $in: conflicts.map((x) => x._id) } }).toArray()).map((d) => [d._id, d]));
+    const earlier = [...existing.values()];
+    const times = earlier.map((d) => d.createdAt.getTime());
+    // The trace was received before its claim was made, within the time a write may wait.
+    const storedIds = earlier.length === 0
+      ? new Set<string>()
+      : new Set(
+          (
+            await c.traces
+              .find(
+                { _id: { $in: earlier.map((d) => d.traceId) }, receivedAt: { $gte: new Date(Math.min(...times) - 10 * options.inFlightMs), $lte: new Date(Math.max(...times)) } },
+                { projection: { _id: 1 } },
+              )
+              .toArray()
+          ).map((d) => d._id.toHexString()),
+        );
+    for (const entry of conflicts) {
+      const previous = existing.get(entry._id);
+      const age = previous ? now.getTime() - previous.createdAt.getTime() : Infinity;
+      if (previous && age < options.idempotencyWindowMs && storedIds.has(previous.traceId.toHexString())) {
+        refused.set(entry.index, duplicate);
+        continue;
+      }
+      if (previous && age < options.inFlightMs) {
+        refused.set(entry.index, failed("an earlier attempt with this Idempotency-Key is still being written"));
+        continue;
+      }
+      // Expired, or left by an attempt that never stored its trace: take it over, unless another writer just did.
+      const filter = previous ? { _id: entry._id, traceId: previous.traceId } : { _id: entry._id };
+      const taken = await c.idempotency
+        .updateOne(filter, { $set: { traceId: entry.traceId, createdAt: now } }, { upsert: !previous, timeoutMS: options.timeoutMs })
+        .then((r) => r.modifiedCount + r.upsertedCount === 1, () => false);
+      if (!taken) refused.set(entry.index, failed("another attempt with this Idempotency-Key is being written"));
+    }
+    return refused;
+  }
+
+  return async function writeBatch(writes: TraceWrite[]): Promise<WriteOutcome[]> {
+    const now = new Date();
+    const docs: TraceDoc[] = writes.map((w) => traceToDoc(w.trace, new ObjectId()));
+    const outcomes: (WriteOutcome | undefined)[] = new Array(writes.length);
+
+    // A key repeated within the batch answers as its first occurrence does.
+    const firstWithKey = new Map<string, number>();
+    const repeats = new Map<number, number>();
+    const claims: { index: number; _id: string; traceId: ObjectId }[] = [];
+    writes.forEach((w, index) => {
+      if (w.idempotencyKey === undefined) return;
+      const id = `${w.trace.keyId}:${w.idempotencyKey}`;
+      const first = firstWithKey.get(id);
+      if (first !== undefined) repeats.set(index, first);
+      else {
+        firstWithKey.set(id, index);
+        claims.push({ index, _id: id, traceId: docs[index]!._id });
+      }
+    });
+    if (claims.length > 0) for (const [index, outcome] of await claim(claims, now)) outcomes[index] = outcome;
+
+    const toInsert = docs.map((_, i) => i).filter((i) => outcomes[i] === undefined && !repeats.has(i));
+    if (toInsert.length > 0) {
+      try {
+        await c.traces.insertMany(toInsert.map((i) => docs[i]!), { ordered: false, timeoutMS: options.timeoutMs });
+        for (const i of toInsert) outcomes[i] = stored;
+      } catch (error) {
+        // Per-document errors fail only their own writes, unless the batch's durability was not confirmed.
+        const perDocument = error instanceof MongoBulkWriteError && !error.writeConcernError;
+        const bad = new Map<number, string>();
+        if (perDocument) for (const e of [error.writeErrors].flat()) bad.set(e.index, e.errmsg ?? "insert failed");
+        toInsert.forEach((i, k) => {
+          outcomes[i] = perDocument && !bad.has(k) ? stored : failed(bad.get(k) ?? (error as Error).message);
+        });
+        // Let a retry claim these keys at once (best effort: a claim left behind is taken over after inFlightMs).
+        const released = claims.filter((x) => outcomes[x.index]?.kind === "failed");
+        if (released.length > 0) {
+          await c.idempotency.deleteMany({ $or: released.map((x) => ({ _id: x._id, traceId: x.traceId })) }, { timeoutMS: options.timeoutMs }).catch(() => {});
+        }
+      }
+    }
+    for (const [index, first] of repeats) outcomes[index] = outcomes[first]!.kind === "failed" ? outcomes[first] : duplicate;
+
+    await touchKeys(c, writes, outcomes as WriteOutcome[], options.timeoutMs);
+    return outcomes as WriteOutcome[];
+  };
+}
+
+/** Records each key's latest use; best effort, as it is only shown in `keys list`. */
+async function touchKeys(c: MongoCollections, writes: TraceWrite[], outcomes: WriteOutcome[], timeoutMs: number): Promise<void> {
+  const lastUse = new Map<string, number>();
+  writes.forEach((w, i) => {
+    if (outcomes[i]!.kind !== "stored") return;
+    lastUse.set(w.trace.keyId, Math.max(lastUse.get(w.trace.keyId) ?? 0, timestampMs(w.trace.receivedAt!)));
+  });
+  if (lastUse.size === 0) return;
+  const updates: AnyBulkWriteOperation<KeyDoc>[] = [...lastUse].map(([id, at]) => ({
+    updateOne: { filter: { _id: id }, update: { $max: { lastUsedAt: new Date(at) } } },
+  }));
+  await c.keys.bulkWrite(updates, { ordered: false, timeoutMS: timeoutMs, writeConcern: { w: 1 } }).catch(() => {});
+}

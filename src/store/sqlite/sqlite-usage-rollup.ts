@@ -1,0 +1,61 @@
+import type Database from "better-sqlite3";
+import { timestampMs } from "@bufbuild/protobuf/wkt";
+import type { StoredTrace } from "../../../gen/calltrace/v1/trace_pb.js";
+import { latencyBucket } from "../latency-bucket.js";
+
+export const dayMs = 86_400_000;
+
+interface Sums {
+  params: unknown[];
+  calls: number;
+  cost: number;
+  tokensIn: number;
+  tokensOut: number;
+}
+
+const sumsUpdate = `calls = calls + excluded.calls, cost_usd = cost_usd + excluded.cost_usd,
+  tokens_in = tokens_in + excluded.tokens_in, tokens_out = tokens_out + excluded.tokens_out`;
+
+/**
+ * Keeps the daily roll-ups (usage_daily, usage_country_daily, latency_daily) in step with the
+ * traces. The returned function must run inside the transaction that inserts the traces, so a
+ * roll-up never counts a trace that was not committed, or misses one that was. A batch is
+ * summed in memory first: one upsert per distinct group, not one per trace.
+ */
+export function sqliteUsageRollup(db: Database.Database): (traces: StoredTrace[]) => void {
+  const usage = db.prepare(
+    `INSERT INTO usage_daily (account_id, day, provider, model, status, key_id, calls, cost_usd, tokens_in, tokens_out)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET ${sumsUpdate}`,
+  );
+  const country = db.prepare(
+    `INSERT INTO usage_country_daily (account_id, day, country, provider, model, status, key_id, calls, cost_usd, tokens_in, tokens_out)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET ${sumsUpdate}`,
+  );
+  const latency = db.prepare(
+    `INSERT INTO latency_daily (account_id, day, provider, model, bucket, status, key_id, calls)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET calls = calls + excluded.calls`,
+  );
+
+  return (traces) => {
+    const groups = { usage: new Map<string, Sums>(), country: new Map<string, Sums>(), latency: new Map<string, Sums>() };
+    for (const t of traces) {
+      const day = Math.floor(timestampMs(t.receivedAt!) / dayMs);
+      add(groups.usage, [t.accountId, day, t.provider, t.model, t.status, t.keyId], t);
+      add(groups.country, [t.accountId, day, t.country, t.provider, t.model, t.status, t.keyId], t);
+      add(groups.latency, [t.accountId, day, t.provider, t.model, latencyBucket(t.latencyMs), t.status, t.keyId], t);
+    }
+    for (const s of groups.usage.values()) usage.run(...s.params, s.calls, s.cost, s.tokensIn, s.tokensOut);
+    for (const s of groups.country.values()) country.run(...s.params, s.calls, s.cost, s.tokensIn, s.tokensOut);
+    for (const s of groups.latency.values()) latency.run(...s.params, s.calls);
+  };
+}
+
+function add(groups: Map<string, Sums>, params: unknown[], trace: StoredTrace): void {
+  const key = JSON.stringify(params);
+  let sums = groups.get(key);
+  if (!sums) groups.set(key, (sums = { params, calls: 0, cost: 0, tokensIn: 0, tokensOut: 0 }));
+  sums.calls += 1;
+  sums.cost += trace.costUsd;
+  sums.tokensIn += trace.tokensIn;
+  sums.tokensOut += trace.tokensOut;
+}
