@@ -48,6 +48,22 @@ describe.each([
   });
 });
 
+describe("both builds of the SDK in one process", () => {
+  it("trace each call once", async () => {
+    service.received.length = 0;
+    const run = await runApp(join(apps, "both-builds-app.mjs"), {
+      PROVIDER_URL: provider.url,
+      CALLTRACE_API_KEY: TEST_KEY,
+      CALLTRACE_ENDPOINT: service.endpoint,
+    });
+    expect(run.stderr).toBe("");
+    expect(service.received).toHaveLength(1);
+    const { esm, cjs } = JSON.parse(run.stdout);
+    // The first to patch a class keeps it; the other leaves it alone.
+    expect([...esm, ...cjs].filter((name: string) => name.startsWith("openai"))).toHaveLength(2);
+  });
+});
+
 describe("an application without provider libraries", () => {
   it("starts without patching anything and without a word", async () => {
     const dir = mkdtempSync(join(tmpdir(), "calltrace-bare-"));
