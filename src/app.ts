@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { createKeyVerifier } from "./auth/key-verifier.js";
 import type { Config } from "./config/config.js";
+import { createDashboard } from "./dashboard/dashboard.js";
 import { loadPlans } from "./config/plans.js";
 import { openCountryLookup } from "./geo/country-lookup.js";
 import { BatchingWriter } from "./ingest/batching-writer.js";
@@ -36,6 +37,16 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     maxBodyBytes: config.maxBodyBytes,
     trustProxy: config.trustProxy,
     logger,
+    dashboard: createDashboard({
+      keys: store.keys,
+      users: store.users,
+      reader: store,
+      plans,
+      signupOpen: config.signupOpen,
+      sessionTtlSeconds: config.sessionTtl,
+      trustProxy: config.trustProxy,
+      logger,
+    }),
   });
   const tls =
     config.tlsCertFile && config.tlsKeyFile

@@ -1,6 +1,7 @@
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { createContextValues } from "@connectrpc/connect";
 import { TraceService } from "../../gen/calltrace/v1/trace_service_pb.js";
+import type { Dashboard } from "../dashboard/dashboard.js";
 import type { IngestPipeline } from "../ingest/ingest-pipeline.js";
 import { clientAddressKey, traceService } from "../ingest/trace-service.js";
 import type { Logger } from "../log/logger.js";
@@ -16,17 +17,24 @@ export interface RequestHandlerOptions {
   maxBodyBytes: number;
   trustProxy: boolean;
   logger: Logger;
+  /** The web dashboard and its Connect services; without it those paths are 404. */
+  dashboard?: Dashboard;
 }
 
 /** Routes one request: the REST endpoints by path, everything else to the Connect router (gRPC, gRPC-Web, Connect). */
 export function createRequestHandler(options: RequestHandlerOptions) {
   const rest = restIngest(options.pipeline, options);
   const connect = connectNodeAdapter({
-    routes: (router) => router.service(TraceService, traceService(options.pipeline)),
+    routes: (router) => {
+      router.service(TraceService, traceService(options.pipeline));
+      options.dashboard?.routes(router);
+    },
     readMaxBytes: options.maxBodyBytes,
     contextValues: (req) =>
       createContextValues().set(clientAddressKey, clientAddress(req.headers, req.socket?.remoteAddress, options.trustProxy)),
-    fallback: (_req, res) => sendJson(res, 404, { error: "Not found" }),
+    fallback: (req, res) => {
+      if (!options.dashboard?.serve(req, res)) sendJson(res, 404, { error: "Not found" });
+    },
   });
 
   return (req: NodeRequest, res: NodeResponse): void => {

@@ -11,9 +11,22 @@ export function usdPrecise(n: number): string {
   return `$${n.toFixed(6)}`;
 }
 
-/** Totals: cents when over a dollar, otherwise four decimals. */
+const dollars = new Intl.NumberFormat("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 });
+
+/** Totals: cents from a dollar up, four decimals from a cent up, six below (fractions of a cent). */
 export function usd(n: number): string {
-  return n >= 1 ? `$${integer.format(Math.round(n * 100) / 100)}` : `$${n.toFixed(4)}`;
+  if (n >= 1) return `$${dollars.format(n)}`;
+  return `$${n.toFixed(n >= 0.01 || n === 0 ? 4 : 6)}`;
+}
+
+/** `1 call`, `2 calls`. */
+export function plural(n: number | bigint, noun: string): string {
+  return `${count(n)} ${noun}${n === 1 || n === 1n ? "" : "s"}`;
+}
+
+/** A day as YYYY-MM-DD in UTC. */
+export function utcDay(ts: Timestamp | undefined): string {
+  return ts ? timestampDate(ts).toISOString().slice(0, 10) : "—";
 }
 
 export function ms(n: number): string {

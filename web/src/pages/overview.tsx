@@ -6,7 +6,7 @@ import { BarList } from "../components/bar-list.js";
 import { Histogram } from "../components/histogram.js";
 import { colourOf } from "../components/palette.js";
 import { StackedBars, type Series } from "../components/stacked-bars.js";
-import { count, ms, percent, usd } from "../format.js";
+import { count, ms, percent, plural, usd } from "../format.js";
 import { useQuery } from "../use-query.js";
 
 const periods = { "24h": 1, "7d": 7, "30d": 30, "90d": 90 } as const;
@@ -88,7 +88,7 @@ function OverviewBody({ since, totals, models, days, buckets }: { since: Date; t
               rows={models.slice(0, 10).map((m, i) => ({
                 label: `${m.provider} · ${m.model}`,
                 value: m.totals?.costUsd ?? 0,
-                text: `${usd(m.totals?.costUsd ?? 0)} · ${count(m.totals?.calls ?? 0n)} calls`,
+                text: `${usd(m.totals?.costUsd ?? 0)} · ${plural(m.totals?.calls ?? 0n, "call")}`,
                 colour: colourOf(i),
               }))}
             />

@@ -1,7 +1,7 @@
 import { useState } from "preact/hooks";
 import type { ApiKey } from "../../../gen/calltrace/v1/account_service_pb.js";
 import { account, messageOf } from "../api.js";
-import { count, dateTime, percent } from "../format.js";
+import { count, dateTime, percent, utcDay } from "../format.js";
 import { useQuery } from "../use-query.js";
 
 /** Settings: the plan and this month's usage, and the API keys (create, list, revoke). */
@@ -25,8 +25,8 @@ export function Settings() {
             {count(info.data.planPerMonth)} traces per month, for each API key.
           </p>
           <p>
-            This month (UTC) your keys sent <strong data-usage>{count(info.data.callsThisMonth)}</strong> traces; the counts start over on{" "}
-            {info.data.monthResetsAt ? dateTime(info.data.monthResetsAt) : "the 1st"}.
+            This calendar month your keys sent <strong data-usage>{count(info.data.callsThisMonth)}</strong> traces; each key's count starts over on{" "}
+            {utcDay(info.data.monthResetsAt)} at 00:00 UTC.
           </p>
         </div>
       )}
@@ -86,7 +86,7 @@ function CreateKey({ onCreated }: { onCreated: (k: { name: string; plaintext: st
   };
   return (
     <form class="row" onSubmit={submit}>
-      <input name="key-name" placeholder="Key name, e.g. production-api" required maxLength={100} value={name} onInput={(e) => setName(e.currentTarget.value)} />
+      <input name="key-name" class="wide" placeholder="Key name, e.g. production-api" required maxLength={100} value={name} onInput={(e) => setName(e.currentTarget.value)} />
       <button type="submit" class="primary">
         Create key
       </button>

@@ -1,0 +1,60 @@
+/** A Connect-JSON answer: HTTP status, parsed body, headers. */
+export interface Answer {
+  status: number;
+  body: Record<string, unknown> & { code?: string; message?: string };
+  headers: Headers;
+}
+
+/**
+ * Calls the dashboard's Connect services over plain fetch the way the browser app does: it keeps
+ * the cookies the server sets and echoes the CSRF cookie in `x-csrf-token`. Options let a test
+ * leave the token out, forge it, or claim another Origin.
+ */
+export class DashboardClient {
+  readonly cookies = new Map<string, string>();
+  readonly setCookieHeaders: string[] = [];
+
+  constructor(readonly baseUrl: string) {}
+
+  async call(
+    method: string,
+    body: unknown = {},
+    options: { csrf?: string | false; origin?: string; forwardedFor?: string } = {},
+  ): Promise<Answer> {
+    const headers: Record<string, string> = { "content-type": "application/json" };
+    if (this.cookies.size > 0) headers.cookie = [...this.cookies].map(([k, v]) => `${k}=${v}`).join("; ");
+    const csrf = options.csrf === undefined ? this.cookies.get("ct_csrf") : options.csrf;
+    if (csrf) headers["x-csrf-token"] = decodeURIComponent(csrf);
+    if (options.origin) headers.origin = options.origin;
+    if (options.forwardedFor) headers["x-forwarded-for"] = options.forwardedFor;
+    const res = await fetch(`${this.baseUrl}/calltrace.v1.${method}`, { method: "POST", headers, body: JSON.stringify(body) });
+    for (const cookie of res.headers.getSetCookie()) {
+      this.setCookieHeaders.push(cookie);
+      const [pair] = cookie.split(";");
+      const eq = pair!.indexOf("=");
+      const name = pair!.slice(0, eq);
+      const value = pair!.slice(eq + 1);
+      if (/Max-Age=0(;|$)/.test(cookie)) this.cookies.delete(name);
+      else this.cookies.set(name, value);
+    }
+    const text = await res.text();
+    return { status: res.status, body: text ? (JSON.parse(text) as Answer["body"]) : {}, headers: res.headers };
+  }
+
+  /** Calls and insists on success. */
+  async ok(method: string, body: unknown = {}): Promise<Record<string, any>> {
+    const answer = await this.call(method, body);
+    if (answer.status !== 200) throw new Error(`${method} answered ${answer.status}: ${JSON.stringify(answer.body)}`);
+    return answer.body;
+  }
+
+  async signUp(email: string, password = "correct horse battery"): Promise<Record<string, any>> {
+    return this.ok("AuthService/SignUp", { email, password });
+  }
+
+  /** GETs a path with this client's cookies. */
+  get(path: string, headers: Record<string, string> = {}): Promise<Response> {
+    const cookie = [...this.cookies].map(([k, v]) => `${k}=${v}`).join("; ");
+    return fetch(`${this.baseUrl}${path}`, { headers: { ...(cookie ? { cookie } : {}), ...headers }, redirect: "manual" });
+  }
+}
