@@ -22,8 +22,13 @@ export interface RunningService {
 /** Wires the configured stores, limiters and protocol edges together and starts listening. */
 export async function startService(config: Config, logger: Logger): Promise<RunningService> {
   const plans = loadPlans(config.plansFile);
-  const store = await openStore(config);
-  const writer = new BatchingWriter(store);
+  const store = await openStore(config, logger);
+  const writer = new BatchingWriter(store, {
+    maxBatch: config.writerMaxBatch,
+    maxQueue: config.writerMaxQueue,
+    maxWaitMs: config.writerMaxWaitMs,
+    timeoutMs: config.writeTimeoutMs,
+  });
   const pipeline = createIngestPipeline({
     verifier: createKeyVerifier(store.keys),
     limiter: createMemoryRateLimiter(),
@@ -61,6 +66,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     async close(graceMs) {
       await listener.close(graceMs);
       await writer.drain();
+      logger.info({ ...writer.stats }, "writer drained");
       await store.close();
     },
   };

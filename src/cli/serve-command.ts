@@ -2,18 +2,27 @@ import { parseCommandArgs, resolveConfig } from "../config/config.js";
 import { startService } from "../app.js";
 import { createLogger } from "../log/logger.js";
 
+/** Past SHUTDOWN_GRACE_MS, time to log and exit. */
+const deadlineSlackMs = 500;
+
 /** `calltrace serve`: runs until SIGTERM or SIGINT, then shuts down gracefully (nothing accepted is lost). */
 export async function serveCommand(argv: string[]): Promise<void> {
-  const { values } = parseCommandArgs(argv, { "shutdown-grace-ms": { type: "string" } });
+  const { values } = parseCommandArgs(argv, {});
   const config = resolveConfig(values);
   const logger = createLogger(config.logLevel);
   const service = await startService(config, logger);
-  const graceMs = Number(values["shutdown-grace-ms"] ?? process.env.SHUTDOWN_GRACE_MS ?? 10_000);
+  const graceMs = config.shutdownGraceMs;
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
-    logger.info({ signal }, "shutting down");
+    logger.info({ signal, graceMs }, "shutting down");
+    // The deadline holds even if a store never answers. Whatever is cut off then was never
+    // answered 202, since a 202 follows the commit (D13).
+    setTimeout(() => {
+      logger.error({ graceMs }, "shutdown deadline passed; exiting");
+      process.exit(1);
+    }, graceMs + deadlineSlackMs).unref();
     service.close(graceMs).then(
       () => {
         logger.info("stopped");

@@ -27,6 +27,18 @@ export interface Config {
   signupOpen: boolean;
   /** Dashboard session lifetime in seconds. */
   sessionTtl: number;
+  /** Days a trace is kept after it was received, in either store; 0 keeps traces forever. */
+  retentionDays: number;
+  /** Most traces waiting to be written; beyond it requests get 503 at once (D13). */
+  writerMaxQueue: number;
+  /** Most traces committed together in one batch. */
+  writerMaxBatch: number;
+  /** Longest a trace waits for others to join its batch, in milliseconds. */
+  writerMaxWaitMs: number;
+  /** Longest a request waits for its trace to be committed before it gets 503, in milliseconds. */
+  writeTimeoutMs: number;
+  /** On SIGTERM, how long in-flight requests and queued writes get before the process exits, in milliseconds. */
+  shutdownGraceMs: number;
 }
 
 interface OptionSpec {
@@ -52,6 +64,12 @@ export const configOptions = {
   tlsKeyFile: { env: "TLS_KEY_FILE", flag: "tls-key-file", kind: "string", describe: "PEM private key for TLS" },
   signupOpen: { env: "SIGNUP_OPEN", flag: "signup-open", kind: "boolean", fallback: "true", describe: "allow dashboard sign-up (false for private installs)" },
   sessionTtl: { env: "SESSION_TTL", flag: "session-ttl", kind: "integer", fallback: "604800", describe: "dashboard session lifetime in seconds" },
+  retentionDays: { env: "RETENTION_DAYS", flag: "retention-days", kind: "integer", fallback: "90", describe: "days traces are kept (0: forever)" },
+  writerMaxQueue: { env: "WRITER_MAX_QUEUE", flag: "writer-max-queue", kind: "integer", fallback: "20000", describe: "traces waiting to be written before 503" },
+  writerMaxBatch: { env: "WRITER_MAX_BATCH", flag: "writer-max-batch", kind: "integer", fallback: "1000", describe: "most traces in one group commit" },
+  writerMaxWaitMs: { env: "WRITER_MAX_WAIT_MS", flag: "writer-max-wait-ms", kind: "integer", fallback: "2", describe: "longest a trace waits for its batch, in ms" },
+  writeTimeoutMs: { env: "WRITE_TIMEOUT_MS", flag: "write-timeout-ms", kind: "integer", fallback: "5000", describe: "longest wait for a commit before 503, in ms" },
+  shutdownGraceMs: { env: "SHUTDOWN_GRACE_MS", flag: "shutdown-grace-ms", kind: "integer", fallback: "10000", describe: "on SIGTERM, time to finish before exiting, in ms" },
 } as const satisfies Record<keyof Config, OptionSpec>;
 
 export class ConfigError extends Error {}

@@ -1,10 +1,17 @@
 import type { TraceStore, TraceWrite, WriteOutcome } from "../store/trace-store.js";
 
 export interface BatchingWriterOptions {
-  /** Most writes committed together. */
+  /** Most writes committed together. Default 1000. */
   maxBatch?: number;
-  /** Most writes waiting; beyond it writes are refused at once (backpressure, D13). */
+  /** Most writes waiting for a commit; beyond it writes are refused at once (backpressure, D13). Default 20000. */
   maxQueue?: number;
+  /** Longest a write waits for others to join its batch, in milliseconds. Default 2. */
+  maxWaitMs?: number;
+  /**
+   * Longest a write may take from queueing to commit, in milliseconds; past it the write answers
+   * `failed` (503), even when the store never answers. Default 5000.
+   */
+  timeoutMs?: number;
 }
 
 export class WriterQueueFullError extends Error {
@@ -15,20 +22,26 @@ export class WriterQueueFullError extends Error {
 
 interface Pending {
   write: TraceWrite;
-  resolve: (outcome: WriteOutcome) => void;
+  settle: (outcome: WriteOutcome) => void;
 }
 
 /**
- * Group commit (D13): writes queue up while a batch is being committed and go together in the
- * next one, so a burst costs one durable commit instead of one per request. A write settles
- * only when its batch is committed.
+ * Group commit (D13): a write waits at most maxWaitMs for others to join it, or less once
+ * maxBatch are waiting, and writes that arrive while a batch is being committed go together in
+ * the next one, so a burst costs one durable commit instead of one per request. A write settles
+ * only when its batch is committed, or fails once timeoutMs have passed: never a hang, and never
+ * `stored` for a write the store did not confirm.
  */
 export class BatchingWriter {
-  private readonly queue: Pending[] = [];
+  private queue: Pending[] = [];
   private readonly maxBatch: number;
   private readonly maxQueue: number;
+  private readonly maxWaitMs: number;
+  private readonly timeoutMs: number;
   private flushing: Promise<void> | undefined;
-  private scheduled = false;
+  private timer: NodeJS.Timeout | undefined;
+  private batches = 0;
+  private committed = 0;
 
   constructor(
     private readonly store: TraceStore,
@@ -36,37 +49,67 @@ export class BatchingWriter {
   ) {
     this.maxBatch = options.maxBatch ?? 1000;
     this.maxQueue = options.maxQueue ?? 20_000;
+    this.maxWaitMs = options.maxWaitMs ?? 2;
+    this.timeoutMs = options.timeoutMs ?? 5000;
   }
 
-  /** Resolves with what became of the write once it is committed (or failed); never rejects but when the queue is full. */
+  /** Resolves with what became of the write; rejects only with WriterQueueFullError, at once. */
   write(write: TraceWrite): Promise<WriteOutcome> {
     if (this.queue.length >= this.maxQueue) return Promise.reject(new WriterQueueFullError());
     return new Promise((resolve) => {
-      this.queue.push({ write, resolve });
+      let settled = false;
+      const pending: Pending = {
+        write,
+        settle: (outcome) => {
+          if (settled) return;
+          settled = true;
+          clearTimeout(deadline);
+          resolve(outcome);
+        },
+      };
+      const deadline = setTimeout(() => {
+        // Still queued: it will never be written. In a batch being committed: it may yet be
+        // stored, but the caller is answered now (a 503 for a stored trace is allowed; the reverse is not).
+        const at = this.queue.indexOf(pending);
+        if (at >= 0) this.queue.splice(at, 1);
+        pending.settle({ kind: "failed", error: new Error(`the write was not committed within ${this.timeoutMs} ms`) });
+      }, this.timeoutMs);
+      this.queue.push(pending);
       this.schedule();
     });
   }
 
+  /** Writes waiting for a commit. */
   get depth(): number {
     return this.queue.length;
   }
 
-  /** Resolves once every write queued so far is settled. */
+  /** Batches committed (or failed) so far and the writes in them; the average batch size is their ratio. */
+  get stats(): { batches: number; writes: number } {
+    return { batches: this.batches, writes: this.committed };
+  }
+
+  /** Resolves once every write queued so far is settled (each within timeoutMs). */
   async drain(): Promise<void> {
     while (this.flushing || this.queue.length > 0) {
+      clearTimeout(this.timer);
+      this.timer = undefined;
       await (this.flushing ?? this.flush());
     }
   }
 
   private schedule(): void {
-    if (this.scheduled || this.flushing) return;
-    this.scheduled = true;
-    // setImmediate runs after the current round of I/O callbacks: every request that arrived in
-    // this turn of the event loop joins the batch.
-    setImmediate(() => {
-      this.scheduled = false;
+    if (this.flushing) return; // the flush in progress schedules the next one
+    if (this.queue.length >= this.maxBatch) {
+      clearTimeout(this.timer);
+      this.timer = undefined;
       void this.flush();
-    });
+    } else if (this.timer === undefined) {
+      this.timer = setTimeout(() => {
+        this.timer = undefined;
+        void this.flush();
+      }, this.maxWaitMs);
+    }
   }
 
   private flush(): Promise<void> {
@@ -74,7 +117,8 @@ export class BatchingWriter {
     const batch = this.queue.splice(0, this.maxBatch);
     this.flushing = this.commit(batch).finally(() => {
       this.flushing = undefined;
-      if (this.queue.length > 0) this.schedule();
+      // Whatever queued meanwhile has waited a commit's time already: it goes at once.
+      if (this.queue.length > 0) void this.flush();
     });
     return this.flushing;
   }
@@ -87,6 +131,10 @@ export class BatchingWriter {
       const failed: WriteOutcome = { kind: "failed", error: error as Error };
       outcomes = batch.map(() => failed);
     }
-    batch.forEach((p, i) => p.resolve(outcomes[i] ?? { kind: "failed", error: new Error("store answered fewer outcomes than writes") }));
+    this.batches += 1;
+    this.committed += batch.length;
+    for (const [i, p] of batch.entries()) {
+      p.settle(outcomes[i] ?? { kind: "failed", error: new Error("store answered fewer outcomes than writes") });
+    }
   }
 }

@@ -1,4 +1,4 @@
-import { MongoServerError, type Collection, type Db, type Document } from "mongodb";
+import { MongoServerError, type Collection, type Db, type Document, type IndexDescription } from "mongodb";
 import type { TraceDoc } from "./mongo-trace-doc.js";
 
 export interface AccountDoc {
@@ -96,7 +96,7 @@ export async function prepareMongoCollections(db: Db, options: PrepareOptions): 
     await ensureCollection(db, "traces");
     ttl = await ensureTtlIndex(traces, "receivedAt", options.expireAfterSeconds);
   }
-  await traces.createIndexes([
+  await ensureIndexes(traces, [
     { key: { "meta.accountId": 1, receivedAt: -1 }, name: "account_received" },
     { key: { "meta.accountId": 1, "meta.keyId": 1, receivedAt: -1 }, name: "account_key_received" },
     { key: { "meta.accountId": 1, "meta.model": 1, receivedAt: -1 }, name: "account_model_received" },
@@ -109,17 +109,17 @@ export async function prepareMongoCollections(db: Db, options: PrepareOptions): 
   const users = db.collection<UserDoc>("users", journaled);
   const sessions = db.collection<SessionDoc>("sessions", journaled);
   for (const name of ["accounts", "api_keys", "idempotency", "users", "sessions"]) await ensureCollection(db, name);
-  await keys.createIndexes([
+  await ensureIndexes(keys, [
     { key: { hash: 1 }, name: "hash", unique: true },
     { key: { accountId: 1 }, name: "account" },
     { key: { prefix: 1 }, name: "prefix" },
   ]);
-  await users.createIndexes([
+  await ensureIndexes(users, [
     { key: { email: 1 }, name: "email", unique: true },
     { key: { accountId: 1 }, name: "account" },
   ]);
-  await sessions.createIndex({ expiresAt: 1 }, { name: "expires" });
-  await accounts.createIndex({ createdAt: 1 }, { name: "created" });
+  await ensureIndexes(sessions, [{ key: { expiresAt: 1 }, name: "expires" }]);
+  await ensureIndexes(accounts, [{ key: { createdAt: 1 }, name: "created" }]);
   await ensureTtlIndex(idempotency, "createdAt", options.idempotencyWindowSeconds);
 
   return {
@@ -131,6 +131,15 @@ export async function prepareMongoCollections(db: Db, options: PrepareOptions): 
     sessions,
     capabilities: { timeSeries, ttl, manyAccumulators: await groupsComputeEveryAccumulator(db) },
   };
+}
+
+/**
+ * Creates the indexes that are missing, one at a time. Asking FerretDB 1.24 to create several
+ * indexes of which some exist already makes it drop the connection, so existing ones are skipped.
+ */
+async function ensureIndexes<T extends Document>(collection: Collection<T>, specs: IndexDescription[]): Promise<void> {
+  const existing = new Set((await collection.listIndexes().toArray()).map((index) => index.name as string));
+  for (const spec of specs) if (!existing.has(spec.name!)) await collection.createIndexes([spec]);
 }
 
 /** True when the traces collection is (or now is) a time-series collection. */

@@ -1,0 +1,390 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { create } from "@bufbuild/protobuf";
+import { timestampFromMs, timestampMs } from "@bufbuild/protobuf/wkt";
+import { toJsonString } from "@bufbuild/protobuf";
+import { TraceFilterSchema, type TraceFilter } from "../../gen/calltrace/v1/query_pb.js";
+import { StoredTraceSchema, type StoredTrace } from "../../gen/calltrace/v1/trace_pb.js";
+import { histogramBoundsMs, latencyBucket, latencyBucketBound } from "../../src/store/latency-bucket.js";
+import { openMongoStore } from "../../src/store/mongo/mongo-store.js";
+import { openSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
+import type { Store } from "../../src/store/store.js";
+import { InvalidCursorError } from "../../src/store/trace-cursor.js";
+import type { TraceWrite } from "../../src/store/trace-store.js";
+import { EmailTakenError } from "../../src/store/user-store.js";
+import { startMongoTestServer, type MongoTestServer } from "../support/ferretdb.js";
+import { tempDir } from "../support/temp-dir.js";
+
+/**
+ * One contract for every store adapter: the same tests, unchanged, against the embedded store
+ * and the MongoDB store (FerretDB here, or MONGODB_URI's server, where the ordinary-collection
+ * mode runs too). A new adapter joins by adding a line to `adapters`.
+ */
+type Open = (options?: { retentionDays?: number }) => Promise<{ store: Store; reopen: () => Promise<Store> }>;
+
+let mongo: MongoTestServer;
+beforeAll(async () => {
+  mongo = await startMongoTestServer();
+});
+afterAll(async () => {
+  await mongo?.close();
+});
+
+const adapters: [string, Open][] = [
+  [
+    "embedded (SQLite)",
+    async (options) => {
+      const dir = tempDir();
+      return { store: openSqliteStore(dir, options), reopen: async () => openSqliteStore(dir, options) };
+    },
+  ],
+  [
+    "MongoDB",
+    async (options) => {
+      const uri = mongo.freshUri();
+      return { store: await openMongoStore(uri, options), reopen: () => openMongoStore(uri, options) };
+    },
+  ],
+];
+if (process.env.MONGODB_URI) {
+  // FerretDB has only this mode; a real MongoDB runs both.
+  adapters.push([
+    "MongoDB, ordinary collection",
+    async (options) => {
+      const uri = mongo.freshUri();
+      const o = { ...options, timeSeries: false };
+      return { store: await openMongoStore(uri, o), reopen: () => openMongoStore(uri, o) };
+    },
+  ]);
+}
+
+const hour = 3_600_000;
+const day = 24 * hour;
+const filter = (init: Parameters<typeof create<typeof TraceFilterSchema>>[1] = {}) => create(TraceFilterSchema, init);
+
+type TraceFields = { [K in "keyId" | "accountId" | "country" | "provider" | "model" | "tokensIn" | "tokensOut" | "latencyMs" | "costUsd" | "status" | "error"]?: StoredTrace[K] };
+
+function trace(fields: TraceFields & { at: number }): StoredTrace {
+  const { at, ...rest } = fields;
+  return create(StoredTraceSchema, {
+    receivedAt: timestampFromMs(at),
+    keyId: "key_a",
+    accountId: "acc_a",
+    country: "DE",
+    provider: "openai",
+    model: "gpt-4o",
+    tokensIn: 100,
+    tokensOut: 20,
+    latencyMs: 250,
+    costUsd: 0.001,
+    status: "success",
+    ...rest,
+  });
+}
+
+const write = (t: StoredTrace, idempotencyKey?: string): TraceWrite => ({ trace: t, idempotencyKey });
+
+/** What every store must answer for these traces, worked out the slow way. */
+function expectedTotals(traces: StoredTrace[]) {
+  const latencies = traces.map((t) => t.latencyMs).sort((a, b) => a - b);
+  const rank = (p: number) => (latencies.length === 0 ? 0 : latencyBucketBound(latencyBucket(latencies[Math.ceil(p * latencies.length) - 1]!)));
+  return {
+    calls: BigInt(traces.length),
+    errors: BigInt(traces.filter((t) => t.status === "error").length),
+    tokensIn: BigInt(traces.reduce((s, t) => s + t.tokensIn, 0)),
+    tokensOut: BigInt(traces.reduce((s, t) => s + t.tokensOut, 0)),
+    costUsd: traces.reduce((s, t) => s + t.costUsd, 0),
+    latencyP50Ms: rank(0.5),
+    latencyP95Ms: rank(0.95),
+  };
+}
+
+function matches(t: StoredTrace, f: TraceFilter): boolean {
+  const at = timestampMs(t.receivedAt!);
+  return (
+    (!f.since || at >= timestampMs(f.since)) &&
+    (!f.until || at < timestampMs(f.until)) &&
+    (!f.keyId || t.keyId === f.keyId) &&
+    (!f.provider || t.provider === f.provider) &&
+    (!f.model || t.model === f.model) &&
+    (!f.status || t.status === f.status)
+  );
+}
+
+/** Drops the id, which each store assigns its own way. */
+const content = (t: StoredTrace) => ({ ...t, id: "" });
+
+describe.each(adapters)("store contract: %s", (_name, open) => {
+  let store: Store;
+  let reopen: () => Promise<Store>;
+  beforeAll(async () => {
+    ({ store, reopen } = await open());
+  });
+  afterAll(async () => {
+    await store?.close();
+  });
+
+  it("stores a batch durably, answers one outcome per write, and reads every field back", async () => {
+    const now = Date.now();
+    const traces = [
+      trace({ accountId: "acc_rt", at: now - 2000, latencyMs: 100 }),
+      trace({ accountId: "acc_rt", at: now - 1000, status: "error", error: "upstream 529: overloaded", provider: "anthropic", model: "claude-3-5-sonnet" }),
+    ];
+    expect(await store.writeBatch(traces.map((t) => write(t)))).toEqual([{ kind: "stored" }, { kind: "stored" }]);
+
+    // Another connection sees the commit: it is in the store, not in a cache of this one.
+    const other = await reopen();
+    try {
+      const page = await other.listTraces("acc_rt", filter(), { pageSize: 10 });
+      expect(page.traces.map(content)).toEqual([content(traces[1]!), content(traces[0]!)]);
+      expect(page.traces.every((t) => t.id !== "")).toBe(true);
+      expect(page.nextCursor).toBe("");
+      const exported: StoredTrace[] = [];
+      for await (const t of other.exportTraces({ accountId: "acc_rt" })) exported.push(t);
+      expect(exported.map(content)).toEqual(traces.map(content));
+    } finally {
+      await other.close();
+    }
+  });
+
+  it("pages newest first with an opaque cursor: no trace twice, none missed, even at equal receive times", async () => {
+    const base = Date.now() - hour;
+    // Three traces share each instant: the cursor must order them by id too.
+    const traces = Array.from({ length: 23 }, (_, i) => trace({ accountId: "acc_page", at: base + Math.floor(i / 3) * 1000, tokensIn: i }));
+    await store.writeBatch(traces.map((t) => write(t)));
+    const seen: number[] = [];
+    let cursor: string | undefined;
+    let pages = 0;
+    do {
+      const page = await store.listTraces("acc_page", filter(), { pageSize: 5, ...(cursor ? { cursor } : {}) });
+      seen.push(...page.traces.map((t) => t.tokensIn));
+      const times = page.traces.map((t) => timestampMs(t.receivedAt!));
+      expect([...times].sort((a, b) => b - a)).toEqual(times);
+      cursor = page.nextCursor || undefined;
+      pages++;
+    } while (cursor && pages < 10);
+    expect(pages).toBe(5);
+    expect(seen.sort((a, b) => a - b)).toEqual(traces.map((t) => t.tokensIn));
+    await expect(store.listTraces("acc_page", filter(), { pageSize: 5, cursor: "not-a-cursor" })).rejects.toBeInstanceOf(InvalidCursorError);
+  });
+
+  it("filters by time range, key, provider, model and status, and never shows another account's traces", async () => {
+    const base = Date.now() - 3 * hour;
+    const traces = [
+      trace({ accountId: "acc_f", at: base, keyId: "key_1" }),
+      trace({ accountId: "acc_f", at: base + hour, keyId: "key_2", provider: "gemini", model: "gemini-1.5-pro" }),
+      trace({ accountId: "acc_f", at: base + 2 * hour, keyId: "key_1", status: "error" }),
+      trace({ accountId: "acc_other", at: base + hour, keyId: "key_9" }),
+    ];
+    await store.writeBatch(traces.map((t) => write(t)));
+    const cases: TraceFilter[] = [
+      filter(),
+      filter({ keyId: "key_1" }),
+      filter({ provider: "gemini" }),
+      filter({ model: "gpt-4o" }),
+      filter({ status: "error" }),
+      filter({ since: timestampFromMs(base + hour), until: timestampFromMs(base + 2 * hour) }),
+      filter({ keyId: "key_9" }),
+    ];
+    for (const f of cases) {
+      const page = await store.listTraces("acc_f", f, { pageSize: 50 });
+      const expected = traces.filter((t) => t.accountId === "acc_f" && matches(t, f)).reverse();
+      expect(page.traces.map(content), toJsonString(TraceFilterSchema, f)).toEqual(expected.map(content));
+    }
+  });
+
+  it("sums usage, error rate and latency percentiles exactly as the traces add up, for whole and partial days", async () => {
+    // Three days of traces with varied dimensions; ranges that start and end mid-day and on midnight.
+    const today = Math.floor(Date.now() / day) * day;
+    const models = [["openai", "gpt-4o"], ["openai", "gpt-4o-mini"], ["anthropic", "claude-3-haiku"], ["gemini", "gemini-1.5-flash"]] as const;
+    const countries = ["DE", "US", "", "JP"];
+    const traces: StoredTrace[] = [];
+    let seed = 7;
+    const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    for (let i = 0; i < 160; i++) {
+      const [provider, model] = models[i % models.length]!;
+      traces.push(
+        trace({
+          accountId: "acc_usage",
+          at: today - 2 * day + Math.floor(random() * (2 * day + Math.min(Date.now() - today, 6 * hour))),
+          keyId: i % 3 === 0 ? "key_x" : "key_y",
+          provider,
+          model,
+          country: countries[i % countries.length]!,
+          status: i % 7 === 0 ? "error" : "success",
+          tokensIn: 10 + i,
+          tokensOut: 3 * i,
+          latencyMs: Math.floor(random() * 4000),
+          costUsd: Math.round(random() * 1e6) / 1e8,
+        }),
+      );
+    }
+    // Written in several batches, as a running service would.
+    for (let i = 0; i < traces.length; i += 50) await store.writeBatch(traces.slice(i, i + 50).map((t) => write(t)));
+
+    const ranges: TraceFilter[] = [
+      filter(),
+      filter({ since: timestampFromMs(today - day) }),
+      filter({ since: timestampFromMs(today - 2 * day + 5 * hour), until: timestampFromMs(today - 7 * hour) }),
+      filter({ since: timestampFromMs(today - day + 3 * hour), until: timestampFromMs(today - day + 9 * hour) }),
+      filter({ keyId: "key_x", model: "gpt-4o", status: "success", since: timestampFromMs(today - day - 2 * hour) }),
+      filter({ provider: "anthropic", until: timestampFromMs(today) }),
+    ];
+    for (const f of ranges) {
+      const chosen = traces.filter((t) => matches(t, f));
+      const label = toJsonString(TraceFilterSchema, f);
+      const { costUsd, ...exact } = expectedTotals(chosen);
+      const totals = await store.usageTotals("acc_usage", f);
+      expect(totals, label).toMatchObject(exact);
+      expect(totals.costUsd, label).toBeCloseTo(costUsd, 9);
+
+      const byModel = await store.usageByModel("acc_usage", f);
+      const modelKeys = [...new Set(chosen.map((t) => `${t.provider}/${t.model}`))];
+      expect(byModel.map((m) => `${m.provider}/${m.model}`).sort(), label).toEqual(modelKeys.sort());
+      for (const m of byModel) {
+        const { costUsd: cost, ...rest } = expectedTotals(chosen.filter((t) => t.provider === m.provider && t.model === m.model));
+        expect(m.totals, label).toMatchObject(rest);
+        expect(m.totals!.costUsd).toBeCloseTo(cost, 9);
+      }
+      const costs = byModel.map((m) => m.totals!.costUsd);
+      expect([...costs].sort((a, b) => b - a)).toEqual(costs);
+
+      const byDay = await store.usageByDay("acc_usage", f);
+      const dayOf = (t: StoredTrace) => new Date(timestampMs(t.receivedAt!)).toISOString().slice(0, 10);
+      const dayKeys = [...new Set(chosen.map((t) => `${dayOf(t)} ${t.provider}/${t.model}`))].sort();
+      expect(byDay.map((d) => `${d.day} ${d.provider}/${d.model}`), label).toEqual(dayKeys);
+      for (const d of byDay) {
+        const { costUsd: cost, ...rest } = expectedTotals(chosen.filter((t) => dayOf(t) === d.day && t.model === d.model));
+        expect(d.totals, `${label} ${d.day} ${d.model}`).toMatchObject(rest);
+        expect(d.totals!.costUsd).toBeCloseTo(cost, 9);
+      }
+
+      const byCountry = await store.usageByCountry("acc_usage", f);
+      const countryCalls = new Map<string, number>();
+      for (const t of chosen) countryCalls.set(t.country, (countryCalls.get(t.country) ?? 0) + 1);
+      expect(Object.fromEntries(byCountry.map((c) => [c.country, Number(c.calls)])), label).toEqual(Object.fromEntries(countryCalls));
+      const calls = byCountry.map((c) => Number(c.calls));
+      expect([...calls].sort((a, b) => b - a)).toEqual(calls);
+
+      const histogram = await store.latencyHistogram("acc_usage", f);
+      expect(histogram.map((b) => b.upperBoundMs)).toEqual([...histogramBoundsMs, 0]);
+      const expectedCounts = [...histogramBoundsMs, Infinity].map(
+        (upper, i) => chosen.filter((t) => t.latencyMs <= upper && (i === 0 || t.latencyMs > histogramBoundsMs[i - 1]!)).length,
+      );
+      expect(histogram.map((b) => Number(b.calls)), label).toEqual(expectedCounts);
+    }
+  });
+
+  it("answers zeros, not errors, for an account with no traces", async () => {
+    const totals = await store.usageTotals("acc_nobody", filter());
+    expect(totals).toMatchObject({ calls: 0n, errors: 0n, costUsd: 0, latencyP50Ms: 0, latencyP95Ms: 0 });
+    expect(await store.usageByModel("acc_nobody", filter())).toEqual([]);
+    expect((await store.listTraces("acc_nobody", filter(), { pageSize: 10 })).traces).toEqual([]);
+  });
+
+  it("stores nothing new for a repeated Idempotency-Key of the same key, within a batch or across batches", async () => {
+    const now = Date.now();
+    const t = (n: number, keyId = "key_idem") => trace({ accountId: "acc_idem", keyId, at: now, tokensIn: n });
+    expect(await store.writeBatch([write(t(1), "retry-1"), write(t(2), "retry-1"), write(t(3)), write(t(4), "retry-2")])).toEqual([
+      { kind: "stored" },
+      { kind: "duplicate" },
+      { kind: "stored" },
+      { kind: "stored" },
+    ]);
+    expect(await store.writeBatch([write(t(5), "retry-1"), write(t(6), "retry-2"), write(t(7, "key_other"), "retry-1")])).toEqual([
+      { kind: "duplicate" },
+      { kind: "duplicate" },
+      { kind: "stored" },
+    ]);
+    const stored: number[] = [];
+    for await (const x of store.exportTraces({ accountId: "acc_idem" })) stored.push(x.tokensIn);
+    expect(stored.sort()).toEqual([1, 3, 4, 7]);
+  });
+
+  it("keeps every trace of concurrent writers on separate connections, each Idempotency-Key once", async () => {
+    const others = await Promise.all([reopen(), reopen()]);
+    try {
+      const now = Date.now();
+      const writers = [store, ...others];
+      const results = await Promise.all(
+        writers.flatMap((w, wi) =>
+          Array.from({ length: 6 }, (_, b) =>
+            w.writeBatch(
+              Array.from({ length: 20 }, (_, i) =>
+                // Every writer sends the same idempotency keys (as retries racing one another would), plus traces of its own.
+                i < 5 ? write(trace({ accountId: "acc_conc", at: now, tokensIn: 1000 * b + i }), `shared-${b}-${i}`) : write(trace({ accountId: "acc_conc", at: now, tokensIn: 100_000 * (wi + 1) + 100 * b + i })),
+              ),
+            ),
+          ),
+        ),
+      );
+      // A racing repeat may also be told to retry later (failed), but never stored twice.
+      const outcomes = results.flat();
+      expect(outcomes.filter((o) => o.kind === "stored").length).toBeGreaterThanOrEqual(writers.length * 6 * 15);
+      const stored: number[] = [];
+      for await (const x of store.exportTraces({ accountId: "acc_conc" })) stored.push(x.tokensIn);
+      expect(new Set(stored).size).toBe(stored.length);
+      expect(stored.length).toBe(outcomes.filter((o) => o.kind === "stored").length);
+      for (let b = 0; b < 6; b++) for (let i = 0; i < 5; i++) expect(stored).toContain(1000 * b + i);
+    } finally {
+      await Promise.all(others.map((o) => o.close()));
+    }
+  });
+
+  it("creates accounts and keys, finds keys by hash with their account's plan, lists and revokes them", async () => {
+    const account = await store.keys.createAccount({ name: "Acme", plan: "pro" });
+    expect(await store.keys.getAccount(account.id)).toEqual(account);
+    expect(await store.keys.getAccount("acc_missing")).toBeUndefined();
+    const k1 = await store.keys.createKey({ accountId: account.id, name: "prod", hash: `h1-${account.id}`, prefix: `p1${account.id}` });
+    const k2 = await store.keys.createKey({ accountId: account.id, name: "dev", hash: `h2-${account.id}`, prefix: `p2${account.id}` });
+    expect(k1).toMatchObject({ accountId: account.id, plan: "pro", name: "prod", revokedAt: undefined, lastUsedAt: undefined });
+    expect(await store.keys.findKeyByHash(`h1-${account.id}`)).toEqual(k1);
+    expect(await store.keys.findKeyByHash("nope")).toBeUndefined();
+    await expect(store.keys.createKey({ accountId: account.id, name: "dup", hash: `h1-${account.id}`, prefix: "x" })).rejects.toThrow();
+    // Oldest first; two keys made in the same millisecond may come in either order.
+    expect((await store.keys.listKeys(account.id)).map((k) => k.id).sort()).toEqual([k1.id, k2.id].sort());
+
+    await store.writeBatch([write(trace({ accountId: account.id, keyId: k1.id, at: Date.now() - 5000 }))]);
+    expect((await store.keys.findKeyByHash(`h1-${account.id}`))!.lastUsedAt).toBeInstanceOf(Date);
+
+    const revoked = await store.keys.revokeKey(`p2${account.id}`);
+    expect(revoked).toMatchObject({ id: k2.id });
+    expect(revoked!.revokedAt).toBeInstanceOf(Date);
+    expect((await store.keys.findKeyByHash(`h2-${account.id}`))!.revokedAt).toBeInstanceOf(Date);
+    expect(await store.keys.revokeKey("no-such-key")).toBeUndefined();
+    expect((await store.keys.revokeKey(k1.id))!.revokedAt).toBeInstanceOf(Date);
+  });
+
+  it("signs users up with their account, refuses a taken email, and keeps sessions", async () => {
+    const email = `ann-${Date.now()}@example.com`;
+    const { user, account } = await store.users.createUserWithAccount({ email, passwordHash: "scrypt$x", accountName: "Ann", plan: "free" });
+    expect(await store.users.findUserByEmail(email)).toEqual(user);
+    expect(await store.keys.getAccount(account.id)).toEqual(account);
+    await expect(store.users.createUserWithAccount({ email, passwordHash: "y", accountName: "Other", plan: "free" })).rejects.toBeInstanceOf(EmailTakenError);
+    const session = { tokenHash: `t-${email}`, userId: user.id, accountId: account.id, createdAt: new Date(), expiresAt: new Date(Date.now() - 1000) };
+    await store.users.createSession(session);
+    expect(await store.users.findSession(session.tokenHash)).toEqual(session);
+    await store.users.deleteExpiredSessions(new Date());
+    expect(await store.users.findSession(session.tokenHash)).toBeUndefined();
+    expect((await store.users.setAccountPlan(account.id, "pro"))!.plan).toBe("pro");
+  });
+});
+
+describe.each(adapters)("store retention: %s", (_name, open) => {
+  it("never reads back a trace past the retention period, and deletes it", async () => {
+    const { store } = await open({ retentionDays: 1 });
+    try {
+      const now = Date.now();
+      await store.writeBatch([write(trace({ accountId: "acc_ret", at: now - 2 * day, tokensIn: 1 })), write(trace({ accountId: "acc_ret", at: now - 1000, tokensIn: 2 }))]);
+      const listed = await store.listTraces("acc_ret", filter(), { pageSize: 10 });
+      expect(listed.traces.map((t) => t.tokensIn)).toEqual([2]);
+      expect((await store.usageTotals("acc_ret", filter())).calls).toBe(1n);
+      expect((await store.usageByDay("acc_ret", filter())).map((d) => Number(d.totals!.calls))).toEqual([1]);
+      await store.deleteExpired();
+      const exported: number[] = [];
+      for await (const t of store.exportTraces({ accountId: "acc_ret" })) exported.push(t.tokensIn);
+      expect(exported).toEqual([2]);
+    } finally {
+      await store.close();
+    }
+  });
+});
