@@ -122,3 +122,34 @@ def test_an_async_stream_left_by_break_is_reported_while_the_loop_still_runs(pro
     assert counts["sent"] + counts["queued"] == 1
     tracing.wait_for(1)
     assert tracing.traces()[0]["status"] == "success"
+
+
+def test_raw_response_calls_work_as_before_and_are_traced_without_token_counts(provider, tracing):
+    client = openai_client(provider.url)
+
+    raw = client.chat.completions.with_raw_response.create(model="gpt-4o", messages=MESSAGES)
+    assert raw.parse().usage.prompt_tokens == 1234
+    with client.chat.completions.with_streaming_response.create(model="gpt-4o", messages=MESSAGES) as response:
+        assert response.parse().usage.completion_tokens == 567
+    raw_stream = client.chat.completions.with_raw_response.create(model="gpt-4o", messages=MESSAGES, stream=True)
+    assert len(list(raw_stream.parse())) == 6  # role, four pieces, finish
+
+    tracing.wait_for(3)
+    assert [(t["status"], t["tokens_in"]) for t in tracing.traces()] == [("success", 0)] * 3
+
+
+def test_the_helpers_are_traced(provider, tracing):
+    client = openai_client(provider.url)
+    client.chat.completions.parse(model="gpt-4o", messages=MESSAGES)
+    with client.responses.stream(model="gpt-4o", input="hi") as stream:
+        stream.get_final_response()
+    client.responses.parse(model="gpt-4o", input="hi")
+
+    tracing.wait_for(3)
+    assert [(t["tokens_in"], t["tokens_out"]) for t in tracing.traces()] == [(1234, 567)] * 3
+
+    async def main():
+        await openai_async(provider.url).chat.completions.parse(model="gpt-4o", messages=MESSAGES)
+
+    asyncio.run(main())
+    tracing.wait_for(4)

@@ -55,7 +55,9 @@ def init(
     retry_base_delay: float = 0.5,
     retry_max_delay: float = 60.0,
 ) -> List[str]:
-    """Starts tracing the installed provider libraries; returns the providers patched.
+    """Starts tracing the installed provider libraries; returns their providers.
+
+    Libraries already imported are patched now, the others when first imported.
 
     api_key: a ct_ key; default the CALLTRACE_API_KEY environment variable.
     endpoint: full URL ending in /v1/traces; default CALLTRACE_ENDPOINT, else the hosted service.

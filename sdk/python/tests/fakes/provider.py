@@ -181,9 +181,17 @@ class ProviderHandler(Handler):
             event("response.created", response=response("in_progress", False)),
             event("response.in_progress", response=response("in_progress", False)),
         ]
+        part = {"item_id": message["id"], "output_index": 0, "content_index": 0}
+        text = {"type": "output_text", "text": "".join(TEXT), "annotations": []}
         events += [
-            event("response.output_text.delta", item_id=message["id"], output_index=0, content_index=0, delta=piece, logprobs=[])
-            for piece in TEXT
+            event("response.output_item.added", output_index=0, item={**message, "status": "in_progress", "content": []}),
+            event("response.content_part.added", **part, part={**text, "text": ""}),
+        ]
+        events += [event("response.output_text.delta", **part, delta=piece, logprobs=[]) for piece in TEXT]
+        events += [
+            event("response.output_text.done", **part, text=text["text"], logprobs=[]),
+            event("response.content_part.done", **part, part=text),
+            event("response.output_item.done", output_index=0, item=message),
         ]
         if fake.stream_failure == "response.failed":
             fake.take_stream_failure()

@@ -1,4 +1,4 @@
-"""OpenAI: chat completions and responses, sync and async, streamed or not."""
+"""OpenAI: chat completions and responses (create and parse), sync and async, streamed or not."""
 
 from __future__ import annotations
 
@@ -76,10 +76,11 @@ def targets() -> List[Tuple[type, str, Shape]]:
     from openai.resources.chat.completions import AsyncCompletions, Completions
     from openai.resources.responses import AsyncResponses, Responses as SyncResponses
 
+    # The stream() helpers call create(); the parse() helpers do not.
     chat, responses = ChatCompletions(), Responses()
     return [
-        (Completions, "create", chat),
-        (AsyncCompletions, "create", chat),
-        (SyncResponses, "create", responses),
-        (AsyncResponses, "create", responses),
+        (cls, method, shape)
+        for classes, shape in (((Completions, AsyncCompletions), chat), ((SyncResponses, AsyncResponses), responses))
+        for cls in classes
+        for method in ("create", "parse")
     ]
