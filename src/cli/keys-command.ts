@@ -2,7 +2,7 @@ import { mintApiKey } from "../auth/api-key.js";
 import { parseCommandArgs, resolveConfig } from "../config/config.js";
 import { loadPlans } from "../config/plans.js";
 import { openStore } from "../store/open-store.js";
-import type { ApiKeyRecord } from "../store/records.js";
+import type { AccountRecord, ApiKeyRecord } from "../store/records.js";
 import type { Store } from "../store/store.js";
 import { UsageError } from "./usage-error.js";
 
@@ -40,7 +40,7 @@ async function createKey(
   options: { plan?: string; name?: string; account?: string; json?: boolean },
 ): Promise<void> {
   const name = options.name ?? "";
-  let account;
+  let account: AccountRecord | undefined;
   if (options.account !== undefined) {
     account = await store.keys.getAccount(options.account);
     if (!account) throw new UsageError(`no account ${options.account}`);

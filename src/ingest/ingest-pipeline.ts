@@ -8,7 +8,8 @@ import type { CountryLookup } from "../geo/country-lookup.js";
 import type { RateLimiter } from "../limits/rate-limiter.js";
 import { rateLimitHeaders } from "../limits/rate-limit-headers.js";
 import type { ApiKeyRecord } from "../store/records.js";
-import { BatchingWriter, WriterQueueFullError } from "./batching-writer.js";
+import type { WriteOutcome } from "../store/trace-store.js";
+import { type BatchingWriter, WriterQueueFullError } from "./batching-writer.js";
 import { invalidApiKey, rateLimited, storeUnavailable, validationFailed } from "./ingest-errors.js";
 import { describeProblems, traceProblems, type FieldProblem } from "./trace-validation.js";
 
@@ -59,7 +60,13 @@ export function createIngestPipeline(deps: IngestPipelineDeps): IngestPipeline {
   return {
     async admit(authorization) {
       const presentedKey = bearerToken(authorization);
-      const key = presentedKey === undefined ? undefined : await deps.verifier.verify(presentedKey);
+      let key: ApiKeyRecord | undefined;
+      try {
+        key = presentedKey === undefined ? undefined : await deps.verifier.verify(presentedKey);
+      } catch {
+        // The key store cannot be reached (MongoDB down): the key is unchecked, not invalid (D13).
+        throw storeUnavailable(unavailableRetryAfter);
+      }
       const plan = key && deps.plans.get(key.plan);
       if (!key || !plan || presentedKey === undefined) throw invalidApiKey();
       const decision = await deps.limiter.consume(key.id, plan);
@@ -95,7 +102,7 @@ export function createIngestPipeline(deps: IngestPipelineDeps): IngestPipeline {
         status: trace.status,
         ...(trace.error === undefined ? {} : { error: trace.error }),
       });
-      let outcome;
+      let outcome: WriteOutcome;
       try {
         outcome = await deps.writer.write({ trace: stored, idempotencyKey: idempotencyKey ?? undefined });
       } catch (error) {

@@ -1,7 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { createContextKey, type ServiceImpl } from "@connectrpc/connect";
 import { TraceSchema } from "../../gen/calltrace/v1/trace_pb.js";
-import { IngestResponseSchema, TraceService } from "../../gen/calltrace/v1/trace_service_pb.js";
+import { IngestResponseSchema, type TraceService } from "../../gen/calltrace/v1/trace_service_pb.js";
 import type { IngestPipeline } from "./ingest-pipeline.js";
 
 /** The client's address, put into each call's context by the server edge. */
@@ -12,7 +12,7 @@ export function traceService(pipeline: IngestPipeline): ServiceImpl<typeof Trace
   return {
     async ingest(request, context) {
       const admission = await pipeline.admit(context.requestHeader.get("authorization"));
-      admission.headers.forEach((value, name) => context.responseHeader.set(name, value));
+      for (const [name, value] of admission.headers) context.responseHeader.set(name, value);
       await pipeline.accept(admission, {
         trace: request.trace ?? create(TraceSchema),
         idempotencyKey: context.requestHeader.get("idempotency-key"),

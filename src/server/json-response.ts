@@ -4,7 +4,7 @@ import type { NodeResponse } from "./node-types.js";
 export function sendJson(res: NodeResponse, status: number, body: unknown, headers?: Headers): void {
   if (res.headersSent || res.destroyed) return;
   const payload = JSON.stringify(body);
-  headers?.forEach((value, name) => res.setHeader(name, value));
+  for (const [name, value] of headers ?? []) res.setHeader(name, value);
   res.setHeader("content-type", "application/json");
   res.setHeader("content-length", Buffer.byteLength(payload));
   res.writeHead(status);

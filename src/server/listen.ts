@@ -83,7 +83,9 @@ export async function listen(handler: Handler, options: ListenOptions): Promise<
       for (const session of sessions) session.close();
       http1?.closeIdleConnections();
       const sweep = setInterval(() => http1?.closeIdleConnections(), 20);
-      const deadline = setTimeout(() => sockets.forEach((s) => s.destroy()), graceMs);
+      const deadline = setTimeout(() => {
+        for (const socket of sockets) socket.destroy();
+      }, graceMs);
       await closed;
       clearInterval(sweep);
       clearTimeout(deadline);

@@ -53,7 +53,7 @@ export function restIngest(pipeline: IngestPipeline, options: RestIngestOptions)
       if (req.destroyed && !(error instanceof Error && error.name === "ConnectError")) return; // client went away mid-body
       const refusal = restRefusal(error);
       if (refusal.status === 500) options.logger.error({ err: error }, "ingest failed");
-      admission?.headers.forEach((value, name) => refusal.headers.set(name, value));
+      for (const [name, value] of admission?.headers ?? []) refusal.headers.set(name, value);
       sendJson(res, refusal.status, refusal.body, refusal.headers);
     }
   };

@@ -48,7 +48,7 @@ export async function startServiceProcess(args: string[], env: NodeJS.ProcessEnv
     let buffered = "";
     child.stdout.on("data", (chunk: Buffer) => {
       buffered += chunk.toString();
-      let newline;
+      let newline: number;
       while ((newline = buffered.indexOf("\n")) >= 0) {
         const line = buffered.slice(0, newline);
         buffered = buffered.slice(newline + 1);

@@ -1,0 +1,66 @@
+// Ingest throughput: the full REST path (auth, limiter, validation, group-committed durable write)
+// and the gRPC path against a bare node:http server parsing the same body, in the same run.
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { calltrace, startListening } from "./support/processes.js";
+import { ghzIngest, wrkPost, type LoadSettings } from "./support/load.js";
+import { machineLine, table, writeResultsSection } from "./support/results.js";
+
+const settings: LoadSettings = {
+  connections: 50,
+  seconds: Number(process.env.BENCH_SECONDS ?? 10),
+  warmupSeconds: Number(process.env.BENCH_WARMUP_SECONDS ?? 3),
+};
+
+const dataDir = mkdtempSync(join(tmpdir(), "calltrace-bench-"));
+const plansFile = join(dataDir, "plans.json");
+// A plan whose limits never throttle the run, so every request takes the accepted path (D19).
+writeFileSync(plansFile, JSON.stringify({ bench: { per_minute: 1_000_000_000, per_month: 1_000_000_000 } }));
+const env = { DATA_DIR: dataDir, PLANS_FILE: plansFile, LOG_LEVEL: "info" };
+const key = calltrace(["keys", "create", "--plan", "bench"], env);
+const body = JSON.stringify({
+  provider: "openai",
+  model: "gpt-4o-2024-08-06",
+  tokens_in: 1200,
+  tokens_out: 350,
+  latency_ms: 842,
+  cost_usd: 0.0065,
+  api_key: key,
+  status: "success",
+});
+const headers = { "Content-Type": "application/json", Authorization: `Bearer ${key}` };
+
+const progress = (what: string) => console.error(`[bench ingest] ${what}`);
+progress("baseline: bare node:http");
+const bare = await startListening(["--import", "tsx", "bench/bare-server.ts"]);
+const baseline = await wrkPost(`http://127.0.0.1:${bare.port}/v1/traces`, body, headers, settings);
+const bareRss = bare.peakRssMiB();
+await bare.stop();
+
+progress("calltrace REST");
+const service = await startListening(["bin/calltrace.js", "serve", "--port", "0"], env);
+const rest = await wrkPost(`http://127.0.0.1:${service.port}/v1/traces`, body, headers, settings);
+progress("calltrace gRPC");
+const grpcTrace = { provider: "openai", model: "gpt-4o-2024-08-06", tokens_in: 1200, tokens_out: 350, latency_ms: 842, cost_usd: 0.0065, api_key: key, status: "success" };
+const grpc = await ghzIngest(`127.0.0.1:${service.port}`, { trace: grpcTrace }, { authorization: `Bearer ${key}` }, settings);
+const serviceRss = service.peakRssMiB();
+await service.stop();
+const stored = calltrace(["traces", "export"], env).split("\n").filter(Boolean).length;
+rmSync(dataDir, { recursive: true, force: true });
+
+const fmt = (n: number, digits = 1) => (Number.isFinite(n) ? n.toFixed(digits) : "n/a");
+const rows = [
+  ["bare node:http (baseline)", fmt(baseline.requestsPerSecond, 0), fmt(baseline.p50Ms, 2), fmt(baseline.p99Ms, 2), fmt(bareRss, 0), "1.00", baseline.errors],
+  ["calltrace REST `POST /v1/traces`", fmt(rest.requestsPerSecond, 0), fmt(rest.p50Ms, 2), fmt(rest.p99Ms, 2), fmt(serviceRss, 0), fmt(rest.requestsPerSecond / baseline.requestsPerSecond, 2), rest.errors],
+  ["calltrace gRPC `Ingest` (h2c, ghz)", fmt(grpc.requestsPerSecond, 0), fmt(grpc.p50Ms, 2), fmt(grpc.p99Ms, 2), "(same process)", fmt(grpc.requestsPerSecond / baseline.requestsPerSecond, 2), grpc.errors],
+];
+const markdown = `## Ingest, embedded store (issue: contract-first ingest service)
+
+${machineLine()}; ${settings.connections} connections, keep-alive, ${settings.warmupSeconds} s warm-up then ${settings.seconds} s measured per target; wrk -t1 for HTTP/1.1, ghz (10 HTTP/2 connections, 50 concurrent calls) for gRPC. Every calltrace request is authenticated, rate-limited, validated and durably committed (SQLite WAL, synchronous=FULL, group commit) before its 202. ${stored} traces were in the store after the run.
+
+${table(["target", "requests/s", "p50 ms", "p99 ms", "peak RSS MiB", "ratio to baseline", "non-2xx / errors"], rows)}
+
+Targets: REST at least 0.5× the baseline's requests/s, p99 under 20 ms.`;
+console.log(markdown);
+writeResultsSection("ingest", markdown);

@@ -1,0 +1,104 @@
+import { spawn, spawnSync } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+export interface LoadResult {
+  requestsPerSecond: number;
+  p50Ms: number;
+  p99Ms: number;
+  /** Responses by status (wrk: non-2xx count only). */
+  errors: number;
+}
+
+export interface LoadSettings {
+  connections: number;
+  seconds: number;
+  warmupSeconds: number;
+}
+
+/** Runs a load tool without blocking this process, so the servers' output pipes keep draining. */
+function runTool(command: string, args: string[]): Promise<{ status: number; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (c: Buffer) => (stdout += c.toString()));
+    child.stderr.on("data", (c: Buffer) => (stderr += c.toString()));
+    child.on("error", reject);
+    child.on("close", (status) => resolve({ status: status ?? 1, stdout, stderr }));
+  });
+}
+
+function require(tool: string, install: string): void {
+  if (spawnSync("sh", ["-c", `command -v ${tool}`]).status !== 0) throw new Error(`${tool} is not installed: ${install}`);
+}
+
+/** HTTP/1.1 keep-alive load with wrk (one thread: the other core belongs to the server). */
+export async function wrkPost(url: string, body: string, headers: Record<string, string>, settings: LoadSettings): Promise<LoadResult> {
+  require("wrk", "apt-get install -y wrk");
+  const dir = mkdtempSync(join(tmpdir(), "calltrace-wrk-"));
+  const script = join(dir, "post.lua");
+  const headerLines = Object.entries(headers)
+    .map(([k, v]) => `wrk.headers[${JSON.stringify(k)}] = ${JSON.stringify(v)}`)
+    .join("\n");
+  writeFileSync(script, `wrk.method = "POST"\nwrk.body = ${JSON.stringify(body)}\n${headerLines}\n`);
+  const run = async (seconds: number) => {
+    const result = await runTool("wrk", ["-t1", `-c${settings.connections}`, `-d${seconds}s`, "--latency", "-s", script, url]);
+    if (result.status !== 0) throw new Error(`wrk failed: ${result.stderr}`);
+    return result.stdout;
+  };
+  await run(settings.warmupSeconds);
+  const out = await run(settings.seconds);
+  const latency = (pct: string) => toMs(new RegExp(`^\\s*${pct}%\\s+([\\d.]+)(us|ms|s)`, "m").exec(out));
+  return {
+    requestsPerSecond: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? 0),
+    p50Ms: latency("50"),
+    p99Ms: latency("99"),
+    errors: Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(out)?.[1] ?? 0) + Number(/Socket errors:.*?timeout (\d+)/.exec(out)?.[1] ?? 0),
+  };
+}
+
+function toMs(match: RegExpExecArray | null): number {
+  if (!match) return Number.NaN;
+  const value = Number(match[1]);
+  return match[2] === "us" ? value / 1000 : match[2] === "s" ? value * 1000 : value;
+}
+
+/** gRPC unary load over h2c with ghz. */
+export async function ghzIngest(target: string, data: unknown, metadata: Record<string, string>, settings: LoadSettings): Promise<LoadResult> {
+  require("ghz", "go install github.com/bojand/ghz/cmd/ghz@v0.120.0");
+  const args = (seconds: number) => [
+    "--insecure",
+    "--proto",
+    "proto/calltrace/v1/trace_service.proto",
+    "-i",
+    "proto,third_party/protovalidate,third_party/googleapis",
+    "--call",
+    "calltrace.v1.TraceService.Ingest",
+    "-d",
+    JSON.stringify(data),
+    "-m",
+    JSON.stringify(metadata),
+    "-c",
+    String(settings.connections),
+    "--connections",
+    String(Math.min(settings.connections, 10)),
+    "-z",
+    `${seconds}s`,
+    "--format",
+    "json",
+    target,
+  ];
+  await runTool("ghz", args(settings.warmupSeconds));
+  const result = await runTool("ghz", args(settings.seconds));
+  if (result.status !== 0 && !result.stdout) throw new Error(`ghz failed: ${result.stderr}`);
+  const report = JSON.parse(result.stdout) as {
+    rps: number;
+    latencyDistribution: { percentage: number; latency: number }[];
+    statusCodeDistribution: Record<string, number>;
+  };
+  const pct = (p: number) => (report.latencyDistribution.find((d) => d.percentage === p)?.latency ?? Number.NaN) / 1e6;
+  const errors = Object.entries(report.statusCodeDistribution).reduce((n, [code, count]) => n + (code === "OK" ? 0 : count), 0);
+  return { requestsPerSecond: report.rps, p50Ms: pct(50), p99Ms: pct(99), errors };
+}

@@ -1,0 +1,52 @@
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+
+export const repoRoot = fileURLToPath(new URL("../..", import.meta.url));
+
+export interface BenchProcess {
+  port: number;
+  child: ChildProcess;
+  /** Peak resident set size so far, in MiB (VmHWM). */
+  peakRssMiB(): number;
+  stop(): Promise<void>;
+}
+
+/** Starts a Node process that prints a JSON "listening" line with its port, and waits for it. */
+export async function startListening(args: string[], env: NodeJS.ProcessEnv = {}): Promise<BenchProcess> {
+  const child = spawn(process.execPath, args, { cwd: repoRoot, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "inherit"] });
+  const port = await new Promise<number>((resolve, reject) => {
+    let buffered = "";
+    child.stdout!.on("data", (chunk: Buffer) => {
+      buffered += chunk.toString();
+      for (const line of buffered.split("\n")) {
+        const match = /"msg":"listening".*?"port":(\d+)|"port":(\d+).*?"msg":"listening"/.exec(line);
+        if (match) resolve(Number(match[1] ?? match[2]));
+      }
+    });
+    child.on("exit", (code) => reject(new Error(`${args.join(" ")} exited ${code} before listening`)));
+  });
+  child.stdout!.resume();
+  return {
+    port,
+    child,
+    peakRssMiB: () => Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${child.pid}/status`, "utf8"))?.[1] ?? 0) / 1024,
+    stop: () =>
+      new Promise((resolve) => {
+        child.once("exit", () => resolve());
+        child.kill("SIGTERM");
+      }),
+  };
+}
+
+/** Runs the calltrace CLI and returns its stdout. */
+export function calltrace(args: string[], env: NodeJS.ProcessEnv = {}): string {
+  const result = spawnSync(process.execPath, ["bin/calltrace.js", ...args], {
+    cwd: repoRoot,
+    env: { ...process.env, ...env },
+    encoding: "utf8",
+    maxBuffer: 1 << 30,
+  });
+  if (result.status !== 0) throw new Error(`calltrace ${args.join(" ")}: ${result.stderr}`);
+  return result.stdout.trim();
+}
