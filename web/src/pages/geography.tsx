@@ -44,6 +44,10 @@ export function Geography() {
       <div class="geo">
         <div class="card">
           <WorldMap values={values} format={format} />
+          <p class="muted small">
+            Map outlines: <a href="https://github.com/VictorCazanave/svg-maps">@svg-maps/world</a> by Victor Cazanave, CC BY 4.0. Country of each
+            call: the CC0 geo-whois-asn-country database of @ip-location-db.
+          </p>
         </div>
         <div class="card">
           <table class="countries">

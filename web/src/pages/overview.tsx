@@ -19,7 +19,7 @@ export function Overview() {
   const [period, setPeriod] = useState<Period>("30d");
   const { data, error } = useQuery(
     async () => {
-      const since = new Date(Date.now() - periods[period] * 86400e3);
+      const since = periodStart(period, Date.now());
       const filter = { since: timestampFromDate(since) };
       const [totals, models, days, latency] = await Promise.all([
         query.getUsageTotals({ filter }),
@@ -45,6 +45,7 @@ export function Overview() {
           ))}
         </div>
       </div>
+      <p class="muted small">{period === "24h" ? "The last 24 hours." : `The last ${periods[period]} days in UTC, today included.`} Updates every few seconds.</p>
       {error && <p class="error">{error}</p>}
       {data && <OverviewBody {...data} />}
     </section>
@@ -110,6 +111,16 @@ function Tile({ label, value, id }: { label: string; value: string; id: string }
       <strong>{value}</strong>
     </div>
   );
+}
+
+/**
+ * The last 24 hours, or whole UTC days: today and the days before it. Whole days match the
+ * per-day charts and let the store answer from its daily roll-ups instead of reading traces.
+ */
+function periodStart(period: Period, now: number): Date {
+  if (period === "24h") return new Date(now - 86400e3);
+  const today = Math.floor(now / 86400e3) * 86400e3;
+  return new Date(today - (periods[period] - 1) * 86400e3);
 }
 
 /** Every UTC day from `since` to `until`, as YYYY-MM-DD. */

@@ -1,0 +1,262 @@
+// Dashboard reads at scale: 1,000,000 traces for one account and 100,000 for each of nine others,
+// spread over the last 30 days. Times the traces table's first page, a deep page through the
+// cursor, and the overview's 30-day aggregates, at the store port and through QueryService over
+// HTTP (session cookie and CSRF header, as the web app calls it). Target on the embedded store:
+// each under 300 ms median.
+//
+//   node --import tsx bench/dashboard-reads.ts                 embedded store (SQLite)
+//   node --import tsx bench/dashboard-reads.ts --store mongo   MongoDB adapter on FerretDB (test/support/ferretdb.ts),
+//                                                              or the server of MONGODB_URI
+//   --scale 0.1   seed a tenth of the rows     --runs 21   timed runs per row     --data-dir DIR  keep the seeded store
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { cpus, tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { create } from "@bufbuild/protobuf";
+import { timestampFromDate, timestampFromMs } from "@bufbuild/protobuf/wkt";
+import { TraceFilterSchema, type TraceFilter } from "../gen/calltrace/v1/query_pb.js";
+import { StoredTraceSchema } from "../gen/calltrace/v1/trace_pb.js";
+import { startService } from "../src/app.js";
+import { mintApiKey } from "../src/auth/api-key.js";
+import { resolveConfig } from "../src/config/config.js";
+import { hashPassword } from "../src/dashboard/password-hash.js";
+import { createLogger } from "../src/log/logger.js";
+import { openMongoStore } from "../src/store/mongo/mongo-store.js";
+import { openSqliteStore } from "../src/store/sqlite/sqlite-store.js";
+import type { Store } from "../src/store/store.js";
+import type { TraceWrite } from "../src/store/trace-store.js";
+import { startMongoTestServer, type MongoTestServer } from "../test/support/ferretdb.js";
+import { machineLine, table, writeResultsSection } from "./support/results.js";
+
+const { values: args } = parseArgs({
+  options: {
+    store: { type: "string", default: "sqlite" },
+    scale: { type: "string", default: "1" },
+    runs: { type: "string", default: "21" },
+    "data-dir": { type: "string" },
+  },
+});
+const storeKind = args.store === "mongo" ? "mongo" : "sqlite";
+const scale = Number(args.scale);
+const runs = Number(args.runs);
+const targetMs = 300;
+const dayMs = 86_400_000;
+const password = "benchmark password";
+
+const models = [
+  ["openai", "gpt-4o", 2.5, 10],
+  ["openai", "gpt-4o-mini", 0.15, 0.6],
+  ["openai", "o3", 2, 8],
+  ["anthropic", "claude-sonnet-4", 3, 15],
+  ["anthropic", "claude-haiku-3.5", 0.8, 4],
+  ["gemini", "gemini-2.5-pro", 1.25, 10],
+  ["gemini", "gemini-2.5-flash", 0.3, 2.5],
+] as const;
+const countries = ["US", "US", "US", "GB", "DE", "FR", "IN", "BR", "JP", "CA", "AU", "IE", "NL", "ES", "SG", ""];
+
+/** Deterministic pseudo-random numbers (mulberry32), so every run seeds the same data. */
+function random(seed: number): () => number {
+  return () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+interface Seeded {
+  accountId: string;
+  email: string;
+  total: number;
+}
+
+/** The big account (a dashboard user, so HTTP reads can sign in) with three keys, nine others with one key each. */
+async function seed(store: Store): Promise<Seeded> {
+  const bigCount = Math.round(1_000_000 * scale);
+  const otherCount = Math.round(100_000 * scale);
+  const email = "bench@example.com";
+  const { account } = await store.users.createUserWithAccount({ email, passwordHash: await hashPassword(password), accountName: email, plan: "pro" });
+  const accounts: { id: string; keys: string[]; count: number }[] = [{ id: account.id, keys: [], count: bigCount }];
+  for (let i = 0; i < 9; i++) accounts.push({ id: (await store.keys.createAccount({ name: `other-${i}`, plan: "free" })).id, keys: [], count: otherCount });
+  for (const [i, a] of accounts.entries()) {
+    for (let k = 0; k < (i === 0 ? 3 : 1); k++) {
+      const minted = mintApiKey();
+      a.keys.push((await store.keys.createKey({ accountId: a.id, name: `key-${k}`, hash: minted.hash, prefix: minted.prefix })).id);
+    }
+  }
+
+  const total = accounts.reduce((sum, a) => sum + a.count, 0);
+  const rand = random(42);
+  const start = Date.now() - 30 * dayMs;
+  const step = (30 * dayMs - 60_000) / total;
+  const batchSize = storeKind === "mongo" ? 2000 : 10_000;
+  // Accounts interleave in time as real traffic does: each row picks an account by its share.
+  const cumulative = accounts.map((_, i) => accounts.slice(0, i + 1).reduce((sum, a) => sum + a.count, 0) / total);
+  const started = Date.now();
+  for (let i = 0; i < total; ) {
+    const batch: TraceWrite[] = [];
+    for (; i < total && batch.length < batchSize; i++) {
+      const r = rand();
+      const account = accounts[cumulative.findIndex((c) => r < c)] ?? accounts[0]!;
+      const [provider, model, inPrice, outPrice] = models[Math.floor(rand() * models.length)]!;
+      const tokensIn = Math.floor(50 + rand() * 4000);
+      const tokensOut = Math.floor(rand() * 800);
+      const failed = rand() < 0.03;
+      batch.push({
+        idempotencyKey: undefined,
+        trace: create(StoredTraceSchema, {
+          receivedAt: timestampFromMs(Math.floor(start + i * step)),
+          keyId: account.keys[Math.floor(rand() * account.keys.length)]!,
+          accountId: account.id,
+          country: countries[Math.floor(rand() * countries.length)]!,
+          provider,
+          model,
+          tokensIn,
+          tokensOut: failed ? 0 : tokensOut,
+          latencyMs: Math.floor(Math.exp(5 + rand() * 3.5)),
+          costUsd: failed ? 0 : (tokensIn * inPrice + tokensOut * outPrice) / 1e6,
+          status: failed ? "error" : "success",
+          ...(failed ? { error: "rate_limit_error: slow down" } : {}),
+        }),
+      });
+    }
+    await store.writeBatch(batch);
+    if (i % 200_000 < batchSize) console.error(`seeded ${i.toLocaleString("en-US")} / ${total.toLocaleString("en-US")} (${Math.round((Date.now() - started) / 1000)} s)`);
+  }
+  console.error(`seeding took ${Math.round((Date.now() - started) / 1000)} s`);
+  return { accountId: account.id, email, total };
+}
+
+async function median(fn: () => Promise<unknown>): Promise<{ median: number; p95: number }> {
+  for (let i = 0; i < 3; i++) await fn();
+  const times: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const t = performance.now();
+    await fn();
+    times.push(performance.now() - t);
+  }
+  times.sort((a, b) => a - b);
+  return { median: times[Math.floor(times.length / 2)]!, p95: times[Math.min(times.length - 1, Math.ceil(times.length * 0.95) - 1)]! };
+}
+
+/** A signed-in Connect-JSON caller of the dashboard's services, as the web app is. */
+async function signIn(baseUrl: string, email: string) {
+  const res = await fetch(`${baseUrl}/calltrace.v1.AuthService/LogIn`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ email, password }) });
+  if (res.status !== 200) throw new Error(`log-in failed: ${res.status} ${await res.text()}`);
+  const cookies = res.headers.getSetCookie().map((c) => c.split(";")[0]!);
+  const csrf = decodeURIComponent(cookies.find((c) => c.startsWith("ct_csrf="))!.slice("ct_csrf=".length));
+  return async (method: string, body: unknown) => {
+    const r = await fetch(`${baseUrl}/calltrace.v1.${method}`, {
+      method: "POST",
+      headers: { "content-type": "application/json", cookie: cookies.join("; "), "x-csrf-token": csrf },
+      body: JSON.stringify(body),
+    });
+    if (r.status !== 200) throw new Error(`${method}: ${r.status} ${await r.text()}`);
+    return (await r.json()) as Record<string, any>;
+  };
+}
+
+async function main(): Promise<void> {
+  let mongo: MongoTestServer | undefined;
+  let uri: string | undefined;
+  const dataDir = args["data-dir"] ?? mkdtempSync(join(tmpdir(), "calltrace-bench-dashboard-"));
+  if (storeKind === "mongo") {
+    mongo = await startMongoTestServer();
+    uri = mongo.freshUri();
+  }
+  const open = () => (uri ? openMongoStore(uri) : Promise.resolve(openSqliteStore(dataDir)));
+  let store = await open();
+  const reuse = join(dataDir, "seeded.json");
+  let seeded: Seeded;
+  if (!uri && existsSync(reuse)) {
+    seeded = JSON.parse(readFileSync(reuse, "utf8")) as Seeded;
+    console.error(`reusing the store seeded in ${dataDir}`);
+  } else {
+    seeded = await seed(store);
+    if (args["data-dir"] && !uri) (await import("node:fs")).writeFileSync(reuse, JSON.stringify(seeded));
+  }
+  // Reopen, so no statement or page cache from seeding flatters the reads.
+  await store.close();
+  store = await open();
+
+  // The overview's "30d": today and the 29 UTC days before it (web/src/pages/overview.tsx), and,
+  // for comparison, a rolling 30 x 24 hours, whose partial first day cannot come from roll-ups.
+  const today = Math.floor(Date.now() / dayMs) * dayMs;
+  const thirtyDays = create(TraceFilterSchema, { since: timestampFromDate(new Date(today - 29 * dayMs)) });
+  const rolling = create(TraceFilterSchema, { since: timestampFromDate(new Date(Date.now() - 30 * dayMs)) });
+  const none = create(TraceFilterSchema);
+  const errorsOfOneModel = create(TraceFilterSchema, { provider: "anthropic", model: "claude-sonnet-4", status: "error" });
+  // A cursor about halfway down the big account's 1,000,000 traces: the next page of a listing that
+  // ends at the middle of the 30 days (cursors are positions in time, valid under any filter).
+  const middle = create(TraceFilterSchema, { until: timestampFromDate(new Date(Date.now() - 15 * dayMs)) });
+  const deepCursor = (await store.listTraces(seeded.accountId, middle, { pageSize: 50 })).nextCursor;
+  const overview = (filter: TraceFilter) =>
+    Promise.all([
+      store.usageTotals(seeded.accountId, filter),
+      store.usageByModel(seeded.accountId, filter),
+      store.usageByDay(seeded.accountId, filter),
+      store.latencyHistogram(seeded.accountId, filter),
+    ]);
+
+  const rows: [string, { median: number; p95: number }][] = [];
+  const measure = async (name: string, fn: () => Promise<unknown>) => {
+    const result = await median(fn);
+    rows.push([name, result]);
+    console.error(`${name}: median ${result.median.toFixed(1)} ms, p95 ${result.p95.toFixed(1)} ms`);
+  };
+  await measure("store: first page (50 rows, newest first)", () => store.listTraces(seeded.accountId, none, { pageSize: 50 }));
+  await measure("store: deep page via cursor (halfway down the account's traces)", () => store.listTraces(seeded.accountId, none, { pageSize: 50, cursor: deepCursor }));
+  await measure("store: first page, filtered (provider, model, status=error)", () => store.listTraces(seeded.accountId, errorsOfOneModel, { pageSize: 50 }));
+  await measure("store: overview, 30 UTC days (totals + by model + by day + latency, concurrently)", () => overview(thirtyDays));
+  await measure("store: overview, rolling 30 x 24 h (the same four reads)", () => overview(rolling));
+  await measure("store: geography, 30 UTC days (by country)", () => store.usageByCountry(seeded.accountId, thirtyDays));
+  await store.close();
+
+  const config = { ...resolveConfig({}, {}), port: 0, dataDir, logLevel: "silent", ...(uri ? { mongodbUri: uri } : {}) };
+  const service = await startService(config, createLogger("silent"));
+  try {
+    const call = await signIn(service.url, seeded.email);
+    const filter = { since: new Date(today - 29 * dayMs).toISOString() };
+    await measure("HTTP QueryService.ListTraces: first page", () => call("QueryService/ListTraces", { pageSize: 50 }));
+    await measure("HTTP QueryService.ListTraces: deep page via cursor", () => call("QueryService/ListTraces", { pageSize: 50, cursor: deepCursor }));
+    await measure("HTTP overview, 30 UTC days (4 calls in parallel, as the page makes them)", () =>
+      Promise.all(["GetUsageTotals", "GetUsageByModel", "GetUsageByDay", "GetLatencyHistogram"].map((m) => call(`QueryService/${m}`, { filter }))),
+    );
+  } finally {
+    await service.close(1000);
+    await mongo?.close();
+    if (!args["data-dir"]) rmSync(dataDir, { recursive: true, force: true });
+  }
+
+  const storeName = uri ? (mongo?.managed ? "MongoDB adapter on FerretDB 1.24 (SQLite backend)" : "MongoDB adapter (MONGODB_URI)") : "embedded store (SQLite)";
+  const body = [
+    `### Dashboard reads: ${storeName}`,
+    "",
+    `\`node --import tsx bench/dashboard-reads.ts${uri ? " --store mongo" : ""}${scale !== 1 ? ` --scale ${scale}` : ""}\`: ${seeded.total.toLocaleString("en-US")} traces over 30 days, ` +
+      `${Math.round(1_000_000 * scale).toLocaleString("en-US")} of them in the account read, ${Math.round(100_000 * scale).toLocaleString("en-US")} in each of nine others. ` +
+      `${runs} timed runs per row after 3 warm-up runs. ${machineLine()}, ${cpus().length} cores (shared).`,
+    "",
+    table(
+      ["read", "median ms", "p95 ms", `median under ${targetMs} ms`],
+      rows.map(([name, r]) => [name, r.median.toFixed(1), r.p95.toFixed(1), r.median < targetMs ? "yes" : "**no**"]),
+    ),
+  ].join("\n");
+  console.log(body);
+  writeDashboardSection(storeKind, body);
+}
+
+/** bench/RESULTS.md's dashboard section holds one block per store; a run replaces only its own. */
+function writeDashboardSection(kind: string, body: string): void {
+  const file = new URL("RESULTS.md", import.meta.url);
+  const text = existsSync(file) ? readFileSync(file, "utf8") : "";
+  const outer = /<!-- dashboard:begin -->\n([\s\S]*?)\n<!-- dashboard:end -->/.exec(text)?.[1] ?? "## Dashboard reads";
+  const begin = `<!-- dashboard-${kind}:begin -->`;
+  const end = `<!-- dashboard-${kind}:end -->`;
+  const block = `${begin}\n${body}\n${end}`;
+  const start = outer.indexOf(begin);
+  const stop = outer.indexOf(end);
+  const next = start >= 0 && stop > start ? outer.slice(0, start) + block + outer.slice(stop + end.length) : `${outer.trimEnd()}\n\n${block}`;
+  writeResultsSection("dashboard", next);
+}
+
+await main();
