@@ -135,6 +135,7 @@ def main() -> None:
     parser.add_argument("--results", type=Path, help="write the table into this RESULTS.md")
     args = parser.parse_args()
 
+    load_before = os.getloadavg()[0]
     fakes, urls = start_fakes()
     lines = [
         "| call (sync) | unpatched median ms | patched median ms | added µs (difference of medians) | added µs (median of paired differences) |",
@@ -166,7 +167,8 @@ def main() -> None:
         fakes.wait(10)
 
     summary = (
-        f"Run {time.strftime('%Y-%m-%d')}, Python {platform.python_version()}, {os.cpu_count()} CPU cores (shared), "
+        f"Run {time.strftime('%Y-%m-%d')}, Python {platform.python_version()}, {os.cpu_count()} CPU cores, "
+        f"load average {load_before:.1f} before and {os.getloadavg()[0]:.1f} after the run, "
         f"{args.iterations} interleaved pairs per row after {args.warmup} warm-up calls; "
         f"traces sent in the first part: {sent['sent']} (dropped {sent['dropped']}, failed {sent['failed']}); "
         f"with the service down: dropped {down['dropped']}, failed {down['failed']}."

@@ -98,6 +98,20 @@ def test_after_shutdown_calls_are_not_traced(provider, collector):
     assert len(collector.requests) == 1
 
 
+def test_shutdown_waits_at_most_its_timeout_and_drops_what_is_left(provider, collector):
+    calltrace.init(api_key=API_KEY, endpoint=collector.endpoint)
+    collector.default = (202, {"status": "ok"}, {}, 2.0)
+    try:
+        for _ in range(3):
+            chat(provider)
+        started = time.monotonic()
+        assert calltrace.shutdown(0.3) is False
+        assert time.monotonic() - started < 1
+        assert calltrace.stats()["dropped"] == 2  # the first is on its way, two were waiting
+    finally:
+        collector.default = ACCEPTED
+
+
 def test_at_exit_pending_traces_are_delivered(provider, collector):
     collector.default = (202, {"status": "ok"}, {}, 0.2)  # still pending when the script ends
     try:

@@ -98,7 +98,7 @@ def flush(timeout: Optional[float] = 10.0) -> bool:
 
 
 def shutdown(timeout: float = 10.0) -> bool:
-    """Stops tracing, then delivers what is queued within `timeout` seconds and ends the sender thread."""
+    """Stops tracing, delivers what is queued within `timeout` seconds, drops the rest, ends the sender thread."""
     with _lock:
         _deactivate()
     delivered = _SENDER.drain(timeout)

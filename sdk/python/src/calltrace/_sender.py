@@ -108,9 +108,11 @@ class Sender:
             self._wake.clear()
 
     def stop(self) -> None:
-        """Ends the thread once the queue is empty; later submits are dropped."""
+        """Drops what is still queued (counted) and later submits; the thread ends after its current trace."""
         with self._cond:
             self._stopping = True
+            self.counts["dropped"] += len(self._queue)
+            self._queue.clear()
             self._cond.notify_all()
         self._wake.set()
 

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import logging
 import time
 from typing import Optional
 
 from ._pricing import Pricing
 from ._sender import Outgoing, Sender
-
-logger = logging.getLogger("calltrace")
 
 # Wire limits (decisions D5): counts are int32, model 1-256 characters,
 # error at most 4096. A trace outside them would be rejected, i.e. lost.
