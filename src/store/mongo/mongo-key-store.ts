@@ -3,11 +3,15 @@ import { newId } from "../ids.js";
 import type { ApiKeyRecord } from "../records.js";
 import type { AccountDoc, KeyDoc, MongoCollections } from "./mongo-collections.js";
 
-/** Accounts and API keys in ordinary collections; a key's plan is read from its account. */
-export function mongoKeyStore(c: MongoCollections): KeyStore {
+/**
+ * Accounts and API keys in ordinary collections; a key's plan is read from its account.
+ * `timeoutMs` bounds the lookups on the ingest path, so a server that stops answering turns
+ * into a 503 rather than a request that hangs.
+ */
+export function mongoKeyStore(c: MongoCollections, { timeoutMs }: { timeoutMs: number }): KeyStore {
   const withPlans = async (docs: KeyDoc[]): Promise<ApiKeyRecord[]> => {
     const accountIds = [...new Set(docs.map((d) => d.accountId))];
-    const accounts = new Map((await c.accounts.find({ _id: { $in: accountIds } }).toArray()).map((a) => [a._id, a]));
+    const accounts = new Map((await c.accounts.find({ _id: { $in: accountIds } }, { timeoutMS: timeoutMs }).toArray()).map((a) => [a._id, a]));
     return docs.map((d) => toKey(d, accounts.get(d.accountId)));
   };
   const one = async (doc: KeyDoc | null) => (doc ? (await withPlans([doc]))[0] : undefined);
@@ -28,7 +32,7 @@ export function mongoKeyStore(c: MongoCollections): KeyStore {
       return (await one(doc))!;
     },
     async findKeyByHash(hash) {
-      return one(await c.keys.findOne({ hash }));
+      return one(await c.keys.findOne({ hash }, { timeoutMS: timeoutMs }));
     },
     async listKeys(accountId) {
       return withPlans(await c.keys.find(accountId === undefined ? {} : { accountId }).sort({ createdAt: 1, _id: 1 }).toArray());

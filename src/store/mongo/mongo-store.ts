@@ -63,7 +63,7 @@ export async function openMongoStore(uri: string, options: MongoStoreOptions = {
 
     return {
       ...mongoTraceReader(c, keepMs),
-      keys: mongoKeyStore(c),
+      keys: mongoKeyStore(c, { timeoutMs: writeTimeoutMs }),
       users: mongoUserStore(c),
       writeBatch: mongoTraceWriter(c, { idempotencyWindowMs, inFlightMs: 2 * writeTimeoutMs, timeoutMs: writeTimeoutMs }),
       async *exportTraces(query: TraceQuery) {
