@@ -3,29 +3,43 @@
 // it did not, in one process, against the tests' fake provider (in its own
 // process, as is the stand-in calltrace service).
 //
-// - Wall time: calls alternate between the two copies one by one; the median
-//   per-call times are compared. This is the latency the application sees.
-// - CPU time: calls run in blocks of BLOCK that alternate between the copies;
-//   process CPU per call (medians over blocks) is compared. This includes the
-//   background sending of the traces, which mostly runs while the application
-//   waits on the provider and so adds CPU rather than latency.
+// Calls run in pairs of blocks of BLOCK calls, one block per copy, back to
+// back; the difference within each pair cancels machine load that drifts
+// slower than a pair, and the median over pairs is reported with its
+// interquartile range. A block's times include the background sending of the
+// traces its calls caused (except the last, which may spill into the next
+// block). Wall time is what the application waits; the sending mostly runs
+// while it waits on the provider, so it shows more in CPU than in wall time.
 //
 // Run: npm run bench (BENCH_CALLS sets the calls per copy and scenario).
 import { fork } from "node:child_process";
 import { createRequire } from "node:module";
+import { cpus, loadavg } from "node:os";
 import { performance } from "node:perf_hooks";
 import { init, shutdown, stats } from "calltrace-sdk";
 
 const CALLS = Number(process.env.BENCH_CALLS ?? 3000);
 const WARMUP = 500;
-const BLOCK = 50;
+const BLOCK = 20;
 const require = createRequire(import.meta.url);
 const messages = [{ role: "user", content: "Say hello" }];
 
 type Client = { chat: { completions: { create(body: object): Promise<any> } } };
 type Call = (client: Client) => Promise<void>;
 
-const scenarios: Array<[string, Call]> = [
+// The fake provider's chat completion, answered without any I/O: isolates the
+// CPU that tracing adds from the noise of a network round trip.
+const completion = JSON.stringify({
+  id: "chatcmpl-1",
+  object: "chat.completion",
+  created: 1741570283,
+  model: "gpt-4o-2024-08-06",
+  choices: [{ index: 0, message: { role: "assistant", content: "Hello there!" }, finish_reason: "stop" }],
+  usage: { prompt_tokens: 19, completion_tokens: 10, total_tokens: 29 },
+});
+const cannedFetch = async () => new Response(completion, { headers: { "content-type": "application/json" } });
+
+const scenarios: Array<[string, Call, object?]> = [
   ["chat.completions.create", async (client) => void (await client.chat.completions.create({ model: "gpt-4o", messages }))],
   [
     "chat.completions.create, streamed",
@@ -33,6 +47,11 @@ const scenarios: Array<[string, Call]> = [
       const stream = await client.chat.completions.create({ model: "gpt-4o", messages, stream: true });
       for await (const _ of stream as AsyncIterable<unknown>);
     },
+  ],
+  [
+    "chat.completions.create, canned answer (no provider I/O)",
+    async (client) => void (await client.chat.completions.create({ model: "gpt-4o", messages })),
+    { fetch: cannedFetch },
   ],
 ];
 
@@ -55,31 +74,45 @@ function child(script: string): Promise<{ url: string; stop: () => void }> {
   );
 }
 
-async function wallTimes(plain: Client, traced: Client, call: Call) {
-  const times: [number[], number[]] = [[], []];
-  for (let i = 0; i < WARMUP + CALLS; i++) {
-    for (const side of i % 2 ? [0, 1] : [1, 0]) {
-      const start = performance.now();
-      await call(side ? traced : plain);
-      if (i >= WARMUP) times[side]!.push(performance.now() - start);
-    }
-  }
-  return { plain: median(times[0]), traced: median(times[1]) };
+/** Median and interquartile range. */
+function spread(values: number[]) {
+  const sorted = [...values].sort((a, b) => a - b);
+  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
+  return { median: median(values), q1: at(0.25), q3: at(0.75) };
 }
 
-async function cpuTimes(plain: Client, traced: Client, call: Call) {
-  const times: [number[], number[]] = [[], []];
-  for (let block = 0; block < CALLS / BLOCK; block++) {
-    for (const side of block % 2 ? [0, 1] : [1, 0]) {
-      const start = process.cpuUsage();
-      for (let i = 0; i < BLOCK; i++) await call(side ? traced : plain);
-      const used = process.cpuUsage(start);
-      times[side]!.push((used.user + used.system) / 1000 / BLOCK);
-    }
-  }
-  return { plain: median(times[0]), traced: median(times[1]) };
+async function timeBlock(client: Client, call: Call) {
+  const startCpu = process.cpuUsage();
+  const start = performance.now();
+  for (let i = 0; i < BLOCK; i++) await call(client);
+  const wall = (performance.now() - start) / BLOCK;
+  const used = process.cpuUsage(startCpu);
+  return { wall, cpu: (used.user + used.system) / 1000 / BLOCK };
 }
 
+// Each pair runs a block on each copy back to back (in alternating order);
+// the per-pair differences cancel load that drifts slower than a pair.
+async function measure(plain: Client, traced: Client, call: Call) {
+  const samples = { plainWall: [] as number[], tracedWall: [] as number[], wall: [] as number[], cpu: [] as number[] };
+  for (let pair = 0; pair < (WARMUP + CALLS) / BLOCK; pair++) {
+    const first = await timeBlock(pair % 2 ? plain : traced, call);
+    const second = await timeBlock(pair % 2 ? traced : plain, call);
+    if (pair * BLOCK < WARMUP) continue;
+    const [p, t] = pair % 2 ? [first, second] : [second, first];
+    samples.plainWall.push(p.wall);
+    samples.tracedWall.push(t.wall);
+    samples.wall.push(t.wall - p.wall);
+    samples.cpu.push(t.cpu - p.cpu);
+  }
+  return {
+    plain: median(samples.plainWall),
+    traced: median(samples.tracedWall),
+    wall: spread(samples.wall),
+    cpu: spread(samples.cpu),
+  };
+}
+
+const loadBefore = loadavg()[0]!.toFixed(1);
 const provider = await child("bench/.out/fake-provider-process.mjs");
 const sink = await child("bench/calltrace-sink.mjs");
 const plainOpenAI = freshOpenAI(); // loaded before init(): never patched
@@ -90,30 +123,31 @@ for (const [service, endpoint] of [
 ]) {
   freshOpenAI(); // the copy init() patches
   await init({ apiKey: "ct_bench", endpoint, onWarning: () => {} });
-  const options = { apiKey: "sk-fake", baseURL: `${provider.url}/v1`, maxRetries: 0 };
-  const plain: Client = new plainOpenAI.OpenAI(options);
-  const traced: Client = new (require("openai").OpenAI)(options);
-  for (const [name, call] of scenarios) {
-    const wall = await wallTimes(plain, traced, call);
-    const cpu = await cpuTimes(plain, traced, call);
+  const tracedOpenAI = require("openai");
+  for (const [name, call, clientOptions] of scenarios) {
+    const options = { apiKey: "sk-fake", baseURL: `${provider.url}/v1`, maxRetries: 0, ...clientOptions };
+    const plain: Client = new plainOpenAI.OpenAI(options);
+    const traced: Client = new tracedOpenAI.OpenAI(options);
+    const m = await measure(plain, traced, call);
     const us = (ms: number) => (ms * 1000).toFixed(0);
-    rows.push(
-      `| ${name} | ${service} | ${wall.plain.toFixed(3)} | ${wall.traced.toFixed(3)} | **${us(wall.traced - wall.plain)}** | ${cpu.plain.toFixed(3)} | ${cpu.traced.toFixed(3)} | ${us(cpu.traced - cpu.plain)} |`,
-    );
+    const added = (d: { median: number; q1: number; q3: number }) => `**${us(d.median)}** (${us(d.q1)} to ${us(d.q3)})`;
+    rows.push(`| ${name} | ${service} | ${m.plain.toFixed(3)} | ${m.traced.toFixed(3)} | ${added(m.wall)} | ${added(m.cpu)} |`);
   }
   const { sent, failed, dropped, pending } = stats();
-  rows.push(`| (traces: sent ${sent}, failed ${failed}, dropped ${dropped}, pending ${pending}) | ${service} | | | | | | |`);
+  rows.push(`| (traces: sent ${sent}, failed ${failed}, dropped ${dropped}, pending ${pending}) | ${service} | | | | |`);
   await shutdown(100);
 }
 provider.stop();
 sink.stop();
 
 console.log(
-  `Node ${process.version}, ${CALLS} calls per copy and scenario after ${WARMUP} warm-up calls, ` +
-    `CPU in blocks of ${BLOCK}; medians.\n`,
+  `Node ${process.version} on ${cpus().length} cores (load average ${loadBefore} before, ${loadavg()[0]!.toFixed(1)} after: ` +
+    `other work on the machine widens the ranges). ${CALLS} calls per copy and scenario after ${WARMUP} warm-up calls, ` +
+    `in pairs of blocks of ${BLOCK} (one block per copy). Added time: median over pairs of ` +
+    `(patched block − unpatched block) per call, with the interquartile range.\n`,
 );
 console.log(
-  "| call | calltrace service | wall ms/call, unpatched | wall ms/call, patched | wall µs added | CPU ms/call, unpatched | CPU ms/call, patched | CPU µs added |",
+  "| call | calltrace service | ms/call unpatched (median) | ms/call patched (median) | wall µs added per call | process CPU µs added per call |",
 );
-console.log("|---|---|---|---|---|---|---|---|");
+console.log("|---|---|---|---|---|---|");
 for (const row of rows) console.log(row);

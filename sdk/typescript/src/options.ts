@@ -16,7 +16,7 @@ export interface InitOptions {
   prices?: PriceOverrides;
   /** Traces held in memory while the service is slow or down; the oldest are dropped beyond this. Default 10000. */
   maxQueueSize?: number;
-  /** Traces sent at the same time. Default 4. */
+  /** Traces in flight at once (pipelined on one connection). Default 16. */
   concurrency?: number;
   /** Time allowed for one send before it counts as a network error. Default 10000 ms. */
   requestTimeoutMs?: number;
@@ -63,13 +63,17 @@ export function resolveOptions(options: InitOptions, env: NodeJS.ProcessEnv): Re
   if (endpoint.protocol !== "http:" && endpoint.protocol !== "https:") {
     throw new TypeError(`calltrace: endpoint must be an http or https URL: ${endpointText}`);
   }
-  const apiKey = options.apiKey ?? env.CALLTRACE_API_KEY;
+  const apiKey = (options.apiKey ?? env.CALLTRACE_API_KEY)?.trim() || undefined;
+  // It goes into a header line: anything but printable ASCII could break it.
+  if (apiKey !== undefined && !/^[\x21-\x7e]+$/.test(apiKey)) {
+    throw new TypeError("calltrace: the API key may only hold printable ASCII characters");
+  }
   return {
-    apiKey: apiKey?.trim() ? apiKey.trim() : undefined,
+    apiKey,
     endpoint,
     prices: options.prices ?? {},
     maxQueueSize: positive("maxQueueSize", options.maxQueueSize, 10_000),
-    concurrency: positive("concurrency", options.concurrency, 4),
+    concurrency: positive("concurrency", options.concurrency, 16),
     requestTimeoutMs: positive("requestTimeoutMs", options.requestTimeoutMs, 10_000),
     maxAttempts: positive("maxAttempts", options.maxAttempts, 5),
     retryBaseDelayMs: positive("retryBaseDelayMs", options.retryBaseDelayMs, 500),

@@ -1,4 +1,4 @@
-import type { PostResult } from "./post-json.js";
+import type { PostResult } from "./pipelined-connection.js";
 
 export interface RetryPolicy {
   /** Attempts per trace, the first included. */

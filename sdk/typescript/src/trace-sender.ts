@@ -1,9 +1,8 @@
 import { randomUUID } from "node:crypto";
-import http from "node:http";
-import https from "node:https";
 import { performance } from "node:perf_hooks";
+import type tls from "node:tls";
 import { BoundedQueue } from "./bounded-queue.js";
-import { postJson, type PostResult } from "./post-json.js";
+import { PipelinedConnection, type PostResult } from "./pipelined-connection.js";
 import { retryDelay, type RetryPolicy } from "./retry-delay.js";
 import type { Trace } from "./trace.js";
 
@@ -11,10 +10,13 @@ export interface TraceSenderOptions {
   endpoint: URL;
   apiKey: string;
   queueSize: number;
+  /** Traces in flight at once (pipelined on one connection). */
   concurrency: number;
   requestTimeoutMs: number;
   retry: RetryPolicy;
   warn: (message: string) => void;
+  /** Extra TLS options for an https endpoint. */
+  tls?: tls.ConnectionOptions;
 }
 
 /** Delivery counters since the sender was created. */
@@ -41,18 +43,16 @@ const FOREVER_MS = 2 ** 31 - 1;
 
 /**
  * Delivers traces in the background: a bounded queue drained by a few
- * workers, each POSTing one trace at a time, with retries on 429, 503 and
- * network errors. A "try later" from the service pauses every worker, since
+ * workers, each POSTing one trace at a time over a shared pipelined
+ * connection, with retries on 429, 503 and network errors. A "try later" from the service pauses every worker, since
  * they all talk to the same server. Nothing here throws to the caller or keeps
  * the process alive; only `flush()` holds the process open while it waits.
  */
 export class TraceSender {
   readonly #options: TraceSenderOptions;
-  readonly #post: typeof postJson;
   readonly #queue: BoundedQueue<Pending>;
-  readonly #agent: http.Agent;
-  readonly #headers: Record<string, string>;
-  readonly #controller = new AbortController();
+  readonly #connection: PipelinedConnection;
+  readonly #headers: string;
   readonly #idleWaiters = new Set<() => void>();
   readonly #pauses = new Set<() => void>();
   readonly #warned = new Set<string>();
@@ -63,16 +63,16 @@ export class TraceSender {
   #resumeAt = 0;
   #closed = false;
 
-  constructor(options: TraceSenderOptions, post: typeof postJson = postJson) {
+  constructor(options: TraceSenderOptions) {
     this.#options = options;
-    this.#post = post;
     this.#queue = new BoundedQueue(options.queueSize);
-    const Agent = options.endpoint.protocol === "https:" ? https.Agent : http.Agent;
-    this.#agent = new Agent({ keepAlive: true, maxSockets: options.concurrency });
-    this.#headers = {
-      Authorization: `Bearer ${options.apiKey}`,
-      "Content-Type": "application/json",
-    };
+    this.#connection = new PipelinedConnection(options.endpoint, {
+      timeoutMs: options.requestTimeoutMs,
+      idleMs: 4_000, // under the 5 s keep-alive timeout of a Node server
+      tls: options.tls,
+    });
+    // The key was checked to be printable ASCII, so it cannot break a header line.
+    this.#headers = `Authorization: Bearer ${options.apiKey}\r\nContent-Type: application/json\r\n`;
   }
 
   /** Queues a trace and returns at once. */
@@ -121,9 +121,8 @@ export class TraceSender {
     if (this.#closed) return;
     this.#closed = true;
     this.#queue.clear();
-    this.#controller.abort();
+    this.#connection.close();
     for (const resume of this.#pauses) resume();
-    this.#agent.destroy();
   }
 
   async #work(): Promise<void> {
@@ -139,7 +138,7 @@ export class TraceSender {
 
   async #deliver(pending: Pending): Promise<void> {
     const body = JSON.stringify(pending.trace);
-    const headers = { ...this.#headers, "Idempotency-Key": pending.idempotencyKey };
+    const headers = `${this.#headers}Idempotency-Key: ${pending.idempotencyKey}\r\n`;
     for (let attempt = 1; ; attempt++) {
       await this.#pauseUntilResume();
       if (this.#closed) {
@@ -148,13 +147,9 @@ export class TraceSender {
       }
       let outcome: PostResult | undefined;
       try {
-        outcome = await this.#post(this.#options.endpoint, headers, body, {
-          agent: this.#agent,
-          timeoutMs: this.#options.requestTimeoutMs,
-          signal: this.#controller.signal,
-        });
+        outcome = await this.#connection.post(headers, body);
       } catch {
-        outcome = undefined; // network error, timeout or abort: swallowed
+        outcome = undefined; // network error, timeout or close: swallowed
       }
       if (outcome && outcome.status >= 200 && outcome.status < 300) {
         this.#sent++;

@@ -92,7 +92,7 @@ describe("delivery", () => {
   });
 
   it("gives up after maxAttempts and warns once", async () => {
-    startSender();
+    startSender({ concurrency: 1 }); // one request in flight: every attempt reaches the server
     service.answers.push("reset", "reset", "reset", "reset", "reset", "reset", "reset", "reset");
     sender.enqueue(trace(1));
     sender.enqueue(trace(2));
