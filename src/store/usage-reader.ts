@@ -18,8 +18,10 @@ export interface UsageGrouping {
   /** The provider and model. */
   model?: boolean;
   country?: boolean;
-  /** The latency bucket (latency-bucket.ts). */
+  /** Calls per latency bucket (latency-bucket.ts). */
   latency?: boolean;
+  /** Sums per status; false when only the latency buckets are wanted. Default true. */
+  sums?: boolean;
 }
 
 /** The dimensions of one group of traces; those not grouped by are absent. */
@@ -108,7 +110,7 @@ export function usageReader(cells: UsageQuery, retentionMs: number): Omit<TraceR
     },
     async latencyHistogram(accountId, filter) {
       const counts = new Array<number>(histogramBoundsMs.length + 1).fill(0);
-      for (const cell of (await query(accountId, filter, { latency: true })).latency) {
+      for (const cell of (await query(accountId, filter, { latency: true, sums: false })).latency) {
         const bound = latencyBucketBound(cell.bucket);
         const slot = histogramBoundsMs.findIndex((upper) => bound <= upper);
         counts[slot === -1 ? histogramBoundsMs.length : slot]! += cell.calls;

@@ -57,7 +57,7 @@ export function mongoTraceReader(c: MongoCollections, retentionMs: number): Trac
       return [...joined.values()];
     };
     const [sumRows, latencyRows] = await Promise.all([
-      group({ ...id, status: "$meta.status" }, sums),
+      grouping.sums === false ? Promise.resolve([]) : group({ ...id, status: "$meta.status" }, sums),
       grouping.latency ? group({ ...id, bucket: "$latencyBucket" }, { calls: sums.calls }) : Promise.resolve([]),
     ]);
     return {

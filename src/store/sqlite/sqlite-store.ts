@@ -67,6 +67,7 @@ export function openSqliteStore(dataDir: string, options: RetentionOptions = {})
     deleteExpiredDays: db.prepare(`DELETE FROM usage_daily WHERE day < ?`),
     deleteExpiredCountryDays: db.prepare(`DELETE FROM usage_country_daily WHERE day < ?`),
     deleteExpiredLatencyDays: db.prepare(`DELETE FROM latency_daily WHERE day < ?`),
+    deleteExpiredAllLatencyDays: db.prepare(`DELETE FROM latency_daily_all WHERE day < ?`),
     touchKey: db.prepare(`UPDATE api_keys SET last_used_at = ? WHERE id = ?`),
     exportPage: db.prepare(
       `SELECT * FROM traces WHERE seq > @after AND received_at >= @since AND received_at < @until
@@ -151,6 +152,7 @@ export function openSqliteStore(dataDir: string, options: RetentionOptions = {})
     statements.deleteExpiredDays.run(Math.floor(cutoff / dayMs));
     statements.deleteExpiredCountryDays.run(Math.floor(cutoff / dayMs));
     statements.deleteExpiredLatencyDays.run(Math.floor(cutoff / dayMs));
+    statements.deleteExpiredAllLatencyDays.run(Math.floor(cutoff / dayMs));
   });
   deleteExpired(Date.now());
   const sweeper = setInterval(() => deleteExpired(Date.now()), sweepIntervalMs).unref();

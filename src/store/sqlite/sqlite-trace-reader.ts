@@ -55,9 +55,13 @@ export function sqliteTraceReader(db: Database.Database, retentionMs: number): T
     const days = (from: number, to: number) => {
       const range = `WHERE account_id = @account AND day >= @from AND day < @to${filters}`;
       const table = grouping.country ? "usage_country_daily" : "usage_daily";
-      out.sums.push(...run<UsageCell>(`SELECT ${[...dims, "status"].join(", ")}, SUM(calls) AS calls, ${sums} FROM ${table} ${range}${groupBy([...dims, "status"])}`, { from, to }));
+      if (grouping.sums !== false) {
+        out.sums.push(...run<UsageCell>(`SELECT ${[...dims, "status"].join(", ")}, SUM(calls) AS calls, ${sums} FROM ${table} ${range}${groupBy([...dims, "status"])}`, { from, to }));
+      }
       if (grouping.latency) {
-        out.latency.push(...run<LatencyCell>(`SELECT ${[...dims, "bucket"].join(", ")}, SUM(calls) AS calls FROM latency_daily ${range}${groupBy([...dims, "bucket"])}`, { from, to }));
+        // Without a key or status filter, the table summed over them answers with a sixth of the rows.
+        const latencyTable = filter.keyId === undefined && filter.status === undefined ? "latency_daily_all" : "latency_daily";
+        out.latency.push(...run<LatencyCell>(`SELECT ${[...dims, "bucket"].join(", ")}, SUM(calls) AS calls FROM ${latencyTable} ${range}${groupBy([...dims, "bucket"])}`, { from, to }));
       }
     };
     /** Part of a day, from the traces. */
@@ -65,7 +69,9 @@ export function sqliteTraceReader(db: Database.Database, retentionMs: number): T
       if (from >= to) return;
       const column = (d: string) => (d === "day" ? "received_at / 86400000 AS day" : d === "bucket" ? "latency_bucket(latency_ms) AS bucket" : d);
       const range = `WHERE account_id = @account AND received_at >= @from AND received_at < @to${filters}`;
-      out.sums.push(...run<UsageCell>(`SELECT ${[...dims, "status"].map(column).join(", ")}, COUNT(*) AS calls, ${sums} FROM traces ${range}${groupBy([...dims, "status"])}`, { from, to }));
+      if (grouping.sums !== false) {
+        out.sums.push(...run<UsageCell>(`SELECT ${[...dims, "status"].map(column).join(", ")}, COUNT(*) AS calls, ${sums} FROM traces ${range}${groupBy([...dims, "status"])}`, { from, to }));
+      }
       if (grouping.latency) {
         out.latency.push(...run<LatencyCell>(`SELECT ${[...dims, "bucket"].map(column).join(", ")}, COUNT(*) AS calls FROM traces ${range}${groupBy([...dims, "bucket"])}`, { from, to }));
       }

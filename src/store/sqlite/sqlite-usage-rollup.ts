@@ -17,7 +17,7 @@ const sumsUpdate = `calls = calls + excluded.calls, cost_usd = cost_usd + exclud
   tokens_in = tokens_in + excluded.tokens_in, tokens_out = tokens_out + excluded.tokens_out`;
 
 /**
- * Keeps the daily roll-ups (usage_daily, usage_country_daily, latency_daily) in step with the
+ * Keeps the daily roll-ups (usage_daily, usage_country_daily, latency_daily, latency_daily_all) in step with the
  * traces. The returned function must run inside the transaction that inserts the traces, so a
  * roll-up never counts a trace that was not committed, or misses one that was. A batch is
  * summed in memory first: one upsert per distinct group, not one per trace.
@@ -35,18 +35,25 @@ export function sqliteUsageRollup(db: Database.Database): (traces: StoredTrace[]
     `INSERT INTO latency_daily (account_id, day, provider, model, bucket, status, key_id, calls)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET calls = calls + excluded.calls`,
   );
+  const latencyAll = db.prepare(
+    `INSERT INTO latency_daily_all (account_id, day, provider, model, bucket, calls)
+     VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET calls = calls + excluded.calls`,
+  );
 
   return (traces) => {
-    const groups = { usage: new Map<string, Sums>(), country: new Map<string, Sums>(), latency: new Map<string, Sums>() };
+    const groups = { usage: new Map<string, Sums>(), country: new Map<string, Sums>(), latency: new Map<string, Sums>(), latencyAll: new Map<string, Sums>() };
     for (const t of traces) {
       const day = Math.floor(timestampMs(t.receivedAt!) / dayMs);
       add(groups.usage, [t.accountId, day, t.provider, t.model, t.status, t.keyId], t);
       add(groups.country, [t.accountId, day, t.country, t.provider, t.model, t.status, t.keyId], t);
-      add(groups.latency, [t.accountId, day, t.provider, t.model, latencyBucket(t.latencyMs), t.status, t.keyId], t);
+      const bucket = latencyBucket(t.latencyMs);
+      add(groups.latency, [t.accountId, day, t.provider, t.model, bucket, t.status, t.keyId], t);
+      add(groups.latencyAll, [t.accountId, day, t.provider, t.model, bucket], t);
     }
     for (const s of groups.usage.values()) usage.run(...s.params, s.calls, s.cost, s.tokensIn, s.tokensOut);
     for (const s of groups.country.values()) country.run(...s.params, s.calls, s.cost, s.tokensIn, s.tokensOut);
     for (const s of groups.latency.values()) latency.run(...s.params, s.calls);
+    for (const s of groups.latencyAll.values()) latencyAll.run(...s.params, s.calls);
   };
 }
 
