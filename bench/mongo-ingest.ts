@@ -11,7 +11,7 @@ import { openMongoStore } from "../src/store/mongo/mongo-store.js";
 import { startMongoTestServer } from "../test/support/ferretdb.js";
 import { wrkPost, type LoadSettings } from "./support/load.js";
 import { calltrace, repoRoot, startListening } from "./support/processes.js";
-import { machineLine, table, writeResultsSection } from "./support/results.js";
+import { machineLine, writeResultsSection } from "./support/results.js";
 
 const settings: LoadSettings = {
   connections: Number(process.env.BENCH_CONNECTIONS ?? 64),
