@@ -6,17 +6,16 @@
 // Calls run in pairs of blocks of BLOCK calls, one block per copy, back to
 // back; the difference within each pair cancels machine load that drifts
 // slower than a pair, and the median over pairs is reported with its
-// interquartile range. A block's times include the background sending of the
-// traces its calls caused (except the last, which may spill into the next
-// block). Wall time is what the application waits; the sending mostly runs
-// while it waits on the provider, so it shows more in CPU than in wall time.
+// interquartile range. With the service up, a patched block ends with
+// flush(), so its times include delivering every trace it caused. With the
+// service down, traces only queue (and are retried, then dropped).
 //
 // Run: npm run bench (BENCH_CALLS sets the calls per copy and scenario).
 import { fork } from "node:child_process";
 import { createRequire } from "node:module";
 import { cpus, loadavg } from "node:os";
 import { performance } from "node:perf_hooks";
-import { init, shutdown, stats } from "calltrace-sdk";
+import { flush, init, shutdown, stats } from "calltrace-sdk";
 
 const CALLS = Number(process.env.BENCH_CALLS ?? 3000);
 const WARMUP = 500;
@@ -81,10 +80,11 @@ function spread(values: number[]) {
   return { median: median(values), q1: at(0.25), q3: at(0.75) };
 }
 
-async function timeBlock(client: Client, call: Call) {
+async function timeBlock(client: Client, call: Call, drain: boolean) {
   const startCpu = process.cpuUsage();
   const start = performance.now();
   for (let i = 0; i < BLOCK; i++) await call(client);
+  if (drain) await flush(); // the block pays for delivering all of its traces
   const wall = (performance.now() - start) / BLOCK;
   const used = process.cpuUsage(startCpu);
   return { wall, cpu: (used.user + used.system) / 1000 / BLOCK };
@@ -92,11 +92,11 @@ async function timeBlock(client: Client, call: Call) {
 
 // Each pair runs a block on each copy back to back (in alternating order);
 // the per-pair differences cancel load that drifts slower than a pair.
-async function measure(plain: Client, traced: Client, call: Call) {
+async function measure(plain: Client, traced: Client, call: Call, drain: boolean) {
   const samples = { plainWall: [] as number[], tracedWall: [] as number[], wall: [] as number[], cpu: [] as number[] };
   for (let pair = 0; pair < (WARMUP + CALLS) / BLOCK; pair++) {
-    const first = await timeBlock(pair % 2 ? plain : traced, call);
-    const second = await timeBlock(pair % 2 ? traced : plain, call);
+    const first = await timeBlock(pair % 2 ? plain : traced, call, drain && pair % 2 === 0);
+    const second = await timeBlock(pair % 2 ? traced : plain, call, drain && pair % 2 === 1);
     if (pair * BLOCK < WARMUP) continue;
     const [p, t] = pair % 2 ? [first, second] : [second, first];
     samples.plainWall.push(p.wall);
@@ -128,7 +128,7 @@ for (const [service, endpoint] of [
     const options = { apiKey: "sk-fake", baseURL: `${provider.url}/v1`, maxRetries: 0, ...clientOptions };
     const plain: Client = new plainOpenAI.OpenAI(options);
     const traced: Client = new tracedOpenAI.OpenAI(options);
-    const m = await measure(plain, traced, call);
+    const m = await measure(plain, traced, call, service === "up");
     const us = (ms: number) => (ms * 1000).toFixed(0);
     const added = (d: { median: number; q1: number; q3: number }) => `**${us(d.median)}** (${us(d.q1)} to ${us(d.q3)})`;
     rows.push(`| ${name} | ${service} | ${m.plain.toFixed(3)} | ${m.traced.toFixed(3)} | ${added(m.wall)} | ${added(m.cpu)} |`);

@@ -26,8 +26,6 @@ export interface CallTraceStats extends DeliveryStats {
  * starts from nothing.
  */
 export class CallTrace {
-  /** Resolves once the ESM builds of the provider packages are patched too. */
-  readonly ready: Promise<void>;
   readonly #options: ResolvedOptions;
   readonly #sender: TraceSender | undefined;
   readonly #recorder: TraceRecorder | undefined;
@@ -35,16 +33,15 @@ export class CallTrace {
   readonly #instrumented: string[] = [];
   #unpatched = false;
 
+  /**
+   * Checks the options and prepares the tracer, without side effects: a
+   * configuration that cannot work throws here, before anything is patched.
+   */
   constructor(options: InitOptions = {}, env: NodeJS.ProcessEnv = process.env) {
     this.#options = resolveOptions(options, env);
     const prices = new PriceTable(this.#options.prices);
     const { apiKey, warn } = this.#options;
-    if (apiKey === undefined) {
-      warn("no API key (pass apiKey to init() or set CALLTRACE_API_KEY); tracing is off");
-      this.ready = Promise.resolve();
-      return;
-    }
-    if (!apiKey.startsWith("ct_")) warn("the API key does not start with ct_; the service will likely reject it");
+    if (apiKey === undefined) return;
     const sender = new TraceSender({
       endpoint: this.#options.endpoint,
       apiKey,
@@ -60,13 +57,26 @@ export class CallTrace {
     });
     this.#sender = sender;
     this.#recorder = new TraceRecorder(apiKey, prices, (trace) => sender.enqueue(trace), warn);
+  }
+
+  /**
+   * Patches the installed provider libraries. CommonJS builds load
+   * synchronously, so a CommonJS application is traced as soon as this
+   * returns; ESM builds load asynchronously: the promise resolves when they
+   * are patched too.
+   */
+  start(): Promise<void> {
+    const { apiKey, warn } = this.#options;
+    if (apiKey === undefined) {
+      warn("no API key (pass apiKey to init() or set CALLTRACE_API_KEY); tracing is off");
+      return Promise.resolve();
+    }
+    if (!apiKey.startsWith("ct_")) warn("the API key does not start with ct_; the service will likely reject it");
     process.on("beforeExit", this.#flushBeforeExit);
-    // CommonJS builds load synchronously, so a CommonJS application is traced
-    // as soon as init() returns; ESM builds only load asynchronously.
     for (const instrumentation of INSTRUMENTATIONS) {
       this.#patch(instrumentation, "cjs", () => requirePackage(instrumentation.packageName));
     }
-    this.ready = Promise.all(
+    return Promise.all(
       INSTRUMENTATIONS.map(async (instrumentation) => {
         let esm: unknown;
         try {

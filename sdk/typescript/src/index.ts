@@ -13,14 +13,16 @@ let current: CallTrace | undefined;
  * @anthropic-ai/sdk, @google/genai). CommonJS copies are patched before this
  * returns; `await` it to be sure the ESM copies are too. Calling it again
  * replaces the previous configuration: the old tracer is unpatched and
- * flushed in the background.
+ * flushed in the background. Options that cannot work throw a TypeError and
+ * leave the previous configuration in place.
  */
 export function init(options: InitOptions = {}): Promise<void> {
+  const next = new CallTrace(options); // throws on a bad configuration, with the previous one intact
   const previous = current;
   previous?.unpatch();
-  current = new CallTrace(options);
+  current = next;
   void previous?.shutdown();
-  return current.ready;
+  return next.start();
 }
 
 /** Waits until every trace recorded so far is delivered or given up; `false` if `timeoutMs` passed first. */

@@ -25,10 +25,12 @@ export async function importPackage(name: string): Promise<unknown> {
 function notInstalled(error: unknown, name: string): undefined {
   const code = (error as { code?: unknown } | null)?.code;
   const message = error instanceof Error ? error.message : "";
-  // A missing package is skipped silently; a package that is there but fails
-  // to load (or misses a dependency of its own) is worth an error.
+  // A missing package is skipped silently, as is the CommonJS side of an
+  // ESM-only package; a package that is there but fails to load (or misses a
+  // dependency of its own) is worth a warning.
   if ((code === "MODULE_NOT_FOUND" || code === "ERR_MODULE_NOT_FOUND") && message.includes(`'${name}'`)) {
     return undefined;
   }
+  if (code === "ERR_REQUIRE_ESM") return undefined;
   throw error;
 }

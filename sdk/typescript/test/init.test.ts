@@ -108,6 +108,13 @@ describe("a second init", () => {
     await other.close();
   });
 
+  it("that throws on a bad configuration leaves the first in place", async () => {
+    await init({ apiKey: TEST_KEY, endpoint: service.endpoint });
+    expect(() => init({ apiKey: TEST_KEY, endpoint: "nowhere" })).toThrow(TypeError);
+    const traces = await tracesOf(() => client.chat.completions.create({ model: "gpt-4o", messages }));
+    expect(traces).toMatchObject([{ provider: "openai", api_key: TEST_KEY }]);
+  });
+
   it("after shutdown, nothing is traced", async () => {
     await init({ apiKey: TEST_KEY, endpoint: service.endpoint });
     await shutdown();
