@@ -18,7 +18,8 @@ export async function accountsCommand(argv: string[]): Promise<void> {
   const config = resolveConfig(values);
   const plans = loadPlans(config.plansFile);
   const [action, ...args] = positionals;
-  if (action !== "list" && action !== "set-plan" && action !== "create") throw new UsageError("accounts needs one of: list, set-plan, create");
+  if (action !== "list" && action !== "set-plan" && action !== "create")
+    throw new UsageError("accounts needs one of: list, set-plan, create");
   if (action === "set-plan" && args.length !== 2) throw new UsageError("accounts set-plan needs <account-id> <plan>");
   if (action === "create" && (values.email === undefined || values["password-stdin"] !== true)) {
     throw new UsageError("accounts create needs --email EMAIL --password-stdin (the password is read from standard input)");
@@ -38,14 +39,33 @@ async function listAccounts(store: Store, json: boolean): Promise<void> {
   const keys = await store.keys.listKeys();
   const activeKeys = (accountId: string) => keys.filter((k) => k.accountId === accountId && !k.revokedAt).length;
   if (json) {
-    const rows = accounts.map((a) => ({ id: a.id, name: a.name, plan: a.plan, emails: a.emails, active_keys: activeKeys(a.id), created: a.createdAt.toISOString() }));
+    const rows = accounts.map((a) => ({
+      id: a.id,
+      name: a.name,
+      plan: a.plan,
+      emails: a.emails,
+      active_keys: activeKeys(a.id),
+      created: a.createdAt.toISOString(),
+    }));
     console.log(JSON.stringify(rows));
     return;
   }
   const header = ["ID", "PLAN", "KEYS", "CREATED", "USERS"];
-  const rows = accounts.map((a) => [a.id, a.plan, String(activeKeys(a.id)), a.createdAt.toISOString(), a.emails.join(", ") || `(no users) ${a.name}`]);
+  const rows = accounts.map((a) => [
+    a.id,
+    a.plan,
+    String(activeKeys(a.id)),
+    a.createdAt.toISOString(),
+    a.emails.join(", ") || `(no users) ${a.name}`,
+  ]);
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  for (const row of [header, ...rows]) console.log(row.map((cell, i) => cell.padEnd(widths[i]!)).join("  ").trimEnd());
+  for (const row of [header, ...rows])
+    console.log(
+      row
+        .map((cell, i) => cell.padEnd(widths[i]!))
+        .join("  ")
+        .trimEnd(),
+    );
 }
 
 async function setPlan(store: Store, plans: Plans, accountId: string, plan: string): Promise<void> {
@@ -63,7 +83,12 @@ async function createAccount(store: Store, plans: Plans, email: string, plan: st
   if (password.length < 10) throw new UsageError("the password must be at least 10 characters");
   const normalized = email.trim().toLowerCase();
   try {
-    const { account } = await store.users.createUserWithAccount({ email: normalized, passwordHash: await hashPassword(password), accountName: normalized, plan });
+    const { account } = await store.users.createUserWithAccount({
+      email: normalized,
+      passwordHash: await hashPassword(password),
+      accountName: normalized,
+      plan,
+    });
     console.log(`created account ${account.id} (${plan}) for ${normalized}`);
   } catch (error) {
     if (error instanceof EmailTakenError) throw new UsageError(`a user with email ${normalized} exists already`);

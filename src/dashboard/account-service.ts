@@ -2,7 +2,7 @@ import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
 import {
-  AccountService,
+  type AccountService,
   ApiKeySchema,
   CreateKeyResponseSchema,
   GetAccountResponseSchema,

@@ -1,7 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
 import {
-  AuthService,
+  type AuthService,
   GetSessionResponseSchema,
   LogInResponseSchema,
   LogOutResponseSchema,
@@ -33,21 +33,22 @@ const wrongCredentials = () => new ConnectError("wrong email or password", Code.
 /** AuthService: sign-up, log-in and log-out with cookie sessions. */
 export function authService(deps: AuthServiceDeps): ServiceImpl<typeof AuthService> {
   const { users, sessions, throttle } = deps;
-  const setCookies = (context: HandlerContext, cookies: string[]) => cookies.forEach((c) => context.responseHeader.append("set-cookie", c));
+  const setCookies = (context: HandlerContext, cookies: string[]) => {
+    for (const cookie of cookies) context.responseHeader.append("set-cookie", cookie);
+  };
 
   return {
     async signUp(request, context) {
       assertSameOrigin(context.requestHeader, context.url);
       if (!deps.signupOpen) throw new ConnectError("sign-up is closed on this installation", Code.PermissionDenied);
       const email = normalizeEmail(request.email);
-      let created;
-      try {
-        const passwordHash = await hashPassword(request.password);
-        created = await users.createUserWithAccount({ email, passwordHash, accountName: email, plan: deps.signupPlan });
-      } catch (error) {
-        if (error instanceof EmailTakenError) throw new ConnectError("an account with this email exists already", Code.AlreadyExists);
-        throw error;
-      }
+      const passwordHash = await hashPassword(request.password);
+      const created = await users
+        .createUserWithAccount({ email, passwordHash, accountName: email, plan: deps.signupPlan })
+        .catch((error: unknown) => {
+          if (error instanceof EmailTakenError) throw new ConnectError("an account with this email exists already", Code.AlreadyExists);
+          throw error;
+        });
       setCookies(context, await sessions.start(created.user, deps.isSecure(context)));
       return create(SignUpResponseSchema, { session: { email, accountId: created.account.id } });
     },
@@ -94,10 +95,7 @@ function normalizeEmail(email: string): string {
 
 function tooManyAttempts(wait: number): ConnectError {
   const retry = create(RetryInfoSchema, { retryDelay: { seconds: BigInt(wait) } });
-  return new ConnectError(
-    `too many failed log-ins; try again in ${wait} s`,
-    Code.ResourceExhausted,
-    { "retry-after": String(wait) },
-    [{ desc: RetryInfoSchema, value: retry }],
-  );
+  return new ConnectError(`too many failed log-ins; try again in ${wait} s`, Code.ResourceExhausted, { "retry-after": String(wait) }, [
+    { desc: RetryInfoSchema, value: retry },
+  ]);
 }

@@ -63,10 +63,21 @@ export function createDashboard(options: DashboardOptions): Dashboard {
     routes(router) {
       router.service(
         AuthService,
-        authService({ users: options.users, sessions, throttle: createLoginThrottle(options.loginThrottle), signupOpen: options.signupOpen, signupPlan, isSecure }),
+        authService({
+          users: options.users,
+          sessions,
+          throttle: createLoginThrottle(options.loginThrottle),
+          signupOpen: options.signupOpen,
+          signupPlan,
+          isSecure,
+        }),
         { interceptors: [validationInterceptor()] },
       );
-      router.service(AccountService, accountService({ keys: options.keys, reader: options.reader, plans: options.plans, ...(options.now ? { now: options.now } : {}) }), guarded);
+      router.service(
+        AccountService,
+        accountService({ keys: options.keys, reader: options.reader, plans: options.plans, ...(options.now ? { now: options.now } : {}) }),
+        guarded,
+      );
       router.service(QueryService, queryService(options.reader), guarded);
     },
     serve(req, res) {

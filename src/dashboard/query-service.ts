@@ -8,7 +8,7 @@ import {
   GetUsageByModelResponseSchema,
   GetUsageTotalsResponseSchema,
   ListTracesResponseSchema,
-  QueryService,
+  type QueryService,
 } from "../../gen/calltrace/v1/query_service_pb.js";
 import { InvalidCursorError } from "../store/trace-cursor.js";
 import type { TraceReader } from "../store/trace-reader.js";

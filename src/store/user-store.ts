@@ -35,7 +35,12 @@ export class EmailTakenError extends Error {
 /** Dashboard users, their sessions, and account administration. Implemented by every store adapter. */
 export interface UserStore {
   /** Sign-up: a new account on `plan` and its first user, both or neither. */
-  createUserWithAccount(input: { email: string; passwordHash: string; accountName: string; plan: string }): Promise<{ user: UserRecord; account: AccountRecord }>;
+  createUserWithAccount(input: {
+    email: string;
+    passwordHash: string;
+    accountName: string;
+    plan: string;
+  }): Promise<{ user: UserRecord; account: AccountRecord }>;
   findUserByEmail(email: string): Promise<UserRecord | undefined>;
   getUser(id: string): Promise<UserRecord | undefined>;
   createSession(session: SessionRecord): Promise<void>;

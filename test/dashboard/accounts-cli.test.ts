@@ -16,7 +16,12 @@ describe("calltrace accounts", () => {
     const accountId = /created account (acc_\S+) \(free\) for owner@example.com/.exec(created.stdout)?.[1];
     expect(accountId).toBeDefined();
 
-    const listed = JSON.parse(runCli(["accounts", "list", "--json"], env)) as { id: string; plan: string; emails: string[]; active_keys: number }[];
+    const listed = JSON.parse(runCli(["accounts", "list", "--json"], env)) as {
+      id: string;
+      plan: string;
+      emails: string[];
+      active_keys: number;
+    }[];
     expect(listed).toEqual([expect.objectContaining({ id: accountId, plan: "free", emails: ["owner@example.com"], active_keys: 0 })]);
 
     expect(runCli(["accounts", "set-plan", accountId!, "pro"], env)).toContain(`account ${accountId} is now on plan pro`);

@@ -29,7 +29,16 @@ describe("dashboard in a real browser", { timeout: 60_000 }, () => {
     context = await chromium.launchPersistentContext(tempDir("calltrace-chromium-"), {
       executablePath: chromiumPath,
       headless: true,
-      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+      args: [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+      ],
       acceptDownloads: true,
       viewport: { width: 1400, height: 900 },
     });
@@ -45,7 +54,10 @@ describe("dashboard in a real browser", { timeout: 60_000 }, () => {
   });
 
   async function send(country: keyof typeof addresses, fields: Record<string, unknown>): Promise<number> {
-    const res = await postTrace(service.url, traceBody(key, fields), { key, headers: { "x-forwarded-for": `10.0.0.1, ${addresses[country]}` } });
+    const res = await postTrace(service.url, traceBody(key, fields), {
+      key,
+      headers: { "x-forwarded-for": `10.0.0.1, ${addresses[country]}` },
+    });
     return res.status;
   }
 
@@ -75,11 +87,44 @@ describe("dashboard in a real browser", { timeout: 60_000 }, () => {
   });
 
   it("shows traces sent through the REST endpoint with their values, filters them and downloads CSV", async () => {
-    expect(await send("US", { provider: "openai", model: "gpt-4o", tokens_in: 1200, tokens_out: 350, latency_ms: 842, cost_usd: 0.0065 })).toBe(202);
-    expect(await send("US", { provider: "openai", model: "gpt-4o-mini", tokens_in: 300, tokens_out: 20, latency_ms: 210, cost_usd: 0.000057 })).toBe(202);
-    expect(await send("GB", { provider: "anthropic", model: "claude-sonnet-4", tokens_in: 5000, tokens_out: 900, latency_ms: 2300, cost_usd: 0.0285 })).toBe(202);
-    expect(await send("GB", { provider: "anthropic", model: "claude-sonnet-4", tokens_in: 700, tokens_out: 0, latency_ms: 95, cost_usd: 0, status: "error", error: "overloaded_error: try again" })).toBe(202);
-    expect(await send("IE", { provider: "gemini", model: "gemini-2.5-flash", tokens_in: 64, tokens_out: 12, latency_ms: 388, cost_usd: 0.0000123 })).toBe(202);
+    expect(
+      await send("US", { provider: "openai", model: "gpt-4o", tokens_in: 1200, tokens_out: 350, latency_ms: 842, cost_usd: 0.0065 }),
+    ).toBe(202);
+    expect(
+      await send("US", { provider: "openai", model: "gpt-4o-mini", tokens_in: 300, tokens_out: 20, latency_ms: 210, cost_usd: 0.000057 }),
+    ).toBe(202);
+    expect(
+      await send("GB", {
+        provider: "anthropic",
+        model: "claude-sonnet-4",
+        tokens_in: 5000,
+        tokens_out: 900,
+        latency_ms: 2300,
+        cost_usd: 0.0285,
+      }),
+    ).toBe(202);
+    expect(
+      await send("GB", {
+        provider: "anthropic",
+        model: "claude-sonnet-4",
+        tokens_in: 700,
+        tokens_out: 0,
+        latency_ms: 95,
+        cost_usd: 0,
+        status: "error",
+        error: "overloaded_error: try again",
+      }),
+    ).toBe(202);
+    expect(
+      await send("IE", {
+        provider: "gemini",
+        model: "gemini-2.5-flash",
+        tokens_in: 64,
+        tokens_out: 12,
+        latency_ms: 388,
+        cost_usd: 0.0000123,
+      }),
+    ).toBe(202);
 
     await page.getByRole("link", { name: "Traces" }).click();
     const rows = page.locator("table.traces tbody tr");
@@ -87,7 +132,17 @@ describe("dashboard in a real browser", { timeout: 60_000 }, () => {
     // Newest first: the gemini call was sent last.
     const cells = async (row: number) => (await rows.nth(row).locator("td").allTextContents()).map((t) => t.trim());
     expect((await cells(0)).slice(1, 10)).toEqual(["gemini", "gemini-2.5-flash", "64", "12", "388", "$0.000012", "success", "", "IE"]);
-    expect((await cells(1)).slice(1, 10)).toEqual(["anthropic", "claude-sonnet-4", "700", "0", "95", "$0.000000", "error", "overloaded_error: try again", "GB"]);
+    expect((await cells(1)).slice(1, 10)).toEqual([
+      "anthropic",
+      "claude-sonnet-4",
+      "700",
+      "0",
+      "95",
+      "$0.000000",
+      "error",
+      "overloaded_error: try again",
+      "GB",
+    ]);
     expect((await cells(4)).slice(1, 10)).toEqual(["openai", "gpt-4o", "1,200", "350", "842", "$0.006500", "success", "", "US"]);
     await shot("traces");
 
@@ -102,7 +157,9 @@ describe("dashboard in a real browser", { timeout: 60_000 }, () => {
     await expect.poll(() => rows.count()).toBe(2);
 
     const [download] = await Promise.all([page.waitForEvent("download"), page.getByRole("link", { name: "Download CSV" }).click()]);
-    const csv = readFileSync((await download.path())!, "utf8").trim().split("\n");
+    const csv = readFileSync((await download.path())!, "utf8")
+      .trim()
+      .split("\n");
     expect(csv[0]).toContain("cost_usd");
     expect(csv).toHaveLength(3); // header + the two claude-sonnet-4 traces
     expect(csv.slice(1).every((line) => line.includes("claude-sonnet-4") && line.includes("GB"))).toBe(true);

@@ -10,7 +10,10 @@ async function keyWithTraces(client: DashboardClient, service: TestService, name
   const key = created.plaintext as string;
   for (const overrides of traces) {
     const { forwardedFor, ...fields } = overrides;
-    const res = await postTrace(service.url, traceBody(key, fields), { key, headers: forwardedFor ? { "x-forwarded-for": String(forwardedFor) } : {} });
+    const res = await postTrace(service.url, traceBody(key, fields), {
+      key,
+      headers: forwardedFor ? { "x-forwarded-for": String(forwardedFor) } : {},
+    });
     expect(res.status).toBe(202);
   }
   return { key, id: created.key.id as string };
@@ -71,9 +74,18 @@ describe("dashboard API: accounts, sessions and isolation", () => {
     expect((await alice.ok("AccountService/ListKeys")).keys.map((k: { id: string }) => k.id)).toEqual([aliceKey.id]);
     expect((await alice.ok("QueryService/GetUsageTotals", {})).totals).toMatchObject({ calls: "2", errors: "1" });
     expect((await bob.ok("QueryService/GetUsageTotals", {})).totals).toMatchObject({ calls: "1", costUsd: 0.5 });
-    expect((await alice.ok("QueryService/GetUsageByModel", {})).models.map((m: { model: string }) => m.model).sort()).toEqual(["claude-sonnet-4", "gpt-4o"]);
-    expect((await alice.ok("QueryService/GetUsageByDay", {})).days.map((d: { model: string }) => d.model).sort()).toEqual(["claude-sonnet-4", "gpt-4o"]);
-    expect((await alice.ok("QueryService/GetUsageByCountry", {})).countries.map((c: { country: string }) => c.country).sort()).toEqual(["GB", "US"]);
+    expect((await alice.ok("QueryService/GetUsageByModel", {})).models.map((m: { model: string }) => m.model).sort()).toEqual([
+      "claude-sonnet-4",
+      "gpt-4o",
+    ]);
+    expect((await alice.ok("QueryService/GetUsageByDay", {})).days.map((d: { model: string }) => d.model).sort()).toEqual([
+      "claude-sonnet-4",
+      "gpt-4o",
+    ]);
+    expect((await alice.ok("QueryService/GetUsageByCountry", {})).countries.map((c: { country: string }) => c.country).sort()).toEqual([
+      "GB",
+      "US",
+    ]);
     expect((await bob.ok("QueryService/GetUsageByCountry", {})).countries.map((c: { country: string }) => c.country)).toEqual(["IE"]);
     const buckets = (await bob.ok("QueryService/GetLatencyHistogram", {})).buckets as { calls?: string }[];
     expect(buckets.reduce((sum, b) => sum + Number(b.calls ?? 0), 0)).toBe(1);
@@ -103,7 +115,10 @@ describe("dashboard API: accounts, sessions and isolation", () => {
     expect(lines[0]).toContain("received_at");
     expect(lines).toHaveLength(2);
     expect(lines[1]).toContain("overloaded");
-    const jsonl = (await (await bob.get("/app/export/traces.jsonl")).text()).trim().split("\n").map((l) => JSON.parse(l));
+    const jsonl = (await (await bob.get("/app/export/traces.jsonl")).text())
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     expect(jsonl.length).toBeGreaterThanOrEqual(1);
     expect(jsonl.every((t) => t.key_id === bobKey.id)).toBe(true);
     expect((await new DashboardClient(service.url).get("/app/export/traces.csv")).status).toBe(401);
@@ -111,7 +126,12 @@ describe("dashboard API: accounts, sessions and isolation", () => {
 
   it("calls without a session are unauthenticated", async () => {
     const anonymous = new DashboardClient(service.url);
-    for (const method of ["QueryService/ListTraces", "QueryService/GetUsageTotals", "AccountService/ListKeys", "AccountService/CreateKey"]) {
+    for (const method of [
+      "QueryService/ListTraces",
+      "QueryService/GetUsageTotals",
+      "AccountService/ListKeys",
+      "AccountService/CreateKey",
+    ]) {
       expect((await anonymous.call(method, { name: "x" })).status).toBe(401);
     }
   });
@@ -130,7 +150,11 @@ describe("dashboard API: accounts, sessions and isolation", () => {
   it("CSRF: a request from another site's page is refused, even with the token", async () => {
     const answer = await alice.call("AccountService/CreateKey", { name: "planted" }, { origin: "https://evil.example" });
     expect(answer.body.code).toBe("permission_denied");
-    const login = await new DashboardClient(service.url).call("AuthService/LogIn", { email: "alice@example.com", password }, { origin: "https://evil.example" });
+    const login = await new DashboardClient(service.url).call(
+      "AuthService/LogIn",
+      { email: "alice@example.com", password },
+      { origin: "https://evil.example" },
+    );
     expect(login.body.code).toBe("permission_denied");
     expect((await alice.get("/app/export/traces.csv", { origin: "https://evil.example" })).status).toBe(403);
   });
@@ -191,7 +215,9 @@ describe("dashboard API: log-in limits and session lifetime", () => {
     // Same address, other email: judged on its own (here: wrong), not locked out by the other email's failures.
     expect((await attacker.call("AuthService/LogIn", { email: "erin@example.com", password }, from)).body.code).toBe("unauthenticated");
     // The owner from their own address is not locked out either.
-    expect((await owner.call("AuthService/LogIn", { email: "dave@example.com", password }, { forwardedFor: "198.51.100.20" })).status).toBe(200);
+    expect((await owner.call("AuthService/LogIn", { email: "dave@example.com", password }, { forwardedFor: "198.51.100.20" })).status).toBe(
+      200,
+    );
   });
 
   it("a session stops working when SESSION_TTL has passed", async () => {
@@ -228,8 +254,8 @@ describe("dashboard web app serving", () => {
       expect(res.headers.get("content-security-policy")).toContain("frame-ancestors 'none'");
       expect(await res.text()).toContain('<div id="root">');
     }
-    const escape = await client.get("/app/..%2f..%2fpackage.json");
-    expect(await escape.text()).not.toContain('"dependencies"');
+    const outside = await client.get("/app/..%2f..%2fpackage.json");
+    expect(await outside.text()).not.toContain('"dependencies"');
     expect((await client.get("/nowhere")).status).toBe(404);
   });
 });

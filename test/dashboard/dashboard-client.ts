@@ -1,3 +1,7 @@
+/** A JSON answer whose shape each test checks for itself. */
+// biome-ignore lint/suspicious/noExplicitAny: tests read answers as loosely as JSON is
+export type Json = Record<string, any>;
+
 /** A Connect-JSON answer: HTTP status, parsed body, headers. */
 export interface Answer {
   status: number;
@@ -42,13 +46,13 @@ export class DashboardClient {
   }
 
   /** Calls and insists on success. */
-  async ok(method: string, body: unknown = {}): Promise<Record<string, any>> {
+  async ok(method: string, body: unknown = {}): Promise<Json> {
     const answer = await this.call(method, body);
     if (answer.status !== 200) throw new Error(`${method} answered ${answer.status}: ${JSON.stringify(answer.body)}`);
     return answer.body;
   }
 
-  async signUp(email: string, password = "correct horse battery"): Promise<Record<string, any>> {
+  async signUp(email: string, password = "correct horse battery"): Promise<Json> {
     return this.ok("AuthService/SignUp", { email, password });
   }
 

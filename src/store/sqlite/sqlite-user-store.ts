@@ -88,7 +88,10 @@ export function createSqliteUserStore(db: Database.Database): UserStore {
       statements.deleteExpired.run(now.getTime());
     },
     async listAccounts() {
-      return (statements.listAccounts.all() as AccountRow[]).map((row) => ({ ...toAccount(row), emails: JSON.parse(row.emails ?? "[]") as string[] }));
+      return (statements.listAccounts.all() as AccountRow[]).map((row) => ({
+        ...toAccount(row),
+        emails: JSON.parse(row.emails ?? "[]") as string[],
+      }));
     },
     async setAccountPlan(accountId, plan) {
       if (statements.setPlan.run(plan, accountId).changes === 0) return undefined;
@@ -102,7 +105,13 @@ function toUser(row: UserRow): UserRecord {
 }
 
 function toSession(row: SessionRow): SessionRecord {
-  return { tokenHash: row.token_hash, userId: row.user_id, accountId: row.account_id, createdAt: new Date(row.created_at), expiresAt: new Date(row.expires_at) };
+  return {
+    tokenHash: row.token_hash,
+    userId: row.user_id,
+    accountId: row.account_id,
+    createdAt: new Date(row.created_at),
+    expiresAt: new Date(row.expires_at),
+  };
 }
 
 function toAccount(row: AccountRow): AccountRecord {
