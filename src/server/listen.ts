@@ -47,7 +47,7 @@ export async function listen(handler: Handler, options: ListenOptions): Promise<
     http1 = createHttp1Server(timeouts, handler);
     http2 = createHttp2Server({}, handler);
     const [h1, h2] = [http1, http2];
-    front = createNetServer((socket) =>
+    front = createNetServer({ noDelay: true }, (socket) =>
       sniff(socket, (isH2, head) => {
         if (isH2) return startHttp2Session(h2, socket, head);
         socket.unshift(head);
@@ -113,20 +113,23 @@ function sniff(socket: Socket, route: (isH2: boolean, head: Buffer) => void): vo
 
 /**
  * Hands a connection whose first bytes were already read to the HTTP/2 server. The native
- * session reads the socket itself and, on Node 20, never looks at bytes put back with
- * unshift(), so the bytes read while sniffing are passed to the session's handle directly.
+ * session reads the socket itself; Node 22+ first passes it what is buffered in the socket,
+ * Node 20 does not, so here the buffered bytes (the sniffed head and whatever arrived since)
+ * are passed to the session's handle directly.
  */
 function startHttp2Session(server: Http2Server, socket: Socket, head: Buffer): void {
+  socket.unshift(head);
   let session: ServerHttp2Session | undefined;
   const capture = (s: ServerHttp2Session) => (session = s);
   server.once("session", capture); // emitted synchronously while the connection is taken
   server.emit("connection", socket);
   server.off("session", capture);
+  if (socket.readableLength === 0) return; // this Node version drained it already
   const handleKey = session && Object.getOwnPropertySymbols(session).find((s) => s.description === "kHandle");
   const handle = handleKey && (session as unknown as Record<symbol, { receive?: (data: Buffer) => void }>)[handleKey];
   if (typeof handle?.receive !== "function") {
     socket.destroy(new Error("this Node.js version offers no way to replay the HTTP/2 preface"));
     return;
   }
-  handle.receive(head);
+  for (let chunk: Buffer | null; (chunk = socket.read() as Buffer | null) !== null; ) handle.receive(chunk);
 }

@@ -1,23 +1,20 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import Database from "better-sqlite3";
-import { timestampMs } from "@bufbuild/protobuf/wkt";
-import type { StoredTrace } from "../../../gen/calltrace/v1/trace_pb.js";
 import type { KeyStore } from "../key-store.js";
 import type { AccountRecord, ApiKeyRecord } from "../records.js";
 import type { Store } from "../store.js";
-import type { TraceQuery, TraceWrite, WriteOutcome } from "../trace-store.js";
+import type { TraceQuery } from "../trace-store.js";
 import { newId } from "../ids.js";
 import { latencyBucket } from "../latency-bucket.js";
 import { retentionMs, type RetentionOptions } from "../retention.js";
 import { migrate } from "./sqlite-schema.js";
 import { sqliteTraceReader } from "./sqlite-trace-reader.js";
-import { traceFromRow, traceToRow, type TraceRow } from "./sqlite-trace-row.js";
-import { dayMs, sqliteUsageRollup } from "./sqlite-usage-rollup.js";
+import { openSqliteDatabase } from "./sqlite-database.js";
+import { traceFromRow, type TraceRow } from "./sqlite-trace-row.js";
+import { dayMs } from "./sqlite-usage-rollup.js";
+import { sqliteWriterThread } from "./sqlite-writer-thread.js";
 import { createSqliteUserStore } from "./sqlite-user-store.js";
 
-/** How long an Idempotency-Key is remembered (D14). */
-const idempotencyWindowMs = 24 * 60 * 60 * 1000;
 /** How often expired traces are deleted, besides once at start-up. */
 const sweepIntervalMs = 60 * 60 * 1000;
 /** Rows per page when exporting, so no read cursor stays open across awaits. */
@@ -38,37 +35,25 @@ interface KeyRow {
 /**
  * The embedded store: one SQLite database file under DATA_DIR in WAL mode. Commits are
  * fsynced (synchronous=FULL), so a committed batch survives kill -9 and power loss; several
- * processes (the server and the CLI) may open the same file.
+ * processes (the server and the CLI) may open the same file. Trace batches are committed on a
+ * writer thread; reads and key management use this thread's connection.
  */
 export function openSqliteStore(dataDir: string, options: RetentionOptions = {}): Store {
   const keepMs = retentionMs(options);
   mkdirSync(dataDir, { recursive: true });
-  const db = new Database(join(dataDir, "calltrace.db"));
-  db.pragma("journal_mode = WAL");
-  db.pragma("synchronous = FULL");
-  db.pragma("busy_timeout = 5000");
-  db.pragma("foreign_keys = ON");
+  const file = join(dataDir, "calltrace.db");
+  const db = openSqliteDatabase(file);
   // Used by the roll-ups' migration and by reads of partial days.
   db.function("latency_bucket", { deterministic: true }, (ms) => latencyBucket(Number(ms)));
   migrate(db);
-  const addToRollups = sqliteUsageRollup(db);
+  const writer = sqliteWriterThread(file);
 
   const statements = {
-    insertTrace: db.prepare(
-      `INSERT INTO traces (received_at, key_id, account_id, country, provider, model, tokens_in, tokens_out, latency_ms, cost_usd, status, error)
-       VALUES (@received_at, @key_id, @account_id, @country, @provider, @model, @tokens_in, @tokens_out, @latency_ms, @cost_usd, @status, @error)`,
-    ),
-    claimIdempotencyKey: db.prepare(
-      `INSERT INTO idempotency (key_id, idempotency_key, created_at) VALUES (?, ?, ?)
-       ON CONFLICT (key_id, idempotency_key) DO UPDATE SET created_at = excluded.created_at WHERE created_at < ?`,
-    ),
-    forgetIdempotencyKeys: db.prepare(`DELETE FROM idempotency WHERE created_at < ?`),
     deleteExpiredTraces: db.prepare(`DELETE FROM traces WHERE received_at < ?`),
     deleteExpiredDays: db.prepare(`DELETE FROM usage_daily WHERE day < ?`),
     deleteExpiredCountryDays: db.prepare(`DELETE FROM usage_country_daily WHERE day < ?`),
     deleteExpiredLatencyDays: db.prepare(`DELETE FROM latency_daily WHERE day < ?`),
     deleteExpiredAllLatencyDays: db.prepare(`DELETE FROM latency_daily_all WHERE day < ?`),
-    touchKey: db.prepare(`UPDATE api_keys SET last_used_at = ? WHERE id = ?`),
     exportPage: db.prepare(
       `SELECT * FROM traces WHERE seq > @after AND received_at >= @since AND received_at < @until
          AND (@account_id IS NULL OR account_id = @account_id)
@@ -86,30 +71,6 @@ export function openSqliteStore(dataDir: string, options: RetentionOptions = {})
     ),
     revokeKey: db.prepare(`UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`),
   };
-
-  /** One transaction for the whole batch: one fsync however many traces it holds. */
-  const commitBatch = db.transaction((writes: TraceWrite[], now: number): WriteOutcome[] => {
-    const outcomes: WriteOutcome[] = [];
-    const lastUse = new Map<string, number>();
-    const stored: StoredTrace[] = [];
-    for (const { trace, idempotencyKey } of writes) {
-      if (idempotencyKey !== undefined) {
-        const claimed = statements.claimIdempotencyKey.run(trace.keyId, idempotencyKey, now, now - idempotencyWindowMs);
-        if (claimed.changes === 0) {
-          outcomes.push({ kind: "duplicate" });
-          continue;
-        }
-      }
-      statements.insertTrace.run(traceToRow(trace));
-      stored.push(trace);
-      lastUse.set(trace.keyId, timestampMs(trace.receivedAt!));
-      outcomes.push({ kind: "stored" });
-    }
-    for (const [keyId, at] of lastUse) statements.touchKey.run(at, keyId);
-    addToRollups(stored);
-    statements.forgetIdempotencyKeys.run(now - idempotencyWindowMs);
-    return outcomes;
-  });
 
   const keys: KeyStore = {
     async createAccount({ name, plan }) {
@@ -161,8 +122,8 @@ export function openSqliteStore(dataDir: string, options: RetentionOptions = {})
     ...sqliteTraceReader(db, keepMs),
     keys,
     users: createSqliteUserStore(db),
-    async writeBatch(writes) {
-      return commitBatch(writes, Date.now());
+    writeBatch(writes) {
+      return writer.write(writes);
     },
     async *exportTraces(query: TraceQuery) {
       const params = {
@@ -186,6 +147,7 @@ export function openSqliteStore(dataDir: string, options: RetentionOptions = {})
     },
     async close() {
       clearInterval(sweeper);
+      await writer.close();
       db.close();
     },
   };

@@ -1,0 +1,67 @@
+import { Worker } from "node:worker_threads";
+import type { TraceWrite, WriteOutcome } from "../trace-store.js";
+import type { WriteRequest } from "./sqlite-write-worker.js";
+
+/**
+ * The worker loads its TypeScript entry through tsx, as the main thread does (on Node 20 an
+ * `--import tsx` in the worker's execArgv does not reach the worker's own entry module).
+ */
+const bootstrap = `import(${JSON.stringify(import.meta.resolve("tsx/esm/api"))})
+  .then((tsx) => { tsx.register(); return import(${JSON.stringify(new URL("./sqlite-write-worker.ts", import.meta.url).href)}); })`;
+
+type Reply = { id: number; outcomes: WriteOutcome[] } | { id: number; error: string };
+
+export interface SqliteWriterThread {
+  /** Commits a batch on the writer thread; rejects when the commit failed or the thread died. */
+  write(writes: TraceWrite[]): Promise<WriteOutcome[]>;
+  close(): Promise<void>;
+}
+
+/**
+ * The embedded store's writer thread, started on the first write (the CLI, which only reads and
+ * manages keys, never starts one) and again after a crash.
+ */
+export function sqliteWriterThread(file: string): SqliteWriterThread {
+  let worker: Worker | undefined;
+  let nextId = 0;
+  const pending = new Map<number, { resolve: (o: WriteOutcome[]) => void; reject: (e: Error) => void }>();
+
+  const failAll = (error: Error) => {
+    for (const p of pending.values()) p.reject(error);
+    pending.clear();
+  };
+
+  const start = (): Worker => {
+    const started = new Worker(bootstrap, { eval: true, workerData: { file } });
+    started.on("message", (reply: Reply) => {
+      const waiting = pending.get(reply.id);
+      if (!waiting) return;
+      pending.delete(reply.id);
+      if ("error" in reply) waiting.reject(new Error(reply.error));
+      else waiting.resolve(reply.outcomes);
+    });
+    started.on("error", (error) => failAll(error));
+    started.on("exit", (code) => {
+      if (worker === started) worker = undefined;
+      failAll(new Error(`the SQLite writer thread exited (${code})`));
+    });
+    return started;
+  };
+
+  return {
+    write(writes) {
+      worker ??= start();
+      const id = nextId++;
+      const request: WriteRequest = { id, writes, now: Date.now() };
+      return new Promise((resolve, reject) => {
+        pending.set(id, { resolve, reject });
+        worker!.postMessage(request);
+      });
+    },
+    async close() {
+      const running = worker;
+      worker = undefined;
+      await running?.terminate();
+    },
+  };
+}
