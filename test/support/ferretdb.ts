@@ -117,6 +117,10 @@ export async function startMongoTestServer(options: { managed?: boolean } = {}):
     proc.stderr!.on("data", (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-4000)));
     exited = new Promise((resolve) => proc.once("exit", () => resolve()));
     child = proc;
+    // Should the test process die first, the server must not outlive it.
+    const reap = () => proc.kill("SIGKILL");
+    process.once("exit", reap);
+    proc.once("exit", () => process.off("exit", reap));
     try {
       await waitForPort(port, 15_000, proc);
     } catch (error) {

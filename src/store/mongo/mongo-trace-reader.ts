@@ -85,13 +85,20 @@ export function mongoTraceReader(c: MongoCollections, retentionMs: number): Trac
         match.$or = [{ receivedAt: { $lt: at } }, { receivedAt: at, _id: { $lt: new ObjectId(cursor.id) } }];
       }
       const limit = clampPageSize(page.pageSize);
-      const docs = await c.traces
-        .find(match)
-        .sort({ receivedAt: -1, _id: -1 })
-        .limit(limit + 1)
-        .toArray();
+      // Sorted by the time field alone, which time-series collections sort from their buckets
+      // (a second sort key would unpack and sort every matching trace). Traces sharing the page's
+      // last instant are then fetched by that instant and ordered by id here, so the cursor
+      // (time, id) is exact however many traces share a millisecond.
+      const head = await c.traces.find(match).sort({ receivedAt: -1 }).limit(limit + 1).toArray();
+      let docs = head;
+      if (head.length >= limit) {
+        const edge = head[limit - 1]!.receivedAt;
+        const ties = await c.traces.find({ $and: [match, { receivedAt: edge }] }).toArray();
+        docs = [...head.filter((d) => d.receivedAt.getTime() !== edge.getTime()), ...ties];
+      }
+      docs.sort((a, b) => b.receivedAt.getTime() - a.receivedAt.getTime() || (a._id.toHexString() < b._id.toHexString() ? 1 : -1));
       const more = docs.length > limit;
-      if (more) docs.pop();
+      docs = docs.slice(0, limit);
       const last = docs[docs.length - 1];
       return create(TracePageSchema, {
         traces: docs.map(traceFromDoc),
