@@ -6,9 +6,11 @@
 // Calls run in pairs of blocks of BLOCK calls, one block per copy, back to
 // back; the difference within each pair cancels machine load that drifts
 // slower than a pair, and the median over pairs is reported with its
-// interquartile range. With the service up, a patched block ends with
-// flush(), so its times include delivering every trace it caused. With the
-// service down, traces only queue (and are retried, then dropped).
+// interquartile range. Wall time is what the application waits for its calls
+// (sending runs in the background, mostly while it waits on the provider).
+// With the service up, a patched block then waits for flush(), so its CPU
+// time includes delivering every trace it caused. With the service down,
+// traces only queue (and are retried, then dropped).
 //
 // Run: npm run bench (BENCH_CALLS sets the calls per copy and scenario).
 import { fork } from "node:child_process";
@@ -84,8 +86,8 @@ async function timeBlock(client: Client, call: Call, drain: boolean) {
   const startCpu = process.cpuUsage();
   const start = performance.now();
   for (let i = 0; i < BLOCK; i++) await call(client);
-  if (drain) await flush(); // the block pays for delivering all of its traces
   const wall = (performance.now() - start) / BLOCK;
+  if (drain) await flush(); // the block's CPU pays for delivering all of its traces
   const used = process.cpuUsage(startCpu);
   return { wall, cpu: (used.user + used.system) / 1000 / BLOCK };
 }

@@ -8,6 +8,11 @@ import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
 
 const BEGIN = "<!-- sdk-typescript:begin -->";
+const READING = `How to read it: the canned-answer rows give the SDK's own cost without the noise of a network round trip: \
+the wall column is what the wrapper adds to a call, the CPU column (service up) adds delivering the trace over the \
+pipelined connection. The other rows go through the local fake provider; on a shared 2-core machine their ranges \
+are far wider than the effect, so read their medians with the ranges beside them. With the service down, nothing \
+is sent: traces queue, are retried with backoff, and the oldest are dropped.`;
 const END = "<!-- sdk-typescript:end -->";
 
 process.chdir(fileURLToPath(new URL("..", import.meta.url)));
@@ -29,7 +34,7 @@ if (run.status !== 0) process.exit(run.status ?? 1);
 if (process.argv.includes("--write-results")) {
   const results = "../../bench/RESULTS.md";
   const text = existsSync(results) ? readFileSync(results, "utf8") : "# Benchmark results\n";
-  const section = `${BEGIN}\n## TypeScript SDK: overhead per traced call\n\n\`npm --prefix sdk/typescript run bench\`, ${new Date().toISOString().slice(0, 10)}.\n\n${run.stdout.toString().trim()}\n${END}`;
+  const section = `${BEGIN}\n## TypeScript SDK: overhead per traced call\n\n\`npm --prefix sdk/typescript run bench\`, ${new Date().toISOString().slice(0, 10)}.\n\n${run.stdout.toString().trim()}\n\n${READING}\n${END}`;
   const start = text.indexOf(BEGIN);
   const end = text.indexOf(END);
   const updated =
