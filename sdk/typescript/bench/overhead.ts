@@ -41,7 +41,10 @@ const completion = JSON.stringify({
 const cannedFetch = async () => new Response(completion, { headers: { "content-type": "application/json" } });
 
 const scenarios: Array<[string, Call, object?]> = [
-  ["chat.completions.create", async (client) => void (await client.chat.completions.create({ model: "gpt-4o", messages }))],
+  [
+    "chat.completions.create",
+    async (client) => void (await client.chat.completions.create({ model: "gpt-4o", messages })),
+  ],
   [
     "chat.completions.create, streamed",
     async (client) => {
@@ -133,10 +136,14 @@ for (const [service, endpoint] of [
     const m = await measure(plain, traced, call, service === "up");
     const us = (ms: number) => (ms * 1000).toFixed(0);
     const added = (d: { median: number; q1: number; q3: number }) => `**${us(d.median)}** (${us(d.q1)} to ${us(d.q3)})`;
-    rows.push(`| ${name} | ${service} | ${m.plain.toFixed(3)} | ${m.traced.toFixed(3)} | ${added(m.wall)} | ${added(m.cpu)} |`);
+    rows.push(
+      `| ${name} | ${service} | ${m.plain.toFixed(3)} | ${m.traced.toFixed(3)} | ${added(m.wall)} | ${added(m.cpu)} |`,
+    );
   }
   const { sent, failed, dropped, pending } = stats();
-  rows.push(`| (traces: sent ${sent}, failed ${failed}, dropped ${dropped}, pending ${pending}) | ${service} | | | | |`);
+  rows.push(
+    `| (traces: sent ${sent}, failed ${failed}, dropped ${dropped}, pending ${pending}) | ${service} | | | | |`,
+  );
   await shutdown(100);
 }
 provider.stop();

@@ -1,8 +1,8 @@
 import type { Instrumentation } from "./instrumentation.js";
 import { patchMethod } from "./patch-method.js";
 import { ProviderCall } from "./provider-call.js";
-import { readCount, sumCounts } from "./read-count.js";
-import { traceStainlessCall, type ResponseReader } from "./trace-stainless-call.js";
+import { dig, readCount, readString, sumCounts } from "./read-json.js";
+import { type ResponseReader, traceStainlessCall } from "./trace-stainless-call.js";
 
 /**
  * Traces `messages.create` and `beta.messages.create` of
@@ -12,18 +12,20 @@ import { traceStainlessCall, type ResponseReader } from "./trace-stainless-call.
 export const anthropicInstrumentation: Instrumentation = {
   packageName: "@anthropic-ai/sdk",
   patch(moduleExports, recorder) {
-    const exports = moduleExports as { Anthropic?: any; default?: any } | undefined;
-    const Anthropic = exports?.Anthropic ?? exports?.default;
-    const targets = [Anthropic?.Messages?.prototype, Anthropic?.Beta?.Messages?.prototype];
+    const Anthropic = dig(moduleExports, "Anthropic") ?? dig(moduleExports, "default");
+    const targets = [dig(Anthropic, "Messages", "prototype"), dig(Anthropic, "Beta", "Messages", "prototype")];
     return targets
       .map((target) =>
-        patchMethod(target ?? {}, "create", (create) =>
-          function (this: unknown, params: Record<string, any> | undefined, ...rest: unknown[]) {
-            const call = new ProviderCall(recorder, "anthropic", params?.model);
-            return traceStainlessCall(call, params?.stream === true, messageReader, () =>
-              create.call(this, params, ...rest),
-            );
-          },
+        patchMethod(
+          target,
+          "create",
+          (create) =>
+            function (this: unknown, params: unknown, ...rest: unknown[]) {
+              const call = new ProviderCall(recorder, "anthropic", dig(params, "model"));
+              return traceStainlessCall(call, dig(params, "stream") === true, messageReader, () =>
+                create.call(this, params, ...rest),
+              );
+            },
         ),
       )
       .filter((undo) => undo !== undefined);
@@ -32,28 +34,34 @@ export const anthropicInstrumentation: Instrumentation = {
 
 // Input is billed in three parts: uncached, written to cache, read from cache.
 // tokens_in is their sum (the wire format has no separate cache counts).
-function readUsage(call: ProviderCall, usage: any): void {
+function readUsage(call: ProviderCall, usage: unknown): void {
   call.report({
-    tokensIn: sumCounts(usage?.input_tokens, usage?.cache_creation_input_tokens, usage?.cache_read_input_tokens),
-    tokensOut: readCount(usage?.output_tokens),
+    tokensIn: sumCounts(
+      dig(usage, "input_tokens"),
+      dig(usage, "cache_creation_input_tokens"),
+      dig(usage, "cache_read_input_tokens"),
+    ),
+    tokensOut: readCount(dig(usage, "output_tokens")),
   });
 }
 
+function readMessage(call: ProviderCall, message: unknown): void {
+  call.report({ model: readString(dig(message, "model")) });
+  readUsage(call, dig(message, "usage"));
+}
+
 const messageReader: ResponseReader = {
-  response(call, message: any) {
-    call.report({ model: message?.model });
-    readUsage(call, message?.usage);
-  },
-  event(call, event: any) {
-    switch (event?.type) {
+  response: readMessage,
+  event(call, event) {
+    switch (dig(event, "type")) {
       case "message_start": // the model and input counts, and an early output count
-        this.response(call, event.message);
+        readMessage(call, dig(event, "message"));
         break;
       case "message_delta": // cumulative counts as generation goes on
-        readUsage(call, event.usage);
+        readUsage(call, dig(event, "usage"));
         break;
       case "error":
-        call.reportFailure(event.error?.message ?? "stream error");
+        call.reportFailure(readString(dig(event, "error", "message")) ?? "stream error");
         break;
     }
     return true;

@@ -133,7 +133,9 @@ export class CallTrace {
 
   #warnLoadFailure(instrumentation: Instrumentation, error: unknown): void {
     const reason = error instanceof Error ? error.message : String(error);
-    this.#options.warn(`${instrumentation.packageName} is installed but failed to load, so it is not traced: ${reason}`);
+    this.#options.warn(
+      `${instrumentation.packageName} is installed but failed to load, so it is not traced: ${reason}`,
+    );
   }
 
   // The event loop is empty but traces are pending: hold the process open for

@@ -1,10 +1,8 @@
 import type { Instrumentation } from "./instrumentation.js";
 import { patchMethod } from "./patch-method.js";
 import { ProviderCall } from "./provider-call.js";
-import { sumCounts } from "./read-count.js";
+import { dig, readString, sumCounts } from "./read-json.js";
 import { tracedIterator } from "./traced-iterator.js";
-
-type Params = { model?: unknown } | undefined;
 
 /**
  * Traces `models.generateContent` and `models.generateContentStream` of
@@ -18,28 +16,41 @@ type Params = { model?: unknown } | undefined;
 export const geminiInstrumentation: Instrumentation = {
   packageName: "@google/genai",
   patch(moduleExports, recorder) {
-    const models = (moduleExports as { Models?: any } | undefined)?.Models?.prototype ?? {};
+    const models = dig(moduleExports, "Models", "prototype");
     const undo = [
-      patchMethod(models, "generateContentInternal", (generate) =>
-        function (this: unknown, params: Params, ...rest: unknown[]) {
-          const call = new ProviderCall(recorder, "gemini", params?.model);
-          return settle(call, () => generate.call(this, params, ...rest), (response) => {
-            readResponse(call, response);
-            call.succeed();
-            return response;
-          });
-        },
+      patchMethod(
+        models,
+        "generateContentInternal",
+        (generate) =>
+          function (this: unknown, params: unknown, ...rest: unknown[]) {
+            const call = new ProviderCall(recorder, "gemini", dig(params, "model"));
+            return settle(
+              call,
+              () => generate.call(this, params, ...rest),
+              (response) => {
+                readResponse(call, response);
+                call.succeed();
+                return response;
+              },
+            );
+          },
       ),
-      patchMethod(models, "generateContentStreamInternal", (generate) =>
-        function (this: unknown, params: Params, ...rest: unknown[]) {
-          const call = new ProviderCall(recorder, "gemini", params?.model);
-          return settle(call, () => generate.call(this, params, ...rest), (chunks) =>
-            tracedIterator(chunks as AsyncIterator<unknown>, call, (chunk) => {
-              readResponse(call, chunk);
-              return true;
-            }),
-          );
-        },
+      patchMethod(
+        models,
+        "generateContentStreamInternal",
+        (generate) =>
+          function (this: unknown, params: unknown, ...rest: unknown[]) {
+            const call = new ProviderCall(recorder, "gemini", dig(params, "model"));
+            return settle(
+              call,
+              () => generate.call(this, params, ...rest),
+              (chunks) =>
+                tracedIterator(chunks as AsyncIterator<unknown>, call, (chunk) => {
+                  readResponse(call, chunk);
+                  return true;
+                }),
+            );
+          },
       ),
     ];
     return undo.filter((u) => u !== undefined);
@@ -64,11 +75,11 @@ function settle(call: ProviderCall, invoke: () => unknown, onResult: (result: un
 // Every streamed chunk carries usageMetadata with running totals. Thinking
 // tokens are billed as output but counted apart from candidates; tool-use
 // prompt tokens are billed as input but counted apart from the prompt.
-function readResponse(call: ProviderCall, response: any): void {
-  const usage = response?.usageMetadata;
+function readResponse(call: ProviderCall, response: unknown): void {
+  const usage = dig(response, "usageMetadata");
   call.report({
-    model: response?.modelVersion,
-    tokensIn: sumCounts(usage?.promptTokenCount, usage?.toolUsePromptTokenCount),
-    tokensOut: sumCounts(usage?.candidatesTokenCount, usage?.thoughtsTokenCount),
+    model: readString(dig(response, "modelVersion")),
+    tokensIn: sumCounts(dig(usage, "promptTokenCount"), dig(usage, "toolUsePromptTokenCount")),
+    tokensOut: sumCounts(dig(usage, "candidatesTokenCount"), dig(usage, "thoughtsTokenCount")),
   });
 }

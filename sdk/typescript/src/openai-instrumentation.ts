@@ -1,10 +1,8 @@
 import type { Instrumentation } from "./instrumentation.js";
 import { patchMethod } from "./patch-method.js";
 import { ProviderCall } from "./provider-call.js";
-import { readCount } from "./read-count.js";
-import { traceStainlessCall, type ResponseReader } from "./trace-stainless-call.js";
-
-type Body = Record<string, any> | undefined;
+import { dig, readCount, readString } from "./read-json.js";
+import { type ResponseReader, traceStainlessCall } from "./trace-stainless-call.js";
 
 /**
  * Traces `chat.completions.create` and `responses.create` of the `openai`
@@ -14,24 +12,31 @@ type Body = Record<string, any> | undefined;
 export const openaiInstrumentation: Instrumentation = {
   packageName: "openai",
   patch(moduleExports, recorder) {
-    const OpenAI = (moduleExports as { OpenAI?: any } | undefined)?.OpenAI;
     const undo = [
-      patchMethod(OpenAI?.Chat?.Completions?.prototype ?? {}, "create", (create) =>
-        function (this: any, body: Body, ...rest: unknown[]) {
-          const call = new ProviderCall(recorder, "openai", body?.model);
-          const hideUsage = shouldAskForUsage(this, body);
-          const sent = hideUsage ? { ...body, stream_options: { ...body!.stream_options, include_usage: true } } : body;
-          const reader = hideUsage ? chatWithHiddenUsage : chatReader;
-          return traceStainlessCall(call, body?.stream === true, reader, () => create.call(this, sent, ...rest));
-        },
+      patchMethod(
+        dig(moduleExports, "OpenAI", "Chat", "Completions", "prototype"),
+        "create",
+        (create) =>
+          function (this: unknown, body: unknown, ...rest: unknown[]) {
+            const call = new ProviderCall(recorder, "openai", dig(body, "model"));
+            const askForUsage = shouldAskForUsage(this, body);
+            const sent = askForUsage ? withUsageRequested(body) : body;
+            const reader = askForUsage ? chatWithHiddenUsage : chatReader;
+            return traceStainlessCall(call, dig(body, "stream") === true, reader, () =>
+              create.call(this, sent, ...rest),
+            );
+          },
       ),
-      patchMethod(OpenAI?.Responses?.prototype ?? {}, "create", (create) =>
-        function (this: any, body: Body, ...rest: unknown[]) {
-          const call = new ProviderCall(recorder, "openai", body?.model);
-          return traceStainlessCall(call, body?.stream === true, responsesReader, () =>
-            create.call(this, body, ...rest),
-          );
-        },
+      patchMethod(
+        dig(moduleExports, "OpenAI", "Responses", "prototype"),
+        "create",
+        (create) =>
+          function (this: unknown, body: unknown, ...rest: unknown[]) {
+            const call = new ProviderCall(recorder, "openai", dig(body, "model"));
+            return traceStainlessCall(call, dig(body, "stream") === true, responsesReader, () =>
+              create.call(this, body, ...rest),
+            );
+          },
       ),
     ];
     return undo.filter((u) => u !== undefined);
@@ -43,20 +48,26 @@ export const openaiInstrumentation: Instrumentation = {
  * `stream_options.include_usage`. We ask when the caller left it unset, and
  * only of OpenAI itself: compatible servers may reject the option.
  */
-export function shouldAskForUsage(completions: { _client?: { baseURL?: unknown } }, body: Body): boolean {
-  if (body?.stream !== true || body.stream_options?.include_usage !== undefined) return false;
+export function shouldAskForUsage(completions: unknown, body: unknown): boolean {
+  if (dig(body, "stream") !== true || dig(body, "stream_options", "include_usage") !== undefined) return false;
   try {
-    return new URL(String(completions._client?.baseURL)).hostname === "api.openai.com";
+    return new URL(String(dig(completions, "_client", "baseURL"))).hostname === "api.openai.com";
   } catch {
     return false;
   }
 }
 
-function readChatUsage(call: ProviderCall, body: any): void {
+// A copy: the caller's request object is never changed.
+function withUsageRequested(body: unknown): object {
+  const streamOptions = dig(body, "stream_options");
+  return { ...(body as object), stream_options: { ...(streamOptions as object | undefined), include_usage: true } };
+}
+
+function readChatUsage(call: ProviderCall, body: unknown): void {
   call.report({
-    model: body?.model,
-    tokensIn: readCount(body?.usage?.prompt_tokens),
-    tokensOut: readCount(body?.usage?.completion_tokens),
+    model: readString(dig(body, "model")),
+    tokensIn: readCount(dig(body, "usage", "prompt_tokens")),
+    tokensOut: readCount(dig(body, "usage", "completion_tokens")),
   });
 }
 
@@ -72,29 +83,34 @@ const chatReader: ResponseReader = {
 // so the caller sees exactly the stream it asked for.
 const chatWithHiddenUsage: ResponseReader = {
   response: readChatUsage,
-  event(call, chunk: any) {
+  event(call, chunk) {
     readChatUsage(call, chunk);
-    return !(chunk?.usage && Array.isArray(chunk.choices) && chunk.choices.length === 0);
+    const choices = dig(chunk, "choices");
+    return !(dig(chunk, "usage") && Array.isArray(choices) && choices.length === 0);
   },
 };
 
-function readResponse(call: ProviderCall, response: any): void {
+function readResponse(call: ProviderCall, response: unknown): void {
   call.report({
-    model: response?.model,
-    tokensIn: readCount(response?.usage?.input_tokens),
-    tokensOut: readCount(response?.usage?.output_tokens),
+    model: readString(dig(response, "model")),
+    tokensIn: readCount(dig(response, "usage", "input_tokens")),
+    tokensOut: readCount(dig(response, "usage", "output_tokens")),
   });
-  if (response?.status === "failed") call.reportFailure(response.error?.message ?? "response failed");
+  if (dig(response, "status") === "failed") {
+    call.reportFailure(readString(dig(response, "error", "message")) ?? "response failed");
+  }
 }
 
 const responsesReader: ResponseReader = {
   response: readResponse,
-  event(call, event: any) {
+  event(call, event) {
     // response.created / in_progress / completed / incomplete / failed carry
     // the response; only the last ones carry usage.
-    if (event?.response) readResponse(call, event.response);
-    if (event?.type === "error") call.reportFailure(event.message ?? event.code ?? "stream error");
+    const response = dig(event, "response");
+    if (response) readResponse(call, response);
+    if (dig(event, "type") === "error") {
+      call.reportFailure(readString(dig(event, "message")) ?? readString(dig(event, "code")) ?? "stream error");
+    }
     return true;
   },
 };
-

@@ -2,8 +2,7 @@
 // are separate module instances), so two copies never trace one call twice.
 const PATCHED = Symbol.for("calltrace.patched");
 
-// Provider methods take provider-specific arguments we do not model.
-type Method = (this: any, ...args: any[]) => unknown;
+type Method = (this: unknown, ...args: unknown[]) => unknown;
 
 /**
  * Replaces `target[name]` (a method on a provider's resource prototype, so
@@ -14,10 +13,11 @@ type Method = (this: any, ...args: any[]) => unknown;
  * instead, so their wrapper keeps working.
  */
 export function patchMethod(
-  target: object,
+  target: unknown,
   name: string,
   wrap: (original: Method) => Method,
 ): (() => void) | undefined {
+  if (target === null || typeof target !== "object") return undefined;
   const holder = target as Record<string, unknown>;
   const original = holder[name];
   if (typeof original !== "function" || (original as { [PATCHED]?: boolean })[PATCHED]) return undefined;

@@ -82,7 +82,13 @@ export class PipelinedConnection {
     const host = this.#url.hostname.replace(/^\[|\]$/g, "");
     const socket =
       this.#url.protocol === "https:"
-        ? tls.connect({ host, port, servername: net.isIP(host) ? undefined : host, ALPNProtocols: ["http/1.1"], ...this.#options.tls })
+        ? tls.connect({
+            host,
+            port,
+            servername: net.isIP(host) ? undefined : host,
+            ALPNProtocols: ["http/1.1"],
+            ...this.#options.tls,
+          })
         : net.connect({ host, port });
     socket.setNoDelay(true);
     socket.unref();
@@ -108,13 +114,22 @@ export class PipelinedConnection {
     for (;;) {
       const response = parseResponse(this.#buffer);
       if (response === undefined) return; // incomplete: wait for more data
-      if (response === null) return this.#drop(new Error("calltrace: malformed HTTP response"));
+      if (response === null) {
+        this.#drop(new Error("calltrace: malformed HTTP response"));
+        return;
+      }
       this.#buffer = this.#buffer.subarray(response.end);
       if (response.status < 200) continue; // 1xx: an interim answer
       const waiter = this.#waiting.shift();
-      if (!waiter) return this.#drop(new Error("calltrace: unexpected HTTP response"));
+      if (!waiter) {
+        this.#drop(new Error("calltrace: unexpected HTTP response"));
+        return;
+      }
       waiter.resolve(toResult(response));
-      if (response.close) return this.#drop(new Error("calltrace: connection closed by the server"));
+      if (response.close) {
+        this.#drop(new Error("calltrace: connection closed by the server"));
+        return;
+      }
       if (this.#waiting.length === 0) socket.setTimeout(this.#options.idleMs);
     }
   }
@@ -145,7 +160,8 @@ function parseResponse(buffer: Buffer): RawResponse | null | undefined {
   const start = headEnd + 4;
   const close = /\bclose\b/i.test(headers.get("connection") ?? "");
   const retryAfter = headers.get("retry-after");
-  if (status < 200 || status === 204 || status === 304) return { status, retryAfter, body: Buffer.alloc(0), close, end: start };
+  if (status < 200 || status === 204 || status === 304)
+    return { status, retryAfter, body: Buffer.alloc(0), close, end: start };
   if (/\bchunked\b/i.test(headers.get("transfer-encoding") ?? "")) {
     const chunked = parseChunked(buffer, start);
     return chunked && { status, retryAfter, body: chunked.body, close, end: chunked.end };
@@ -153,7 +169,8 @@ function parseResponse(buffer: Buffer): RawResponse | null | undefined {
   const length = headers.get("content-length");
   // Without a length the body runs to the end of the connection; only error
   // bodies are read, so take what is there and let the connection go.
-  if (length === undefined) return { status, retryAfter, body: buffer.subarray(start), close: true, end: buffer.length };
+  if (length === undefined)
+    return { status, retryAfter, body: buffer.subarray(start), close: true, end: buffer.length };
   const end = start + Number(length);
   if (!Number.isSafeInteger(end)) return null;
   return buffer.length < end ? undefined : { status, retryAfter, body: buffer.subarray(start, end), close, end };

@@ -75,7 +75,5 @@ function readQuietly(read: () => void): void {
 
 function isApiPromise(value: unknown): value is ApiPromise {
   const candidate = value as Partial<ApiPromise> | null;
-  return (
-    typeof candidate?._thenUnwrap === "function" && typeof candidate.responsePromise?.then === "function"
-  );
+  return typeof candidate?._thenUnwrap === "function" && typeof candidate.responsePromise?.then === "function";
 }

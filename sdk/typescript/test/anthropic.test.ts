@@ -58,7 +58,9 @@ describe("messages", () => {
     const types = [];
     for await (const event of stream) types.push(event.type);
     expect(types).toContain("message_stop");
-    expect(await h.traces()).toMatchObject([{ tokens_in: tokensIn, tokens_out: 15, cost_usd: cost, status: "success" }]);
+    expect(await h.traces()).toMatchObject([
+      { tokens_in: tokensIn, tokens_out: 15, cost_usd: cost, status: "success" },
+    ]);
   });
 
   it("traces the messages.stream() helper once", async () => {

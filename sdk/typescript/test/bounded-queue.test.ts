@@ -4,13 +4,13 @@ import { BoundedQueue } from "../src/bounded-queue.js";
 describe("BoundedQueue", () => {
   it("is first in, first out", () => {
     const queue = new BoundedQueue<number>(3);
-    [1, 2, 3].forEach((n) => queue.push(n));
+    for (const n of [1, 2, 3]) queue.push(n);
     expect([queue.shift(), queue.shift(), queue.shift(), queue.shift()]).toEqual([1, 2, 3, undefined]);
   });
 
   it("drops the oldest item when full and counts the drop", () => {
     const queue = new BoundedQueue<number>(2);
-    [1, 2, 3, 4].forEach((n) => queue.push(n));
+    for (const n of [1, 2, 3, 4]) queue.push(n);
     expect(queue.dropped).toBe(2);
     expect(queue.size).toBe(2);
     expect([queue.shift(), queue.shift()]).toEqual([3, 4]);
@@ -27,7 +27,7 @@ describe("BoundedQueue", () => {
 
   it("counts cleared items as dropped", () => {
     const queue = new BoundedQueue<number>(5);
-    [1, 2, 3].forEach((n) => queue.push(n));
+    for (const n of [1, 2, 3]) queue.push(n);
     queue.clear();
     expect([queue.size, queue.dropped]).toEqual([0, 3]);
   });

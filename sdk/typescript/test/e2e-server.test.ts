@@ -76,7 +76,12 @@ describe("end to end with the calltrace server", { timeout: 60_000 }, () => {
     const messages = [{ role: "user" as const, content: "Say hello" }];
 
     await openai.chat.completions.create({ model: "gpt-4o", messages });
-    for await (const _ of await anthropic.messages.create({ model: "claude-opus-4-5", max_tokens: 8, messages, stream: true }));
+    for await (const _ of await anthropic.messages.create({
+      model: "claude-opus-4-5",
+      max_tokens: 8,
+      messages,
+      stream: true,
+    }));
     provider.scenario = { kind: "status", status: 400 };
     await expect(gemini.models.generateContent({ model: "gemini-2.5-pro", contents: "hi" })).rejects.toThrow();
     provider.scenario = { kind: "ok" };

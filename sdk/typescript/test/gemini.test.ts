@@ -51,7 +51,9 @@ describe("models", () => {
     let text = "";
     for await (const chunk of await ai.models.generateContentStream(request)) text += chunk.text;
     expect(text).toBe("Hello there!");
-    expect(await h.traces()).toMatchObject([{ tokens_in: 8, tokens_out: tokensOut, cost_usd: cost, status: "success" }]);
+    expect(await h.traces()).toMatchObject([
+      { tokens_in: 8, tokens_out: tokensOut, cost_usd: cost, status: "success" },
+    ]);
   });
 
   it("traces a stream the caller breaks out of, with the usage seen so far", async () => {

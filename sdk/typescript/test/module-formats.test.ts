@@ -40,7 +40,9 @@ describe.each([
     for (const name of ["openai", "@anthropic-ai/sdk", "@google/genai"]) {
       expect(instrumented).toContain(`${name} (${build})`);
     }
-    expect(service.received.map((r) => r.body).sort((a, b) => String(a.provider).localeCompare(String(b.provider)))).toEqual([
+    expect(
+      service.received.map((r) => r.body).sort((a, b) => String(a.provider).localeCompare(String(b.provider))),
+    ).toEqual([
       expect.objectContaining({ provider: "anthropic", model: "claude-haiku-4-5", tokens_in: 40, status: "success" }),
       expect.objectContaining({ provider: "gemini", model: "gemini-2.0-flash", tokens_out: 15, status: "success" }),
       expect.objectContaining({ provider: "openai", model: "gpt-4o-2024-08-06", tokens_in: 19, status: "success" }),

@@ -20,7 +20,12 @@ afterAll(() => provider.close());
 
 describe.each(["openai-v4", "openai-v7"])("%s", (packageName) => {
   const traces: Trace[] = [];
-  const recorder = new TraceRecorder("ct_test", new PriceTable(), (trace) => traces.push(trace), () => {});
+  const recorder = new TraceRecorder(
+    "ct_test",
+    new PriceTable(),
+    (trace) => traces.push(trace),
+    () => {},
+  );
   const module = require(packageName);
   let undo: Array<() => void> = [];
   let client: any;
@@ -29,7 +34,9 @@ describe.each(["openai-v4", "openai-v7"])("%s", (packageName) => {
     undo = openaiInstrumentation.patch(module, recorder);
     client = new module.OpenAI({ apiKey: "sk-fake", baseURL: `${provider.url}/v1`, maxRetries: 0 });
   });
-  afterAll(() => undo.forEach((u) => u()));
+  afterAll(() => {
+    for (const u of undo) u();
+  });
 
   it("patches chat completions and responses", () => {
     expect(undo).toHaveLength(2);
@@ -47,7 +54,13 @@ describe.each(["openai-v4", "openai-v7"])("%s", (packageName) => {
     for await (const _ of stream);
     await client.responses.create({ model: "gpt-4.1", input: "hi" });
     expect(traces).toMatchObject([
-      { model: "gpt-4o-2024-08-06", tokens_in: 19, tokens_out: 10, cost_usd: (19 * 2.5 + 10 * 10) / 1e6, status: "success" },
+      {
+        model: "gpt-4o-2024-08-06",
+        tokens_in: 19,
+        tokens_out: 10,
+        cost_usd: (19 * 2.5 + 10 * 10) / 1e6,
+        status: "success",
+      },
       { model: "gpt-4o-mini", tokens_in: 19, tokens_out: 10, status: "success" },
       { model: "gpt-4.1", tokens_in: 36, tokens_out: 87, status: "success" },
     ]);

@@ -150,21 +150,35 @@ describe("chat completions", () => {
   });
 
   it("traces the stream() helper once", async () => {
-    const runner = client.chat.completions.stream({ model: "gpt-4o", messages, stream_options: { include_usage: true } });
+    const runner = client.chat.completions.stream({
+      model: "gpt-4o",
+      messages,
+      stream_options: { include_usage: true },
+    });
     const final = await runner.finalChatCompletion();
     expect(final.choices[0]?.message.content).toBe("Hello there!");
     expect(await h.traces()).toMatchObject([{ tokens_in: 19, tokens_out: 10 }]);
   });
 
-  it.each([400, 401, 429, 500])("traces a %i as an error and rethrows the library's error unchanged", async (status) => {
-    h.provider.scenario = { kind: "status", status };
-    const error = await client.chat.completions.create({ model: "gpt-4o", messages }).catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(OpenAI.APIError);
-    expect((error as InstanceType<typeof OpenAI.APIError>).status).toBe(status);
-    const [trace] = await h.traces();
-    expect(trace).toMatchObject({ provider: "openai", model: "gpt-4o", tokens_in: 0, tokens_out: 0, cost_usd: 0, status: "error" });
-    expect(trace!.error).toContain((error as Error).message);
-  });
+  it.each([400, 401, 429, 500])(
+    "traces a %i as an error and rethrows the library's error unchanged",
+    async (status) => {
+      h.provider.scenario = { kind: "status", status };
+      const error = await client.chat.completions.create({ model: "gpt-4o", messages }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(OpenAI.APIError);
+      expect((error as InstanceType<typeof OpenAI.APIError>).status).toBe(status);
+      const [trace] = await h.traces();
+      expect(trace).toMatchObject({
+        provider: "openai",
+        model: "gpt-4o",
+        tokens_in: 0,
+        tokens_out: 0,
+        cost_usd: 0,
+        status: "error",
+      });
+      expect(trace!.error).toContain((error as Error).message);
+    },
+  );
 });
 
 describe("responses", () => {
@@ -174,7 +188,12 @@ describe("responses", () => {
     const response = await client.responses.create({ model: "gpt-4o", input: "Say hello" });
     expect(response.output_text).toBe("Hello there!");
     expect(await h.traces()).toMatchObject([
-      { model: "gpt-4o-2024-08-06", tokens_in: OPENAI_RESPONSES_USAGE.input_tokens, tokens_out: 87, cost_usd: responsesCost },
+      {
+        model: "gpt-4o-2024-08-06",
+        tokens_in: OPENAI_RESPONSES_USAGE.input_tokens,
+        tokens_out: 87,
+        cost_usd: responsesCost,
+      },
     ]);
   });
 
@@ -196,7 +215,9 @@ describe("responses", () => {
     h.provider.scenario = { kind: "stream-error", after: 3 };
     const stream = await client.responses.create({ model: "gpt-4o", input: "Say hello", stream: true });
     for await (const _ of stream);
-    expect(await h.traces()).toMatchObject([{ status: "error", error: expect.stringContaining("The server had an error") }]);
+    expect(await h.traces()).toMatchObject([
+      { status: "error", error: expect.stringContaining("The server had an error") },
+    ]);
   });
 
   it("traces a responses stream the caller breaks out of", async () => {
@@ -207,7 +228,9 @@ describe("responses", () => {
 
   it("traces HTTP errors", async () => {
     h.provider.scenario = { kind: "status", status: 400 };
-    await expect(client.responses.create({ model: "gpt-4o", input: "x" })).rejects.toBeInstanceOf(OpenAI.BadRequestError);
+    await expect(client.responses.create({ model: "gpt-4o", input: "x" })).rejects.toBeInstanceOf(
+      OpenAI.BadRequestError,
+    );
     expect(await h.traces()).toMatchObject([{ status: "error" }]);
   });
 });

@@ -8,11 +8,16 @@ import { PipelinedConnection } from "../src/pipelined-connection.js";
 
 const options = { timeoutMs: 2_000, idleMs: 4_000 };
 const closers: Array<() => void> = [];
-afterEach(() => closers.splice(0).forEach((close) => close()));
+afterEach(() => {
+  for (const close of closers.splice(0)) close();
+});
 
 /** An HTTP server whose handler answers each request; returns its URL. */
 async function serve(handler: http.RequestListener, secure = false): Promise<URL> {
-  const tlsFiles = { cert: readFileSync(new URL("support/tls/cert.pem", import.meta.url)), key: readFileSync(new URL("support/tls/key.pem", import.meta.url)) };
+  const tlsFiles = {
+    cert: readFileSync(new URL("support/tls/cert.pem", import.meta.url)),
+    key: readFileSync(new URL("support/tls/key.pem", import.meta.url)),
+  };
   const server = secure ? https.createServer(tlsFiles, handler) : http.createServer(handler);
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   closers.push(() => {
@@ -42,7 +47,9 @@ const echoStatus: http.RequestListener = (request, response) => {
   request.on("data", (chunk) => (body += chunk));
   request.on("end", () => {
     const { status } = JSON.parse(body);
-    response.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify({ error: `status ${status}`, retry_after: 3 }));
+    response
+      .writeHead(status, { "content-type": "application/json" })
+      .end(JSON.stringify({ error: `status ${status}`, retry_after: 3 }));
   });
 };
 
@@ -55,11 +62,19 @@ describe("PipelinedConnection", () => {
       request.on("data", (chunk) => (body += chunk));
       request.on("end", () => response.writeHead(202).end('{"status":"ok"}'));
     });
-    const result = await connect(url).post("Authorization: Bearer ct_x\r\nContent-Type: application/json\r\n", '{"model":"é"}');
+    const result = await connect(url).post(
+      "Authorization: Bearer ct_x\r\nContent-Type: application/json\r\n",
+      '{"model":"é"}',
+    );
     expect(result).toEqual({ status: 202 });
     expect(seen?.method).toBe("POST");
     expect(seen?.url).toBe("/v1/traces");
-    expect(seen?.headers).toMatchObject({ host: url.host, authorization: "Bearer ct_x", "content-type": "application/json", "content-length": "14" });
+    expect(seen?.headers).toMatchObject({
+      host: url.host,
+      authorization: "Bearer ct_x",
+      "content-type": "application/json",
+      "content-length": "14",
+    });
     expect(body).toBe('{"model":"é"}');
   });
 
@@ -84,12 +99,16 @@ describe("PipelinedConnection", () => {
           '6\r\n{"erro\r\n19\r\nr":"Service unavailable"}\r\n0\r\nX-Trailer: 1\r\n\r\n',
       ),
     );
-    expect(await connect(url).post("", "{}")).toEqual({ status: 503, error: "Service unavailable", retryAfterSeconds: 7 });
+    expect(await connect(url).post("", "{}")).toEqual({
+      status: 503,
+      error: "Service unavailable",
+      retryAfterSeconds: 7,
+    });
   });
 
   it("skips interim 1xx answers", async () => {
     const url = await serveRaw((socket) =>
-      socket.write("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 202 Accepted\r\nContent-Length: 15\r\n\r\n{\"status\":\"ok\"}"),
+      socket.write('HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 202 Accepted\r\nContent-Length: 15\r\n\r\n{"status":"ok"}'),
     );
     expect(await connect(url).post("", "{}")).toEqual({ status: 202 });
   });
@@ -109,7 +128,11 @@ describe("PipelinedConnection", () => {
       });
     });
     const connection = connect(url);
-    const results = await Promise.allSettled([connection.post("", "{}"), connection.post("", "{}"), connection.post("", "{}")]);
+    const results = await Promise.allSettled([
+      connection.post("", "{}"),
+      connection.post("", "{}"),
+      connection.post("", "{}"),
+    ]);
     expect(results[0]).toEqual({ status: "fulfilled", value: { status: 202 } });
     expect(results.slice(1).map((r) => r.status)).toEqual(["rejected", "rejected"]);
     expect(await connection.post("", "{}")).toEqual({ status: 202 });
@@ -139,7 +162,7 @@ describe("PipelinedConnection", () => {
 
   it("rejects when nothing listens", async () => {
     const url = await serve(() => {});
-    closers.splice(0).forEach((close) => close());
+    for (const close of closers.splice(0)) close();
     await expect(connect(url).post("", "{}")).rejects.toThrow();
   });
 

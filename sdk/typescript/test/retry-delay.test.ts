@@ -32,7 +32,9 @@ describe("retryDelay", () => {
   });
 
   it("gives up when retry_after is beyond maxDelayMs (a spent monthly quota)", () => {
-    expect(retryDelay({ status: 429, retryAfterSeconds: 86_400, error: "Monthly quota exceeded" }, 1, policy)).toBeUndefined();
+    expect(
+      retryDelay({ status: 429, retryAfterSeconds: 86_400, error: "Monthly quota exceeded" }, 1, policy),
+    ).toBeUndefined();
   });
 
   it("gives up after maxAttempts", () => {

@@ -63,7 +63,11 @@ describe("delivery", () => {
 
   it("retries a 429 after its retry_after, with the same Idempotency-Key", async () => {
     startSender();
-    service.answers.push({ status: 429, body: { error: "Rate limit exceeded", retry_after: 1 }, headers: { "retry-after": "1" } });
+    service.answers.push({
+      status: 429,
+      body: { error: "Rate limit exceeded", retry_after: 1 },
+      headers: { "retry-after": "1" },
+    });
     sender.enqueue(trace());
     expect(await sender.flush()).toBe(true);
     const [first, retry] = service.received;

@@ -43,17 +43,42 @@ export const anthropicMessagesFixture: ProviderFixture = {
   events(_path, body) {
     const { output_tokens: _, ...inputUsage } = ANTHROPIC_USAGE;
     return [
-      { event: "message_start", data: { type: "message_start", message: message(String(body.model), { ...inputUsage, output_tokens: 1 }, [], null) } },
-      { event: "content_block_start", data: { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } } },
+      {
+        event: "message_start",
+        data: {
+          type: "message_start",
+          message: message(String(body.model), { ...inputUsage, output_tokens: 1 }, [], null),
+        },
+      },
+      {
+        event: "content_block_start",
+        data: { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } },
+      },
       { event: "ping", data: { type: "ping" } },
-      { event: "content_block_delta", data: { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: "Hello" } } },
-      { event: "content_block_delta", data: { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: " there!" } } },
+      {
+        event: "content_block_delta",
+        data: { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: "Hello" } },
+      },
+      {
+        event: "content_block_delta",
+        data: { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: " there!" } },
+      },
       { event: "content_block_stop", data: { type: "content_block_stop", index: 0 } },
-      { event: "message_delta", data: { type: "message_delta", delta: { stop_reason: "end_turn", stop_sequence: null }, usage: { output_tokens: ANTHROPIC_USAGE.output_tokens } } },
+      {
+        event: "message_delta",
+        data: {
+          type: "message_delta",
+          delta: { stop_reason: "end_turn", stop_sequence: null },
+          usage: { output_tokens: ANTHROPIC_USAGE.output_tokens },
+        },
+      },
       { event: "message_stop", data: { type: "message_stop" } },
     ];
   },
-  midStreamError: { event: "error", data: { type: "error", error: { type: "overloaded_error", message: "Overloaded" } } },
+  midStreamError: {
+    event: "error",
+    data: { type: "error", error: { type: "overloaded_error", message: "Overloaded" } },
+  },
   errorBody(status) {
     const [type, message] = ERROR_TYPES[status] ?? ERROR_TYPES[500]!;
     return { type: "error", error: { type, message }, request_id: "req_011CSHoEeqs5C35K2UUqR7Fy" };

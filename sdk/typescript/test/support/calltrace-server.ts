@@ -20,7 +20,9 @@ export class CalltraceServer {
   /** Fails, never skips, when the server is not there to test against. */
   static assertAvailable(): void {
     if (!existsSync(cli)) {
-      throw new Error(`the calltrace server is missing: ${cli} does not exist (the e2e test needs the server from the repo root)`);
+      throw new Error(
+        `the calltrace server is missing: ${cli} does not exist (the e2e test needs the server from the repo root)`,
+      );
     }
     if (!existsSync(join(repoRoot, "node_modules"))) {
       throw new Error(`the calltrace server's dependencies are missing: run \`npm ci\` in ${repoRoot} first`);
@@ -34,8 +36,14 @@ export class CalltraceServer {
   /** `calltrace <args> --data-dir <dir>`, resolving with its stdout. */
   run(...args: string[]): Promise<string> {
     return new Promise((resolve, reject) =>
-      execFile(process.execPath, [cli, ...args, "--data-dir", this.dataDir], { cwd: repoRoot, timeout: 60_000 }, (error, stdout, stderr) =>
-        error ? reject(new Error(`calltrace ${args.join(" ")} failed: ${error.message}\n${stderr}`)) : resolve(stdout),
+      execFile(
+        process.execPath,
+        [cli, ...args, "--data-dir", this.dataDir],
+        { cwd: repoRoot, timeout: 60_000 },
+        (error, stdout, stderr) =>
+          error
+            ? reject(new Error(`calltrace ${args.join(" ")} failed: ${error.message}\n${stderr}`))
+            : resolve(stdout),
       ),
     );
   }

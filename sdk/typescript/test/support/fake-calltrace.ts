@@ -50,7 +50,10 @@ export class FakeCalltrace {
       if (Date.now() > deadline) throw new Error(`expected ${count} traces, got ${this.received.length}`);
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, 50);
-        this.#waiters.add(() => (clearTimeout(timer), resolve()));
+        this.#waiters.add(() => {
+          clearTimeout(timer);
+          resolve();
+        });
       });
     }
     return this.received;

@@ -9,7 +9,9 @@ const MODEL_PATH = /^\/v1beta\/models\/([^:]+):(generateContent|streamGenerateCo
 
 function chunk(model: string, text: string, usage: object, finishReason?: string) {
   return {
-    candidates: [{ content: { parts: [{ text }], role: "model" }, ...(finishReason ? { finishReason } : {}), index: 0 }],
+    candidates: [
+      { content: { parts: [{ text }], role: "model" }, ...(finishReason ? { finishReason } : {}), index: 0 },
+    ],
     usageMetadata: usage,
     modelVersion: model,
     responseId: "mS1YaJ3mNc6W1e8P0s2pqQ4",
@@ -25,7 +27,10 @@ const full = {
 const STATUS: Record<number, [string, string]> = {
   400: ["INVALID_ARGUMENT", "API key not valid. Please pass a valid API key."],
   429: ["RESOURCE_EXHAUSTED", "Resource has been exhausted (e.g. check quota)."],
-  500: ["INTERNAL", "An internal error has occurred. Please retry or report in https://developers.generativeai.google/guide/troubleshooting"],
+  500: [
+    "INTERNAL",
+    "An internal error has occurred. Please retry or report in https://developers.generativeai.google/guide/troubleshooting",
+  ],
   503: ["UNAVAILABLE", "The model is overloaded. Please try again later."],
 };
 
@@ -45,7 +50,9 @@ export const geminiFixture: ProviderFixture = {
       { data: chunk(model, "!", full, "STOP") },
     ];
   },
-  midStreamError: { data: { error: { code: 503, message: "The model is overloaded. Please try again later.", status: "UNAVAILABLE" } } },
+  midStreamError: {
+    data: { error: { code: 503, message: "The model is overloaded. Please try again later.", status: "UNAVAILABLE" } },
+  },
   errorBody(status) {
     const [code, message] = STATUS[status] ?? STATUS[500]!;
     return { error: { code: status, message, status: code } };

@@ -81,9 +81,21 @@ function response(model: string, status: "in_progress" | "completed") {
 }
 
 const ERROR_TYPES: Record<number, [string, string | null, string]> = {
-  400: ["invalid_request_error", "model_not_found", "The model `gpt-nope` does not exist or you do not have access to it."],
-  401: ["invalid_request_error", "invalid_api_key", "Incorrect API key provided: sk-fake. You can find your API key at https://platform.openai.com/account/api-keys."],
-  429: ["rate_limit_error", "rate_limit_exceeded", "Rate limit reached for gpt-4o in organization org-fake on requests per min (RPM): Limit 3, Used 3, Requested 1."],
+  400: [
+    "invalid_request_error",
+    "model_not_found",
+    "The model `gpt-nope` does not exist or you do not have access to it.",
+  ],
+  401: [
+    "invalid_request_error",
+    "invalid_api_key",
+    "Incorrect API key provided: sk-fake. You can find your API key at https://platform.openai.com/account/api-keys.",
+  ],
+  429: [
+    "rate_limit_error",
+    "rate_limit_exceeded",
+    "Rate limit reached for gpt-4o in organization org-fake on requests per min (RPM): Limit 3, Used 3, Requested 1.",
+  ],
   500: ["server_error", null, "The server had an error while processing your request. Sorry about that!"],
 };
 
@@ -116,7 +128,9 @@ export const openaiChatFixture: ProviderFixture = {
   }),
   events(_path, body) {
     const model = String(body.model);
-    const delta = (d: object, finish: string | null = null) => [{ index: 0, delta: d, logprobs: null, finish_reason: finish }];
+    const delta = (d: object, finish: string | null = null) => [
+      { index: 0, delta: d, logprobs: null, finish_reason: finish },
+    ];
     const events: SseEvent[] = [
       chunk(model, delta({ role: "assistant", content: "", refusal: null })),
       chunk(model, delta({ content: "Hello" })),
@@ -146,7 +160,13 @@ export const openaiResponsesFixture: ProviderFixture = {
       { type: "response.created", response: response(model, "in_progress") },
       { type: "response.in_progress", response: response(model, "in_progress") },
       { type: "response.output_item.added", output_index: 0, item: { ...item, status: "in_progress", content: [] } },
-      { type: "response.content_part.added", item_id: item.id, output_index: 0, content_index: 0, part: { type: "output_text", text: "", annotations: [] } },
+      {
+        type: "response.content_part.added",
+        item_id: item.id,
+        output_index: 0,
+        content_index: 0,
+        part: { type: "output_text", text: "", annotations: [] },
+      },
       { type: "response.output_text.delta", item_id: item.id, output_index: 0, content_index: 0, delta: "Hello" },
       { type: "response.output_text.delta", item_id: item.id, output_index: 0, content_index: 0, delta: " there!" },
       { type: "response.output_text.done", item_id: item.id, output_index: 0, content_index: 0, text: "Hello there!" },
