@@ -116,6 +116,25 @@ describe("end to end with the calltrace server", { timeout: 60_000 }, () => {
     }
   });
 
+  it("stores every trace of a burst pipelined on one connection", async () => {
+    const before = (await storedTraces()).length;
+    await init({ apiKey: key, endpoint: server.endpoint, ...patient });
+    const openai = new OpenAI({ apiKey: "sk-fake", baseURL: `${provider.url}/v1`, maxRetries: 0 });
+    // 50: the free plan takes 100 requests a minute, and this file sends a few more.
+    await Promise.all(
+      Array.from({ length: 50 }, (_, i) =>
+        openai.chat.completions.create({
+          model: `gpt-4.1-nano-burst-${i}`,
+          messages: [{ role: "user", content: "hi" }],
+        }),
+      ),
+    );
+    expect(await flush(40_000)).toBe(true);
+    expect(stats()).toMatchObject({ sent: 50, failed: 0, dropped: 0 });
+    const models = (await storedTraces()).slice(before).map((t) => t.model);
+    expect(new Set(models).size).toBe(50);
+  });
+
   it("stores a trace once when the SDK retries it after losing the answer", async () => {
     const proxy = await lossyProxy(server.endpoint);
     try {
