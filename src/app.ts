@@ -6,7 +6,7 @@ import { loadPlans } from "./config/plans.js";
 import { openCountryLookup } from "./geo/country-lookup.js";
 import { BatchingWriter } from "./ingest/batching-writer.js";
 import { createIngestPipeline } from "./ingest/ingest-pipeline.js";
-import { createMemoryRateLimiter } from "./limits/memory-rate-limiter.js";
+import { openLimits } from "./limits/open-limits.js";
 import type { Logger } from "./log/logger.js";
 import { listen } from "./server/listen.js";
 import { createRequestHandler } from "./server/request-handler.js";
@@ -29,16 +29,23 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     maxWaitMs: config.writerMaxWaitMs,
     timeoutMs: config.writeTimeoutMs,
   });
+  const limits = openLimits(config, store, logger);
   const pipeline = createIngestPipeline({
     verifier: createKeyVerifier(store.keys),
-    limiter: createMemoryRateLimiter(),
+    limiter: limits.limiter,
+    authFailures: limits.authFailures,
+    quota: limits.quota,
     plans,
     writer,
     countryOf: openCountryLookup(),
   });
   const handler = createRequestHandler({
     pipeline,
-    ready: () => store.ping(),
+    ready: async (): Promise<Record<string, string>> => {
+      await store.ping();
+      const degraded = limits.degradation();
+      return degraded ? { limits: degraded } : {};
+    },
     maxBodyBytes: config.maxBodyBytes,
     trustProxy: config.trustProxy,
     logger,
@@ -67,6 +74,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       await listener.close(graceMs);
       await writer.drain();
       logger.info({ ...writer.stats }, "writer drained");
+      await limits.close();
       await store.close();
     },
   };

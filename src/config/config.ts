@@ -10,6 +10,8 @@ export interface Config {
   dataDir: string;
   /** Redis for shared limiters; unset means in-process limiters. */
   redisUrl: string | undefined;
+  /** Longest a Redis limiter call may take before the in-process insurance limiter answers. */
+  redisTimeoutMs: number;
   /** MongoDB for traces, keys and accounts; unset means the embedded store. */
   mongodbUri: string | undefined;
   /** Take the client address from X-Forwarded-For (only behind a trusted proxy). */
@@ -55,6 +57,7 @@ export const configOptions = {
   host: { env: "HOST", flag: "host", kind: "string", fallback: "127.0.0.1", describe: "interface to bind; 0.0.0.0 to expose" },
   dataDir: { env: "DATA_DIR", flag: "data-dir", kind: "string", fallback: "./data", describe: "embedded store directory" },
   redisUrl: { env: "REDIS_URL", flag: "redis-url", kind: "string", describe: "Redis for shared limiters (unset: in-process)" },
+  redisTimeoutMs: { env: "REDIS_TIMEOUT_MS", flag: "redis-timeout-ms", kind: "integer", fallback: "50", describe: "longest a Redis limiter call may take before the in-process insurance answers, in ms" },
   mongodbUri: { env: "MONGODB_URI", flag: "mongodb-uri", kind: "string", describe: "MongoDB store (unset: embedded store)" },
   trustProxy: { env: "TRUST_PROXY", flag: "trust-proxy", kind: "boolean", fallback: "false", describe: "client address from X-Forwarded-For" },
   maxBodyBytes: { env: "MAX_BODY_BYTES", flag: "max-body-bytes", kind: "integer", fallback: "65536", describe: "largest request body in bytes" },

@@ -42,9 +42,10 @@ export const rateLimited = (retryAfter: number, headers: HeadersInit) =>
   refusal(Code.ResourceExhausted, "RATE_LIMITED", refusalText.rateLimited, headers, retryAfter);
 
 // Refusals after admission carry no rate-limit headers: the edge already has them from the Admission.
+// A quota refusal carries the X-Quota-* headers (D11).
 
-export const quotaExceeded = (retryAfter: number) =>
-  refusal(Code.ResourceExhausted, "QUOTA_EXCEEDED", refusalText.quotaExceeded, undefined, retryAfter);
+export const quotaExceeded = (retryAfter: number, quotaHeaders: HeadersInit) =>
+  refusal(Code.ResourceExhausted, "QUOTA_EXCEEDED", refusalText.quotaExceeded, quotaHeaders, retryAfter);
 
 export const payloadTooLarge = (limit: number) =>
   refusal(Code.ResourceExhausted, "PAYLOAD_TOO_LARGE", `request body exceeds the limit of ${limit} bytes`);

@@ -5,12 +5,14 @@ import { bearerToken } from "../auth/api-key.js";
 import type { KeyVerifier } from "../auth/key-verifier.js";
 import type { Plan, Plans } from "../config/plans.js";
 import type { CountryLookup } from "../geo/country-lookup.js";
+import type { AuthFailureLimiter } from "../limits/auth-failure-limiter.js";
+import { quotaHeaders, type MonthlyQuota } from "../limits/monthly-quota.js";
 import type { RateLimiter } from "../limits/rate-limiter.js";
 import { rateLimitHeaders } from "../limits/rate-limit-headers.js";
 import type { ApiKeyRecord } from "../store/records.js";
 import type { WriteOutcome } from "../store/trace-store.js";
 import { type BatchingWriter, WriterQueueFullError } from "./batching-writer.js";
-import { invalidApiKey, rateLimited, storeUnavailable, validationFailed } from "./ingest-errors.js";
+import { authRateLimited, invalidApiKey, quotaExceeded, rateLimited, storeUnavailable, validationFailed } from "./ingest-errors.js";
 import { describeProblems, traceProblems, type FieldProblem } from "./trace-validation.js";
 
 /** An authenticated request that passed its per-minute limit. */
@@ -35,6 +37,8 @@ export interface TraceSubmission {
 export interface IngestPipelineDeps {
   verifier: KeyVerifier;
   limiter: RateLimiter;
+  authFailures: AuthFailureLimiter;
+  quota: MonthlyQuota;
   plans: Plans;
   writer: BatchingWriter;
   countryOf: CountryLookup;
@@ -50,15 +54,18 @@ const maxIdempotencyKeyLength = 128;
  * Every step throws ConnectErrors built by ingest-errors.
  */
 export interface IngestPipeline {
-  /** D1 steps 1-3: the Authorization header, then the key's per-minute window. */
-  admit(authorization: string | null): Promise<Admission>;
-  /** D1 steps 6-9: validation, key agreement, then the durable write. Resolves once stored. */
-  accept(admission: Admission, submission: TraceSubmission): Promise<void>;
+  /** D1 steps 1-3: the Authorization header (failures limited per client address), then the key's per-minute window. */
+  admit(authorization: string | null, clientAddress: string | undefined): Promise<Admission>;
+  /**
+   * D1 steps 6-9: validation, key agreement, the monthly quota, then the durable write. Resolves
+   * once stored, with the quota headers (D11) for the response.
+   */
+  accept(admission: Admission, submission: TraceSubmission): Promise<Headers>;
 }
 
 export function createIngestPipeline(deps: IngestPipelineDeps): IngestPipeline {
   return {
-    async admit(authorization) {
+    async admit(authorization, clientAddress) {
       const presentedKey = bearerToken(authorization);
       let key: ApiKeyRecord | undefined;
       try {
@@ -68,7 +75,10 @@ export function createIngestPipeline(deps: IngestPipelineDeps): IngestPipeline {
         throw storeUnavailable(unavailableRetryAfter);
       }
       const plan = key && deps.plans.get(key.plan);
-      if (!key || !plan || presentedKey === undefined) throw invalidApiKey();
+      if (!key || !plan || presentedKey === undefined) {
+        const wait = await deps.authFailures.failed(clientAddress);
+        throw wait === undefined ? invalidApiKey() : authRateLimited(wait);
+      }
       const decision = await deps.limiter.consume(key.id, plan);
       const headers = rateLimitHeaders(decision);
       if (!decision.allowed) throw rateLimited(decision.retryAfter, headers);
@@ -102,14 +112,21 @@ export function createIngestPipeline(deps: IngestPipelineDeps): IngestPipeline {
         status: trace.status,
         ...(trace.error === undefined ? {} : { error: trace.error }),
       });
+      const { decision, release } = await deps.quota.reserve(admission.key, admission.plan);
+      const headers = quotaHeaders(decision);
+      if (!decision.allowed) throw quotaExceeded(decision.retryAfter, headers);
       let outcome: WriteOutcome;
       try {
         outcome = await deps.writer.write({ trace: stored, idempotencyKey: idempotencyKey ?? undefined });
       } catch (error) {
+        await release();
         if (error instanceof WriterQueueFullError) throw storeUnavailable(unavailableRetryAfter);
         throw error;
       }
+      // Only stored traces count, once each: a repeated Idempotency-Key was counted the first time.
+      if (outcome.kind !== "stored") await release();
       if (outcome.kind === "failed") throw storeUnavailable(unavailableRetryAfter);
+      return headers;
     },
   };
 }

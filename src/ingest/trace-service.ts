@@ -11,13 +11,15 @@ export const clientAddressKey = createContextKey<string | undefined>(undefined, 
 export function traceService(pipeline: IngestPipeline): ServiceImpl<typeof TraceService> {
   return {
     async ingest(request, context) {
-      const admission = await pipeline.admit(context.requestHeader.get("authorization"));
+      const clientAddress = context.values.get(clientAddressKey);
+      const admission = await pipeline.admit(context.requestHeader.get("authorization"), clientAddress);
       for (const [name, value] of admission.headers) context.responseHeader.set(name, value);
-      await pipeline.accept(admission, {
+      const quotaHeaders = await pipeline.accept(admission, {
         trace: request.trace ?? create(TraceSchema),
         idempotencyKey: context.requestHeader.get("idempotency-key"),
-        clientAddress: context.values.get(clientAddressKey),
+        clientAddress,
       });
+      for (const [name, value] of quotaHeaders) context.responseHeader.set(name, value);
       return create(IngestResponseSchema, { status: "ok" });
     },
   };

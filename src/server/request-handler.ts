@@ -12,8 +12,8 @@ import { restIngest } from "./rest-ingest.js";
 
 export interface RequestHandlerOptions {
   pipeline: IngestPipeline;
-  /** Resolves when the stores can take writes (GET /readyz). */
-  ready: () => Promise<void>;
+  /** Resolves when the stores can take writes (GET /readyz), with notes such as a degradation to report. */
+  ready: () => Promise<Record<string, string>>;
   maxBodyBytes: number;
   trustProxy: boolean;
   logger: Logger;
@@ -47,7 +47,7 @@ export function createRequestHandler(options: RequestHandlerOptions) {
           return Promise.resolve(sendJson(res, 200, { status: "ok" }));
         case "/readyz":
           return options.ready().then(
-            () => sendJson(res, 200, { status: "ready" }),
+            (notes) => sendJson(res, 200, { status: "ready", ...notes }),
             (error: Error) => sendJson(res, 503, { status: "unavailable", reason: error.message }),
           );
         default:

@@ -28,8 +28,9 @@ export function restIngest(pipeline: IngestPipeline, options: RestIngestOptions)
       return;
     }
     let admission: Admission | undefined;
+    const address = clientAddress(req.headers, req.socket?.remoteAddress, options.trustProxy);
     try {
-      admission = await pipeline.admit(req.headers.authorization ?? null);
+      admission = await pipeline.admit(req.headers.authorization ?? null, address);
       let raw: Buffer;
       try {
         raw = await readBody(req, options.maxBodyBytes);
@@ -42,12 +43,13 @@ export function restIngest(pipeline: IngestPipeline, options: RestIngestOptions)
       const contentType = req.headers["content-type"];
       if (!isJson(contentType)) throw unsupportedMediaType(contentType);
       const { trace, problems } = traceFromJson(parseJsonObject(raw));
-      await pipeline.accept(admission, {
+      const quotaHeaders = await pipeline.accept(admission, {
         trace,
         decodeProblems: problems,
         idempotencyKey: header(req.headers["idempotency-key"]),
-        clientAddress: clientAddress(req.headers, req.socket?.remoteAddress, options.trustProxy),
+        clientAddress: address,
       });
+      for (const [name, value] of quotaHeaders) admission.headers.set(name, value);
       sendJson(res, 202, { status: "ok" }, admission.headers);
     } catch (error) {
       if (req.destroyed && !(error instanceof Error && error.name === "ConnectError")) return; // client went away mid-body

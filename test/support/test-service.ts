@@ -31,7 +31,7 @@ export async function startTestService(overrides: Partial<Config> & { plans?: Re
   }
   const config: Config = { ...resolveConfig({}, {}), port: 0, dataDir, logLevel: "silent", ...(plansFile ? { plansFile } : {}), ...configOverrides };
   const service = await startService(config, createLogger(config.logLevel));
-  const store = openSqliteStore(dataDir);
+  const store = openSqliteStore(config.dataDir);
   afterAll(async () => {
     await service.close(1000);
     await store.close();

@@ -1,0 +1,93 @@
+import type { Plan } from "../config/plans.js";
+import type { LimiterBackend } from "./limiter-backend.js";
+import { settle } from "./per-minute-limiter.js";
+
+/** The outcome of counting one trace against its key's calendar month (D11). */
+export interface QuotaDecision {
+  allowed: boolean;
+  /** The plan's traces per month. */
+  limit: number;
+  /** Traces left this month after this one. */
+  remaining: number;
+  /** Unix time, in whole seconds, of 00:00 UTC on the 1st of next month. */
+  resetAt: number;
+  /** Whole seconds until then. */
+  retryAfter: number;
+}
+
+export interface QuotaReservation {
+  decision: QuotaDecision;
+  /** Gives the trace back: it was not stored after all (a duplicate, or the write failed). */
+  release(): Promise<void>;
+}
+
+export interface MonthlyQuota {
+  reserve(key: { id: string; accountId: string }, plan: Plan): Promise<QuotaReservation>;
+}
+
+export interface MonthlyQuotaOptions {
+  backend: LimiterBackend;
+  /** Traces this key already has stored since `since`: seeds a month's counter, so counts survive restarts. */
+  countStored(key: { id: string; accountId: string }, since: Date): Promise<number>;
+  /** The clock (injectable so tests can cross a month boundary). */
+  now?: () => number;
+}
+
+/**
+ * How long a counter lives. Shorter than a month on purpose: the in-process limiter cannot time
+ * more than 24.8 days, and a counter that is gone is rebuilt from the stored traces anyway.
+ */
+const counterTtlSeconds = 20 * 24 * 3600;
+
+/**
+ * Per-key calendar-month (UTC) quotas. A trace is reserved before its write and released when
+ * it turns out not to be stored, so only stored traces count, once each, even when a retry
+ * repeats an Idempotency-Key. A month's counter is named for the month; when it is created (the
+ * first trace of the month, after a restart of the in-process limiter, or after Redis lost it)
+ * the traces already stored this month are added to it, so counts survive restarts.
+ */
+export function createMonthlyQuota({ backend, countStored, now = Date.now }: MonthlyQuotaOptions): MonthlyQuota {
+  const byPlan = new Map<string, ReturnType<LimiterBackend["limiter"]>>();
+
+  return {
+    async reserve(key, plan) {
+      let limiter = byPlan.get(plan.name);
+      if (!limiter) {
+        limiter = backend.limiter({ keyPrefix: `ct:quota:${plan.name}`, points: plan.perMonth, duration: counterTtlSeconds });
+        byPlan.set(plan.name, limiter);
+      }
+      const at = new Date(now());
+      const monthStart = Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), 1);
+      const nextMonth = Date.UTC(at.getUTCFullYear(), at.getUTCMonth() + 1, 1);
+      const counter = `${key.id}:${at.toISOString().slice(0, 7)}`;
+      const [res] = await settle(limiter.consume(counter));
+      let consumed = res.consumedPoints;
+      if (res.isFirstInDuration) {
+        const stored = await countStored(key, new Date(monthStart));
+        if (stored > 0) consumed = (await limiter.penalty(counter, stored)).consumedPoints;
+      }
+      const active = limiter;
+      return {
+        decision: {
+          allowed: consumed <= plan.perMonth,
+          limit: plan.perMonth,
+          remaining: Math.max(0, plan.perMonth - consumed),
+          resetAt: Math.floor(nextMonth / 1000),
+          retryAfter: Math.max(1, Math.ceil((nextMonth - at.getTime()) / 1000)),
+        },
+        release: async () => {
+          await active.reward(counter, 1);
+        },
+      };
+    },
+  };
+}
+
+/** The D11 headers for a quota decision. */
+export function quotaHeaders(decision: QuotaDecision): Headers {
+  return new Headers({
+    "x-quota-limit": String(decision.limit),
+    "x-quota-remaining": String(decision.remaining),
+    "x-quota-reset": String(decision.resetAt),
+  });
+}

@@ -1,0 +1,59 @@
+import { create } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { Redis } from "ioredis";
+import { TraceFilterSchema } from "../../gen/calltrace/v1/query_pb.js";
+import type { Config } from "../config/config.js";
+import type { Logger } from "../log/logger.js";
+import type { TraceReader } from "../store/trace-reader.js";
+import { createAuthFailureLimiter, type AuthFailureLimiter } from "./auth-failure-limiter.js";
+import { memoryBackend, redisBackend } from "./limiter-backend.js";
+import { createMonthlyQuota, type MonthlyQuota } from "./monthly-quota.js";
+import { createRateLimiter } from "./per-minute-limiter.js";
+import type { RateLimiter } from "./rate-limiter.js";
+import { watchRedisHealth } from "./redis-health.js";
+
+export interface Limits {
+  limiter: RateLimiter;
+  authFailures: AuthFailureLimiter;
+  quota: MonthlyQuota;
+  /** Undefined while the limits are shared as configured; otherwise why they are not (for /readyz). */
+  degradation(): string | undefined;
+  close(): Promise<void>;
+}
+
+/**
+ * The limits of the configured backend: Redis when REDIS_URL is set (shared by every instance,
+ * insured by in-process limiters), in-process otherwise. Monthly counters are seeded from the
+ * traces already stored, so they survive restarts in either mode.
+ */
+export function openLimits(
+  config: Pick<Config, "redisUrl" | "redisTimeoutMs">,
+  store: Pick<TraceReader, "usageTotals">,
+  logger: Logger,
+  now?: () => number,
+): Limits {
+  let redis: Redis | undefined;
+  let degradation = (): string | undefined => undefined;
+  let backend = memoryBackend();
+  if (config.redisUrl !== undefined) {
+    // No offline queue and one attempt per command: a command Redis cannot take fails at once
+    // and the insurance limiter answers; ioredis keeps reconnecting in the background.
+    redis = new Redis(config.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 2000 });
+    const health = watchRedisHealth(redis, logger);
+    degradation = health.degradation;
+    backend = redisBackend({ redis, timeoutMs: config.redisTimeoutMs, health });
+  }
+  const countStored = async (key: { id: string; accountId: string }, since: Date) => {
+    const totals = await store.usageTotals(key.accountId, create(TraceFilterSchema, { keyId: key.id, since: timestampFromDate(since) }));
+    return Number(totals.calls);
+  };
+  return {
+    limiter: createRateLimiter(backend),
+    authFailures: createAuthFailureLimiter(backend),
+    quota: createMonthlyQuota({ backend, countStored, ...(now ? { now } : {}) }),
+    degradation: () => degradation(),
+    async close() {
+      redis?.disconnect();
+    },
+  };
+}

@@ -1,0 +1,42 @@
+import { RateLimiterRes } from "rate-limiter-flexible";
+import type { Plan } from "../config/plans.js";
+import type { LimiterBackend } from "./limiter-backend.js";
+import type { RateDecision, RateLimiter } from "./rate-limiter.js";
+
+/** Fixed windows per key (60 seconds, D10), one rate-limiter-flexible limiter per plan, on the given backend. */
+export function createRateLimiter(backend: LimiterBackend, windowSeconds = 60): RateLimiter {
+  const byPlan = new Map<string, ReturnType<LimiterBackend["limiter"]>>();
+  return {
+    async consume(keyId, plan) {
+      let limiter = byPlan.get(plan.name);
+      if (!limiter) {
+        limiter = backend.limiter({ points: plan.perMinute, duration: windowSeconds, keyPrefix: `ct:rl:${plan.name}` });
+        byPlan.set(plan.name, limiter);
+      }
+      const [res, allowed] = await settle(limiter.consume(keyId));
+      return decision(plan.perMinute, res, allowed, windowSeconds);
+    },
+  };
+}
+
+/** A consume's result either way: rate-limiter-flexible rejects with the result when over the limit. */
+export async function settle(consumed: Promise<RateLimiterRes>): Promise<[RateLimiterRes, boolean]> {
+  try {
+    return [await consumed, true];
+  } catch (rejection) {
+    if (rejection instanceof RateLimiterRes) return [rejection, false];
+    throw rejection;
+  }
+}
+
+/** Turns rate-limiter-flexible's result into the D10 figures. */
+function decision(limit: number, res: RateLimiterRes, allowed: boolean, maxWait: number): RateDecision {
+  const msBeforeNext = Math.max(0, res.msBeforeNext);
+  return {
+    allowed,
+    limit,
+    remaining: Math.max(0, res.remainingPoints),
+    resetAt: Math.ceil((Date.now() + msBeforeNext) / 1000),
+    retryAfter: Math.min(maxWait, Math.max(1, Math.ceil(msBeforeNext / 1000))),
+  };
+}

@@ -1,0 +1,64 @@
+import { describe, expect, it } from "vitest";
+import { memoryBackend, redisBackend } from "../../src/limits/limiter-backend.js";
+import { createMonthlyQuota } from "../../src/limits/monthly-quota.js";
+import type { RedisHealth } from "../../src/limits/redis-health.js";
+import { startRedis } from "../support/redis-server.js";
+import { postTrace, startTestService, traceBody } from "../support/test-service.js";
+import { tempDir } from "../support/temp-dir.js";
+
+const plan = { name: "metered", perMinute: 100, perMonth: 2 };
+const key = { id: "key_month", accountId: "acc_month" };
+
+describe("monthly quota counters (D11)", () => {
+  const backends = {
+    "in-process": async () => ({ backend: memoryBackend(), done: async () => {} }),
+    Redis: async () => {
+      const redis = await startRedis();
+      const health: RedisHealth = { insuranceUsed: () => {}, degradation: () => undefined };
+      return { backend: redisBackend({ redis: redis.client(), timeoutMs: 1000, health }), done: () => redis.close() };
+    },
+  };
+  for (const [name, open] of Object.entries(backends)) {
+    it(`${name}: a new calendar month (UTC) restores the quota; the counter starts from the traces already stored`, async () => {
+      const { backend, done } = await open();
+      try {
+        let clock = Date.UTC(2026, 0, 31, 23, 59, 58);
+        const seeds: string[] = [];
+        const quota = createMonthlyQuota({
+          backend,
+          now: () => clock,
+          countStored: async (_key, since) => {
+            seeds.push(since.toISOString());
+            return since.getUTCMonth() === 0 ? 1 : 0; // one trace already stored in January
+          },
+        });
+        const first = await quota.reserve(key, plan);
+        expect(first.decision).toMatchObject({ allowed: true, limit: 2, remaining: 0, resetAt: Date.UTC(2026, 1, 1) / 1000, retryAfter: 2 });
+        const refused = await quota.reserve(key, plan);
+        expect(refused.decision.allowed).toBe(false);
+        clock = Date.UTC(2026, 1, 1, 0, 0, 1);
+        const february = await quota.reserve(key, plan);
+        expect(february.decision).toMatchObject({ allowed: true, remaining: 1, resetAt: Date.UTC(2026, 2, 1) / 1000 });
+        await february.release();
+        expect((await quota.reserve(key, plan)).decision.remaining).toBe(1);
+        expect(seeds).toEqual(["2026-01-01T00:00:00.000Z", "2026-02-01T00:00:00.000Z"]);
+      } finally {
+        await done();
+      }
+    });
+  }
+
+  it("embedded mode: the month's count survives a restart of the service", async () => {
+    const dataDir = tempDir();
+    const plans = { metered: { per_minute: 100, per_month: 3 } };
+    const first = await startTestService({ dataDir, plans });
+    const { key: apiKey } = await first.createKey("metered");
+    for (let i = 0; i < 2; i++) expect((await postTrace(first.url, traceBody(apiKey), { key: apiKey })).status).toBe(202);
+    await first.close(1000);
+    const second = await startTestService({ dataDir, plans });
+    const third = await postTrace(second.url, traceBody(apiKey), { key: apiKey });
+    expect(third.status).toBe(202);
+    expect(third.headers.get("x-quota-remaining")).toBe("0");
+    expect((await postTrace(second.url, traceBody(apiKey), { key: apiKey })).status).toBe(429);
+  });
+});
