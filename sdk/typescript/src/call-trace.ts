@@ -72,6 +72,10 @@ export class CallTrace {
       return Promise.resolve();
     }
     if (!apiKey.startsWith("ct_")) warn("the API key does not start with ct_; the service will likely reject it");
+    const { pathname } = this.#options.endpoint;
+    if (!pathname.endsWith("/v1/traces")) {
+      warn(`the endpoint path is ${pathname}, not .../v1/traces: the endpoint is the full URL of the trace endpoint`);
+    }
     process.on("beforeExit", this.#flushBeforeExit);
     for (const instrumentation of INSTRUMENTATIONS) {
       this.#patch(instrumentation, "cjs", () => requirePackage(instrumentation.packageName));

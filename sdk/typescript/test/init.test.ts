@@ -70,6 +70,12 @@ describe("init", () => {
     expect(() => init({ apiKey: TEST_KEY, ...options })).toThrow(message);
   });
 
+  it("warns about an endpoint that is not the trace endpoint", async () => {
+    const warnings: string[] = [];
+    await init({ apiKey: TEST_KEY, endpoint: "http://127.0.0.1:1/", onWarning: (m) => warnings.push(m) });
+    expect(warnings).toEqual([expect.stringContaining("not .../v1/traces")]);
+  });
+
   it("prices unknown models at 0 and warns once per model", async () => {
     const warnings: string[] = [];
     await init({ apiKey: TEST_KEY, endpoint: service.endpoint, onWarning: (m) => warnings.push(m) });

@@ -1,4 +1,6 @@
-import { cpSync, mkdtempSync, rmSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { cpSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -66,20 +68,38 @@ describe("both builds of the SDK in one process", () => {
   });
 });
 
+/** A folder with the built package installed in node_modules, as npm would; removed after `use`. */
+function withInstalledPackage(use: (dir: string) => Promise<void> | void) {
+  const dir = mkdtempSync(join(tmpdir(), "calltrace-installed-"));
+  const packageRoot = fileURLToPath(new URL("..", import.meta.url));
+  const installed = join(dir, "node_modules", "calltrace-sdk");
+  cpSync(join(packageRoot, "dist"), join(installed, "dist"), { recursive: true });
+  cpSync(join(packageRoot, "package.json"), join(installed, "package.json"));
+  return Promise.resolve(use(dir)).finally(() => rmSync(dir, { recursive: true, force: true }));
+}
+
+describe("the package's types", () => {
+  it("type-check for an ESM and a CommonJS consumer", async () => {
+    await withInstalledPackage((dir) => {
+      const packageRoot = fileURLToPath(new URL("..", import.meta.url));
+      symlinkSync(join(packageRoot, "node_modules", "@types"), join(dir, "node_modules", "@types"));
+      cpSync(join(apps, "types-esm.mts"), join(dir, "esm.mts"));
+      cpSync(join(apps, "types-cjs.cts"), join(dir, "cjs.cts"));
+      const compilerOptions = { module: "node16", strict: true, noEmit: true, target: "es2022", types: ["node"] };
+      writeFileSync(join(dir, "tsconfig.json"), JSON.stringify({ compilerOptions, files: ["esm.mts", "cjs.cts"] }));
+      const tsc = createRequire(import.meta.url).resolve("typescript/bin/tsc");
+      execFileSync(process.execPath, [tsc, "-p", dir], { stdio: "pipe" });
+    });
+  });
+});
+
 describe("an application without provider libraries", () => {
   it("starts without patching anything and without a word", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "calltrace-bare-"));
-    try {
-      const installed = join(dir, "node_modules", "calltrace-sdk");
-      const packageRoot = fileURLToPath(new URL("..", import.meta.url));
-      cpSync(join(packageRoot, "dist"), join(installed, "dist"), { recursive: true });
-      cpSync(join(packageRoot, "package.json"), join(installed, "package.json"));
+    await withInstalledPackage(async (dir) => {
       cpSync(join(apps, "no-providers-app.cjs"), join(dir, "app.cjs"));
       const run = await runApp(join(dir, "app.cjs"), {}, dir);
       expect(run.stderr).toBe("");
       expect(JSON.parse(run.stdout)).toEqual({ instrumented: [], warnings: [] });
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   });
 });

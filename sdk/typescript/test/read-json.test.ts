@@ -3,9 +3,8 @@ import { dig, readCount, readString, sumCounts } from "../src/read-json.js";
 
 describe("reading provider JSON", () => {
   it("digs through objects and functions, and reads anything else as undefined", () => {
-    class Client {
-      static Resource = { prototype: { create: 1 } };
-    }
+    function Client() {}
+    Client.Resource = { prototype: { create: 1 } };
     expect(dig({ a: { b: 2 } }, "a", "b")).toBe(2);
     expect(dig(Client, "Resource", "prototype", "create")).toBe(1);
     expect(dig({ a: "text" }, "a", "b")).toBeUndefined();
