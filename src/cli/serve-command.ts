@@ -1,3 +1,5 @@
+import cluster from "node:cluster";
+import { runClusterPrimary } from "../cluster/cluster-primary.js";
 import { parseCommandArgs, resolveConfig } from "../config/config.js";
 import { startService } from "../app.js";
 import { createLogger } from "../log/logger.js";
@@ -5,11 +7,18 @@ import { createLogger } from "../log/logger.js";
 /** Past SHUTDOWN_GRACE_MS, time to log and exit. */
 const deadlineSlackMs = 500;
 
-/** `calltrace serve`: runs until SIGTERM or SIGINT, then shuts down gracefully (nothing accepted is lost). */
+/**
+ * `calltrace serve`: runs until SIGTERM or SIGINT, then shuts down gracefully (nothing accepted
+ * is lost). With --workers N it is the primary of N worker processes, each running this too.
+ */
 export async function serveCommand(argv: string[]): Promise<void> {
   const { values } = parseCommandArgs(argv, {});
   const config = resolveConfig(values);
   const logger = createLogger(config.logLevel);
+  if (config.workers > 1 && cluster.isPrimary) {
+    runClusterPrimary(config, logger);
+    return;
+  }
   const service = await startService(config, logger);
   const graceMs = config.shutdownGraceMs;
   let stopping = false;

@@ -12,6 +12,8 @@ export interface Config {
   redisUrl: string | undefined;
   /** Longest a Redis limiter call may take before the in-process insurance limiter answers. */
   redisTimeoutMs: number;
+  /** Worker processes sharing the port (node:cluster); 1 serves from this process alone. */
+  workers: number;
   /** MongoDB for traces, keys and accounts; unset means the embedded store. */
   mongodbUri: string | undefined;
   /** Take the client address from X-Forwarded-For (only behind a trusted proxy). */
@@ -58,6 +60,7 @@ export const configOptions = {
   dataDir: { env: "DATA_DIR", flag: "data-dir", kind: "string", fallback: "./data", describe: "embedded store directory" },
   redisUrl: { env: "REDIS_URL", flag: "redis-url", kind: "string", describe: "Redis for shared limiters (unset: in-process)" },
   redisTimeoutMs: { env: "REDIS_TIMEOUT_MS", flag: "redis-timeout-ms", kind: "integer", fallback: "50", describe: "longest a Redis limiter call may take before the in-process insurance answers, in ms" },
+  workers: { env: "WORKERS", flag: "workers", kind: "integer", fallback: "1", describe: "worker processes sharing the port (limits shared across them)" },
   mongodbUri: { env: "MONGODB_URI", flag: "mongodb-uri", kind: "string", describe: "MongoDB store (unset: embedded store)" },
   trustProxy: { env: "TRUST_PROXY", flag: "trust-proxy", kind: "boolean", fallback: "false", describe: "client address from X-Forwarded-For" },
   maxBodyBytes: { env: "MAX_BODY_BYTES", flag: "max-body-bytes", kind: "integer", fallback: "65536", describe: "largest request body in bytes" },

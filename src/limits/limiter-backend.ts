@@ -1,5 +1,5 @@
 import type { Redis } from "ioredis";
-import { RateLimiterMemory, RateLimiterRedis, RLWrapperTimeouts, type RateLimiterAbstract } from "rate-limiter-flexible";
+import { RateLimiterCluster, RateLimiterMemory, RateLimiterRedis, RLWrapperTimeouts, type RateLimiterAbstract } from "rate-limiter-flexible";
 import type { RedisHealth } from "./redis-health.js";
 
 /** Where counters live: this process, or a Redis shared by every instance. */
@@ -10,6 +10,11 @@ export interface LimiterBackend {
 
 export function memoryBackend(): LimiterBackend {
   return { limiter: (options) => new RateLimiterMemory(options) };
+}
+
+/** Counters held by the primary of `serve --workers N` (its RateLimiterClusterMaster), shared by every worker. */
+export function clusterBackend(): LimiterBackend {
+  return { limiter: (options) => new RateLimiterCluster({ ...options, timeoutMs: 1000 }) };
 }
 
 export interface RedisBackendOptions {

@@ -1,3 +1,4 @@
+import cluster from "node:cluster";
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Redis } from "ioredis";
@@ -6,7 +7,7 @@ import type { Config } from "../config/config.js";
 import type { Logger } from "../log/logger.js";
 import type { TraceReader } from "../store/trace-reader.js";
 import { createAuthFailureLimiter, type AuthFailureLimiter } from "./auth-failure-limiter.js";
-import { memoryBackend, redisBackend } from "./limiter-backend.js";
+import { clusterBackend, memoryBackend, redisBackend } from "./limiter-backend.js";
 import { createMonthlyQuota, type MonthlyQuota } from "./monthly-quota.js";
 import { createRateLimiter } from "./per-minute-limiter.js";
 import type { RateLimiter } from "./rate-limiter.js";
@@ -23,7 +24,8 @@ export interface Limits {
 
 /**
  * The limits of the configured backend: Redis when REDIS_URL is set (shared by every instance,
- * insured by in-process limiters), in-process otherwise. Monthly counters are seeded from the
+ * insured by in-process limiters), the cluster primary's counters in a worker of
+ * `serve --workers N`, in-process otherwise. Monthly counters are seeded from the
  * traces already stored, so they survive restarts in either mode.
  */
 export function openLimits(
@@ -34,7 +36,8 @@ export function openLimits(
 ): Limits {
   let redis: Redis | undefined;
   let degradation = (): string | undefined => undefined;
-  let backend = memoryBackend();
+  // A worker of `serve --workers N` shares its counters with the other workers through the primary.
+  let backend = cluster.isWorker ? clusterBackend() : memoryBackend();
   if (config.redisUrl !== undefined) {
     // No offline queue and one attempt per command: a command Redis cannot take fails at once
     // and the insurance limiter answers; ioredis keeps reconnecting in the background.
