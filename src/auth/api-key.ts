@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from "node:crypto";
+import { hash, randomBytes } from "node:crypto";
 
 const base62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 const keyPrefix = "ct_";
@@ -28,7 +28,7 @@ export function mintApiKey(): MintedKey {
 
 /** Keys are stored only as their SHA-256: they are long random secrets, so a slow hash adds nothing. */
 export function hashApiKey(plaintext: string): string {
-  return createHash("sha256").update(plaintext).digest("hex");
+  return hash("sha256", plaintext, "hex");
 }
 
 export function visiblePrefix(plaintext: string): string {
