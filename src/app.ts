@@ -8,6 +8,7 @@ import { BatchingWriter } from "./ingest/batching-writer.js";
 import { createIngestPipeline } from "./ingest/ingest-pipeline.js";
 import { openLimits } from "./limits/open-limits.js";
 import type { Logger } from "./log/logger.js";
+import { connectionLimits } from "./server/connection-limits.js";
 import { listen } from "./server/listen.js";
 import { createRequestHandler } from "./server/request-handler.js";
 import { openStore } from "./store/open-store.js";
@@ -64,7 +65,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     config.tlsCertFile && config.tlsKeyFile
       ? { cert: readFileSync(config.tlsCertFile), key: readFileSync(config.tlsKeyFile) }
       : undefined;
-  const listener = await listen(handler, { port: config.port, host: config.host, ...(tls ? { tls } : {}) });
+  const listener = await listen(handler, { port: config.port, host: config.host, ...(tls ? { tls } : {}), limits: connectionLimits(config) });
   logger.info({ port: listener.port, url: listener.url, store: config.mongodbUri ? "mongodb" : "embedded" }, "listening");
 
   return {

@@ -43,6 +43,22 @@ export interface Config {
   writeTimeoutMs: number;
   /** On SIGTERM, how long in-flight requests and queued writes get before the process exits, in milliseconds. */
   shutdownGraceMs: number;
+  /** Longest a client may take to send a request's headers, in milliseconds; then the connection is cut. */
+  headersTimeoutMs: number;
+  /** Longest a client may take to send a whole request (headers and body), in milliseconds; then 408 and cut. */
+  requestTimeoutMs: number;
+  /** An idle HTTP/1.1 keep-alive connection is closed after this many milliseconds. */
+  keepAliveTimeoutMs: number;
+  /** An HTTP/2 connection with no frames for this many milliseconds is closed. */
+  h2IdleTimeoutMs: number;
+  /** Most concurrent streams one HTTP/2 connection may have open (SETTINGS_MAX_CONCURRENT_STREAMS). */
+  h2MaxConcurrentStreams: number;
+  /** Most open client connections on the port; connections past it are closed at once. */
+  maxConnections: number;
+  /** Serve Prometheus metrics on this port (same host); unset: no metrics port. */
+  metricsPort: number | undefined;
+  /** Serve Prometheus metrics at /metrics on the main port to requests bearing this token; unset: not on the main port. */
+  metricsToken: string | undefined;
 }
 
 interface OptionSpec {
@@ -76,6 +92,14 @@ export const configOptions = {
   writerMaxWaitMs: { env: "WRITER_MAX_WAIT_MS", flag: "writer-max-wait-ms", kind: "integer", fallback: "2", describe: "longest a trace waits for its batch, in ms" },
   writeTimeoutMs: { env: "WRITE_TIMEOUT_MS", flag: "write-timeout-ms", kind: "integer", fallback: "5000", describe: "longest wait for a commit before 503, in ms" },
   shutdownGraceMs: { env: "SHUTDOWN_GRACE_MS", flag: "shutdown-grace-ms", kind: "integer", fallback: "10000", describe: "on SIGTERM, time to finish before exiting, in ms" },
+  headersTimeoutMs: { env: "HEADERS_TIMEOUT_MS", flag: "headers-timeout-ms", kind: "integer", fallback: "10000", describe: "longest a client may take to send request headers, in ms" },
+  requestTimeoutMs: { env: "REQUEST_TIMEOUT_MS", flag: "request-timeout-ms", kind: "integer", fallback: "30000", describe: "longest a client may take to send a whole request, in ms (then 408)" },
+  keepAliveTimeoutMs: { env: "KEEP_ALIVE_TIMEOUT_MS", flag: "keep-alive-timeout-ms", kind: "integer", fallback: "5000", describe: "idle HTTP/1.1 keep-alive connections are closed after this, in ms" },
+  h2IdleTimeoutMs: { env: "H2_IDLE_TIMEOUT_MS", flag: "h2-idle-timeout-ms", kind: "integer", fallback: "120000", describe: "HTTP/2 connections with no frames for this long are closed, in ms" },
+  h2MaxConcurrentStreams: { env: "H2_MAX_CONCURRENT_STREAMS", flag: "h2-max-concurrent-streams", kind: "integer", fallback: "100", describe: "most concurrent streams per HTTP/2 connection" },
+  maxConnections: { env: "MAX_CONNECTIONS", flag: "max-connections", kind: "integer", fallback: "10000", describe: "most open connections; more are closed at once" },
+  metricsPort: { env: "METRICS_PORT", flag: "metrics-port", kind: "integer", describe: "serve Prometheus /metrics on this port (unset: none)" },
+  metricsToken: { env: "METRICS_TOKEN", flag: "metrics-token", kind: "string", describe: "serve /metrics on the main port to `Authorization: Bearer` this token" },
 } as const satisfies Record<keyof Config, OptionSpec>;
 
 export class ConfigError extends Error {}

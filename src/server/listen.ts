@@ -1,19 +1,47 @@
 import { createServer as createHttp1Server, type Server as Http1Server } from "node:http";
 import {
-  createSecureServer,
+  constants as h2constants,
   createServer as createHttp2Server,
-  type Http2SecureServer,
   type Http2Server,
+  type Http2ServerRequest,
+  type Http2ServerResponse,
   type ServerHttp2Session,
 } from "node:http2";
 import { createServer as createNetServer, type AddressInfo, type Server as NetServer, type Socket } from "node:net";
+import { createServer as createTlsServer, type TLSSocket } from "node:tls";
 import type { NodeRequest, NodeResponse } from "./node-types.js";
+
+/** How long clients may take and how much they may hold; defaults match config.ts. */
+export interface ConnectionLimits {
+  /** A connection that has not sent a request's headers (or finished its TLS handshake) within this is cut. */
+  headersTimeoutMs: number;
+  /** A request not fully received within this gets 408 and its connection (HTTP/1.1) or stream (HTTP/2) is cut. */
+  requestTimeoutMs: number;
+  /** An idle HTTP/1.1 keep-alive connection is closed after this. */
+  keepAliveTimeoutMs: number;
+  /** An HTTP/2 connection with no frames for this long is closed. */
+  h2IdleTimeoutMs: number;
+  /** SETTINGS_MAX_CONCURRENT_STREAMS: streams past it are refused (REFUSED_STREAM). */
+  h2MaxConcurrentStreams: number;
+  /** Open connections on the port; one past it is closed at once. */
+  maxConnections: number;
+}
+
+export const defaultConnectionLimits: ConnectionLimits = {
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 30_000,
+  keepAliveTimeoutMs: 5_000,
+  h2IdleTimeoutMs: 120_000,
+  h2MaxConcurrentStreams: 100,
+  maxConnections: 10_000,
+};
 
 export interface ListenOptions {
   port: number;
   host: string;
   /** PEM certificate and key: when given, the port speaks TLS and ALPN picks h2 or http/1.1. */
   tls?: { cert: Buffer; key: Buffer };
+  limits?: Partial<ConnectionLimits>;
 }
 
 export interface Listener {
@@ -28,42 +56,100 @@ type Handler = (req: NodeRequest, res: NodeResponse) => void;
 /** Every HTTP/2 connection starts with this preface; an HTTP/1.1 request line never starts with "PRI". */
 const h2Preface = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
 
-const timeouts = { headersTimeout: 10_000, requestTimeout: 30_000, keepAliveTimeout: 5_000 };
+/**
+ * TLS 1.2 and 1.3 only, forward-secret AEAD suites only (Mozilla's "intermediate" list), which is
+ * also what HTTP/2 requires (RFC 9113 appendix A).
+ */
+const tlsCiphers = [
+  "TLS_AES_128_GCM_SHA256",
+  "TLS_AES_256_GCM_SHA384",
+  "TLS_CHACHA20_POLY1305_SHA256",
+  "ECDHE-ECDSA-AES128-GCM-SHA256",
+  "ECDHE-RSA-AES128-GCM-SHA256",
+  "ECDHE-ECDSA-AES256-GCM-SHA384",
+  "ECDHE-RSA-AES256-GCM-SHA384",
+  "ECDHE-ECDSA-CHACHA20-POLY1305",
+  "ECDHE-RSA-CHACHA20-POLY1305",
+].join(":");
+
+/**
+ * Streams a client may cancel (RST_STREAM) per connection within a second before the connection
+ * is sent GOAWAY ENHANCE_YOUR_CALM: HTTP/2 rapid reset (CVE-2023-44487). Honest clients cancel a
+ * few streams at most.
+ */
+const maxResetsPerSecond = 200;
 
 /**
  * One port for every protocol: cleartext HTTP/1.1 and h2c with prior knowledge (what gRPC clients
- * use) told apart by the first bytes of each connection, or TLS with ALPN when a certificate is given.
+ * use) told apart by the first bytes of each connection, or TLS with ALPN when a certificate is
+ * given. Both paths end in the same two servers, so every timeout and limit holds on each.
  */
 export async function listen(handler: Handler, options: ListenOptions): Promise<Listener> {
+  const limits = { ...defaultConnectionLimits, ...options.limits };
+  const headersTimeout = Math.min(limits.headersTimeoutMs, limits.requestTimeoutMs);
   const sockets = new Set<Socket>();
-  let front: NetServer | Http2SecureServer;
-  let http1: Http1Server | undefined;
-  let http2: Http2Server | Http2SecureServer;
+  const http1: Http1Server = createHttp1Server(
+    {
+      headersTimeout,
+      requestTimeout: limits.requestTimeoutMs,
+      keepAliveTimeout: limits.keepAliveTimeoutMs,
+      // Node checks both timeouts on this period (30 s by default, which would let a slow client
+      // hold its connection for up to 30 s past the timeout).
+      connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(headersTimeout / 4))),
+    },
+    handler,
+  );
+  const http2: Http2Server = createHttp2Server(
+    {
+      settings: { maxConcurrentStreams: limits.h2MaxConcurrentStreams },
+      // Streams refused for exceeding the limit before the session is closed as abusive.
+      maxSessionRejectedStreams: 100,
+    },
+    http2Handler(handler, limits.requestTimeoutMs),
+  );
+  http2.setTimeout(limits.h2IdleTimeoutMs); // an idle session is destroyed
 
+  let front: NetServer;
   if (options.tls) {
-    http2 = createSecureServer({ ...options.tls, allowHTTP1: true, minVersion: "TLSv1.2" }, handler);
-    front = http2;
+    front = createTlsServer(
+      {
+        ...options.tls,
+        ALPNProtocols: ["h2", "http/1.1"],
+        minVersion: "TLSv1.2",
+        ciphers: tlsCiphers,
+        honorCipherOrder: true,
+        handshakeTimeout: headersTimeout,
+      },
+      (socket: TLSSocket) => {
+        socket.setTimeout(0);
+        if (socket.alpnProtocol === "h2") http2.emit("connection", socket);
+        else http1.emit("connection", socket);
+      },
+    );
+    // A TCP connection that never completes its handshake is cut by handshakeTimeout.
   } else {
-    http1 = createHttp1Server(timeouts, handler);
-    http2 = createHttp2Server({}, handler);
-    const [h1, h2] = [http1, http2];
     front = createNetServer({ noDelay: true }, (socket) =>
-      sniff(socket, (isH2, head) => {
-        if (isH2) return startHttp2Session(h2, socket, head);
+      sniff(socket, headersTimeout, (isH2, head) => {
+        if (isH2) return startHttp2Session(http2, socket, head);
         socket.unshift(head);
-        h1.emit("connection", socket);
+        http1.emit("connection", socket);
       }),
     );
   }
+  front.maxConnections = limits.maxConnections;
   front.on("connection", (socket: Socket) => {
     sockets.add(socket);
     socket.on("close", () => sockets.delete(socket));
   });
+  front.on("tlsClientError", () => {}); // a failed handshake is the client's problem, not the server's
 
   await new Promise<void>((resolve, reject) => {
     front.once("error", reject);
     front.listen(options.port, options.host, () => resolve());
   });
+  // Node's HTTP/1.1 server starts checking headersTimeout and requestTimeout when it starts
+  // listening; it never listens itself (it is handed connections), so it is told here.
+  http1.emit("listening");
   const { port } = front.address() as AddressInfo;
   const host = options.host.includes(":") ? `[${options.host}]` : options.host;
 
@@ -71,6 +157,7 @@ export async function listen(handler: Handler, options: ListenOptions): Promise<
   http2.on("session", (session: ServerHttp2Session) => {
     sessions.add(session);
     session.on("close", () => sessions.delete(session));
+    limitResets(session);
   });
 
   return {
@@ -81,20 +168,76 @@ export async function listen(handler: Handler, options: ListenOptions): Promise<
       // HTTP/2 sessions get a GOAWAY and end after their open streams; HTTP/1.1 connections
       // are closed as soon as they fall idle between requests.
       for (const session of sessions) session.close();
-      http1?.closeIdleConnections();
-      const sweep = setInterval(() => http1?.closeIdleConnections(), 20);
+      http1.closeIdleConnections();
+      const sweep = setInterval(() => http1.closeIdleConnections(), 20);
       const deadline = setTimeout(() => {
         for (const socket of sockets) socket.destroy();
       }, graceMs);
       await closed;
       clearInterval(sweep);
       clearTimeout(deadline);
+      http1.close(); // stops its timeout checks
     },
   };
 }
 
+/**
+ * HTTP/2 streams get what Node's HTTP/1.1 server gives connections: a request timeout (408, then
+ * the stream is reset), and a stream whose response is complete before its request is stops the
+ * client from sending the rest (RST_STREAM NO_ERROR, RFC 9113 §8.1) instead of holding the stream
+ * open on a paused, flow-controlled body forever.
+ */
+function http2Handler(handler: Handler, requestTimeoutMs: number) {
+  return (req: Http2ServerRequest, res: Http2ServerResponse): void => {
+    const stream = req.stream;
+    /** The client has not finished sending its request (END_STREAM not yet received). */
+    const stillSending = () => !stream.destroyed && !req.readableEnded && !stream.endAfterHeaders && !stream.state.remoteClose;
+    const timer = setTimeout(() => {
+      if (!stillSending()) return;
+      if (!res.headersSent) {
+        const body = JSON.stringify({ error: "Request timeout" });
+        res.writeHead(408, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
+        res.end(body);
+      }
+      stream.close(h2constants.NGHTTP2_CANCEL);
+    }, requestTimeoutMs);
+    timer.unref();
+    const done = () => clearTimeout(timer);
+    req.once("end", done);
+    stream.once("close", done);
+    // Once the response is complete on the wire (END_STREAM sent, after any trailers: the
+    // compat response's "finish" only comes when the stream closes, which is what never happens here).
+    const stopClient = (tries: number): void => {
+      if (!stillSending()) return;
+      if (stream.state.localClose || tries >= 100) return void stream.close(h2constants.NGHTTP2_NO_ERROR);
+      setTimeout(() => stopClient(tries + 1), 10).unref();
+    };
+    stream.once("finish", () => stopClient(0));
+    handler(req, res);
+  };
+}
+
+/** Rapid reset: a session whose client cancels more than maxResetsPerSecond streams in a second is shut. */
+function limitResets(session: ServerHttp2Session): void {
+  let windowStart = Date.now();
+  let resets = 0;
+  session.on("stream", (stream) => {
+    stream.once("aborted", () => {
+      const now = Date.now();
+      if (now - windowStart > 1000) {
+        windowStart = now;
+        resets = 0;
+      }
+      if (++resets > maxResetsPerSecond && !session.destroyed) {
+        session.goaway(h2constants.NGHTTP2_ENHANCE_YOUR_CALM);
+        session.destroy();
+      }
+    });
+  });
+}
+
 /** Reads a new connection's first bytes to tell HTTP/2 (prior knowledge) from HTTP/1.1. */
-function sniff(socket: Socket, route: (isH2: boolean, head: Buffer) => void): void {
+function sniff(socket: Socket, timeoutMs: number, route: (isH2: boolean, head: Buffer) => void): void {
   let seen = Buffer.alloc(0);
   const onData = (chunk: Buffer) => {
     seen = Buffer.concat([seen, chunk]);
@@ -108,7 +251,7 @@ function sniff(socket: Socket, route: (isH2: boolean, head: Buffer) => void): vo
     if (!isH2) socket.resume();
   };
   socket.on("data", onData);
-  socket.setTimeout(timeouts.headersTimeout, () => socket.destroy());
+  socket.setTimeout(timeoutMs, () => socket.destroy());
 }
 
 /**
