@@ -3,7 +3,7 @@ import { flush, type InitOptions, init, shutdown, stats, type Trace } from "call
 
 const options: InitOptions = { apiKey: "ct_x", prices: { openai: { "my-model": { input: 1, output: 2 } } } };
 await init(options);
-const delivered: boolean = await flush(1_000);
-const trace: Trace | undefined = undefined;
-console.log(stats().sent, delivered, trace);
+export const delivered: boolean = await flush(1_000);
+export const sent: number = stats().sent;
+export const trace: Trace | undefined = undefined;
 await shutdown();
