@@ -1,6 +1,5 @@
 import { randomUUID } from "node:crypto";
 import { performance } from "node:perf_hooks";
-import type tls from "node:tls";
 import { BoundedQueue } from "./bounded-queue.js";
 import { PipelinedConnection, type PostResult } from "./pipelined-connection.js";
 import { retryDelay, type RetryPolicy } from "./retry-delay.js";
@@ -15,8 +14,6 @@ export interface TraceSenderOptions {
   requestTimeoutMs: number;
   retry: RetryPolicy;
   warn: (message: string) => void;
-  /** Extra TLS options for an https endpoint. */
-  tls?: tls.ConnectionOptions;
 }
 
 /** Delivery counters since the sender was created. */
@@ -44,9 +41,10 @@ const FOREVER_MS = 2 ** 31 - 1;
 /**
  * Delivers traces in the background: a bounded queue drained by a few
  * workers, each POSTing one trace at a time over a shared pipelined
- * connection, with retries on 429, 503 and network errors. A "try later" from the service pauses every worker, since
- * they all talk to the same server. Nothing here throws to the caller or keeps
- * the process alive; only `flush()` holds the process open while it waits.
+ * connection, with retries on 429, 503 and network errors. A "try later" from
+ * the service pauses every worker, since they all talk to the same server.
+ * Nothing here throws to the caller or keeps the process alive; only
+ * `flush()` holds the process open while it waits.
  */
 export class TraceSender {
   readonly #options: TraceSenderOptions;
@@ -69,7 +67,6 @@ export class TraceSender {
     this.#connection = new PipelinedConnection(options.endpoint, {
       timeoutMs: options.requestTimeoutMs,
       idleMs: 4_000, // under the 5 s keep-alive timeout of a Node server
-      tls: options.tls,
     });
     // The key was checked to be printable ASCII, so it cannot break a header line.
     this.#headers = `Authorization: Bearer ${options.apiKey}\r\nContent-Type: application/json\r\n`;
