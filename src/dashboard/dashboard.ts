@@ -55,7 +55,8 @@ export function createDashboard(options: DashboardOptions): Dashboard {
   const isSecure = (context: HandlerContext) =>
     context.url.startsWith("https:") || (options.trustProxy && context.requestHeader.get("x-forwarded-proto") === "https");
   const signupPlan = options.plans.has("free") ? "free" : [...options.plans.keys()][0]!;
-  const guarded = { interceptors: [validationInterceptor(), sessionInterceptor(sessions)] };
+  // The session is checked before the request is validated: strangers learn nothing about the API.
+  const guarded = { interceptors: [sessionInterceptor(sessions), validationInterceptor()] };
   const assets = staticAssets(options.webRoot ?? defaultWebRoot, mount);
   const download = traceDownload(options.reader, sessions);
 

@@ -134,6 +134,9 @@ describe("dashboard API: accounts, sessions and isolation", () => {
     ]) {
       expect((await anonymous.call(method, { name: "x" })).status).toBe(401);
     }
+    // Authentication comes before validation: a stranger's malformed request learns nothing more.
+    expect((await anonymous.call("QueryService/ListTraces", { pageSize: 100000 })).status).toBe(401);
+    expect((await alice.call("QueryService/ListTraces", { pageSize: 100000 })).body.code).toBe("invalid_argument");
   });
 
   it("CSRF: a call with the session cookie but without the session's token in x-csrf-token is refused", async () => {
