@@ -8,14 +8,19 @@ import { BatchingWriter } from "./ingest/batching-writer.js";
 import { createIngestPipeline } from "./ingest/ingest-pipeline.js";
 import { openLimits } from "./limits/open-limits.js";
 import type { Logger } from "./log/logger.js";
+import { instrumentedStore } from "./observability/instrumented-store.js";
+import { createMetrics } from "./observability/metrics.js";
 import { connectionLimits } from "./server/connection-limits.js";
 import { listen } from "./server/listen.js";
+import { listenForMetrics } from "./server/metrics-endpoint.js";
 import { createRequestHandler } from "./server/request-handler.js";
 import { openStore } from "./store/open-store.js";
 
 export interface RunningService {
   port: number;
   url: string;
+  /** The metrics port (METRICS_PORT), when there is one. */
+  metricsPort?: number;
   /** Stops accepting, answers what is in flight, commits every queued trace, then closes the store. */
   close(graceMs?: number): Promise<void>;
 }
@@ -24,12 +29,14 @@ export interface RunningService {
 export async function startService(config: Config, logger: Logger): Promise<RunningService> {
   const plans = loadPlans(config.plansFile);
   const store = await openStore(config, logger);
-  const writer = new BatchingWriter(store, {
+  const metrics = createMetrics();
+  const writer = new BatchingWriter(instrumentedStore(store, metrics), {
     maxBatch: config.writerMaxBatch,
     maxQueue: config.writerMaxQueue,
     maxWaitMs: config.writerMaxWaitMs,
     timeoutMs: config.writeTimeoutMs,
   });
+  metrics.gauge("calltrace_writer_queue_depth", "Traces waiting for a group commit", () => writer.depth);
   const limits = openLimits(config, store, logger);
   const pipeline = createIngestPipeline({
     verifier: createKeyVerifier(store.keys),
@@ -50,6 +57,8 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     maxBodyBytes: config.maxBodyBytes,
     trustProxy: config.trustProxy,
     logger,
+    metrics,
+    ...(config.metricsToken ? { metricsToken: config.metricsToken } : {}),
     dashboard: createDashboard({
       keys: store.keys,
       users: store.users,
@@ -62,17 +71,34 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     }),
   });
   const tls =
-    config.tlsCertFile && config.tlsKeyFile
-      ? { cert: readFileSync(config.tlsCertFile), key: readFileSync(config.tlsKeyFile) }
-      : undefined;
-  const listener = await listen(handler, { port: config.port, host: config.host, ...(tls ? { tls } : {}), limits: connectionLimits(config) });
-  logger.info({ port: listener.port, url: listener.url, store: config.mongodbUri ? "mongodb" : "embedded" }, "listening");
+    config.tlsCertFile && config.tlsKeyFile ? { cert: readFileSync(config.tlsCertFile), key: readFileSync(config.tlsKeyFile) } : undefined;
+  const listener = await listen(handler, {
+    port: config.port,
+    host: config.host,
+    ...(tls ? { tls } : {}),
+    limits: connectionLimits(config),
+  });
+  const metricsListener =
+    config.metricsPort === undefined
+      ? undefined
+      : await listenForMetrics(metrics, { port: config.metricsPort, host: config.host, token: config.metricsToken });
+  logger.info(
+    {
+      port: listener.port,
+      url: listener.url,
+      store: config.mongodbUri ? "mongodb" : "embedded",
+      ...(metricsListener ? { metricsPort: metricsListener.port } : {}),
+    },
+    "listening",
+  );
 
   return {
     port: listener.port,
     url: listener.url,
+    ...(metricsListener ? { metricsPort: metricsListener.port } : {}),
     async close(graceMs) {
       await listener.close(graceMs);
+      await metricsListener?.close();
       await writer.drain();
       logger.info({ ...writer.stats }, "writer drained");
       await limits.close();

@@ -20,12 +20,16 @@ export async function* exportLines(traces: AsyncIterable<StoredTrace>, format: E
 }
 
 /**
- * RFC 4180 quoting, plus a leading apostrophe on text that a spreadsheet would run as a formula
- * (CSV injection: cells starting with = + - @ or a tab or carriage return).
+ * What a spreadsheet may run as a formula (CSV injection): a cell starting with = + - @ (or their
+ * full-width forms, which some spreadsheets fold), also after leading spaces or control
+ * characters, which some trim; and a cell starting with a tab or a line break.
  */
+const formulaLike = /^[\t\r\n]|^[\s\p{Cc}]*[=+\-@\uff1d\uff0b\uff0d\uff20]/u;
+
+/** RFC 4180 quoting, plus a leading apostrophe on text that a spreadsheet would run as a formula. */
 export function csvCell(value: unknown): string {
   if (value === undefined || value === null) return "";
   let text = String(value);
-  if (typeof value === "string" && /^[=+\-@\t\r]/.test(text)) text = `'${text}`;
+  if (typeof value === "string" && formulaLike.test(text)) text = `'${text}`;
   return /[",\r\n']/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
 }

@@ -13,13 +13,30 @@ const fieldOrder = new Map(TraceSchema.fields.map((f, i) => [f.name, i]));
 
 /** The violations of the contract's protovalidate rules (D5, D6), in field order. */
 export function traceProblems(trace: Trace): FieldProblem[] {
+  const unencodable = textProblems(trace);
   const result = validator.validate(TraceSchema, trace);
-  if (result.kind === "valid") return [];
+  if (result.kind === "valid") return unencodable;
   if (result.kind === "error") throw result.error;
-  return result.violations.map((v) => {
-    const field = v.field.map((f) => (f as DescField).name ?? String(f)).join(".");
-    return { field, problem: friendlier(v.message) };
-  });
+  return [
+    ...unencodable,
+    ...result.violations.map((v) => {
+      const field = v.field.map((f) => (f as DescField).name ?? String(f)).join(".");
+      return { field, problem: friendlier(v.message) };
+    }),
+  ];
+}
+
+/** A lone UTF-16 surrogate (only reachable through a JSON `\ud800` escape) has no UTF-8 form: stores would each mangle it their own way. */
+const loneSurrogate = /\p{Cs}/u;
+
+function textProblems(trace: Trace): FieldProblem[] {
+  const problems: FieldProblem[] = [];
+  for (const field of TraceSchema.fields) {
+    const value = (trace as unknown as Record<string, unknown>)[field.localName];
+    if (typeof value === "string" && loneSurrogate.test(value))
+      problems.push({ field: field.name, problem: "must be valid Unicode text (a lone surrogate)" });
+  }
+  return problems;
 }
 
 /** Protovalidate's wording, made to read as D7's examples do. */

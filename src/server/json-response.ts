@@ -2,8 +2,12 @@ import type { NodeResponse } from "./node-types.js";
 
 /** Writes a JSON body with its status and headers, unless the client has gone already. */
 export function sendJson(res: NodeResponse, status: number, body: unknown, headers?: Headers): void {
+  sendJsonText(res, status, JSON.stringify(body), headers);
+}
+
+/** Writes JSON that is already serialized. */
+export function sendJsonText(res: NodeResponse, status: number, payload: string, headers?: Headers): void {
   if (res.headersSent || res.destroyed) return;
-  const payload = JSON.stringify(body);
   for (const [name, value] of headers ?? []) res.setHeader(name, value);
   res.setHeader("content-type", "application/json");
   res.setHeader("content-length", Buffer.byteLength(payload));

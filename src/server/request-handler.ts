@@ -1,14 +1,19 @@
-import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { createContextValues } from "@connectrpc/connect";
 import { TraceService } from "../../gen/calltrace/v1/trace_service_pb.js";
 import type { Dashboard } from "../dashboard/dashboard.js";
 import type { IngestPipeline } from "../ingest/ingest-pipeline.js";
 import { clientAddressKey, traceService } from "../ingest/trace-service.js";
 import type { Logger } from "../log/logger.js";
+import type { Metrics, RequestProtocol } from "../observability/metrics.js";
+import { observedPipeline } from "../observability/observed-pipeline.js";
+import { requestIdOf } from "../observability/request-id.js";
+import { openApiJson } from "../openapi/openapi-document.js";
 import { clientAddress } from "./client-address.js";
-import { sendJson } from "./json-response.js";
+import { sendJson, sendJsonText } from "./json-response.js";
+import { metricsAuthorized, sendMetrics } from "./metrics-endpoint.js";
 import type { NodeRequest, NodeResponse } from "./node-types.js";
 import { restIngest } from "./rest-ingest.js";
+import { rpcAdapter } from "./rpc-adapter.js";
 
 export interface RequestHandlerOptions {
   pipeline: IngestPipeline;
@@ -19,14 +24,28 @@ export interface RequestHandlerOptions {
   logger: Logger;
   /** The web dashboard and its Connect services; without it those paths are 404. */
   dashboard?: Dashboard;
+  /** Counts every request; without it nothing is counted. */
+  metrics?: Metrics;
+  /** When set, GET /metrics on this port answers requests bearing `Authorization: Bearer <token>`. */
+  metricsToken?: string;
 }
 
-/** Routes one request: the REST endpoints by path, everything else to the Connect router (gRPC, gRPC-Web, Connect). */
+/** Under TLS, browsers are told to keep to HTTPS for two years (HSTS). */
+const hsts = "max-age=63072000; includeSubDomains";
+
+/**
+ * Routes one request: the REST endpoints by path, everything else to the RPC adapter (gRPC,
+ * gRPC-Web, Connect) and from there to the dashboard. Every response carries an X-Request-Id
+ * (the client's, when it sent a sane one) and is counted and logged once, with that id: at info
+ * level when it was refused or failed, at debug level otherwise. Logs hold no keys and no bodies.
+ */
 export function createRequestHandler(options: RequestHandlerOptions) {
-  const rest = restIngest(options.pipeline, options);
-  const connect = connectNodeAdapter({
+  const pipeline = options.metrics ? observedPipeline(options.pipeline, options.metrics) : options.pipeline;
+  const rest = restIngest(pipeline, options);
+  const rpcOutcomes = new WeakMap<NodeRequest, string>();
+  const rpc = rpcAdapter({
     routes: (router) => {
-      router.service(TraceService, traceService(options.pipeline));
+      router.service(TraceService, traceService(pipeline));
       options.dashboard?.routes(router);
     },
     readMaxBytes: options.maxBodyBytes,
@@ -35,28 +54,76 @@ export function createRequestHandler(options: RequestHandlerOptions) {
     fallback: (req, res) => {
       if (!options.dashboard?.serve(req, res)) sendJson(res, 404, { error: "Not found" });
     },
+    onOutcome: (req, code) => rpcOutcomes.set(req, code),
+    onError: (req, error) => options.logger.error({ err: error, reqId: requestIds.get(req) }, "rpc failed"),
   });
+  const requestIds = new WeakMap<NodeRequest, string>();
+  const documents = { "/openapi.json": openApiJson() };
 
   return (req: NodeRequest, res: NodeResponse): void => {
-    const path = (req.url ?? "/").split("?")[0];
+    const started = performance.now();
+    const requestId = requestIdOf(req.headers["x-request-id"]);
+    requestIds.set(req, requestId);
+    res.setHeader("x-request-id", requestId);
+    res.setHeader("x-content-type-options", "nosniff");
+    if (isTls(req)) res.setHeader("strict-transport-security", hsts);
+    const path = (req.url ?? "/").split("?")[0] ?? "/";
+    const protocol = protocolOf(req, path);
+
+    res.once("close", () => {
+      const rpcCode = rpcOutcomes.get(req);
+      const status = !res.headersSent ? "aborted" : (rpcCode ?? String(res.statusCode));
+      const seconds = (performance.now() - started) / 1000;
+      options.metrics?.request(protocol, status, seconds);
+      const failed = status !== "ok" && !/^[23]\d\d$/.test(status);
+      options.logger[failed ? "info" : "debug"](
+        { reqId: requestId, method: req.method, path, protocol, status, ms: Math.round(seconds * 10_000) / 10 },
+        "request",
+      );
+    });
+
     const handled = (() => {
       switch (path) {
         case "/v1/traces":
           return rest(req, res);
         case "/healthz":
-          return Promise.resolve(sendJson(res, 200, { status: "ok" }));
         case "/readyz":
+        case "/openapi.json":
+          if (req.method !== "GET" && req.method !== "HEAD") {
+            return sendJson(res, 405, { error: "Method not allowed" }, new Headers({ allow: "GET, HEAD" }));
+          }
+          if (path === "/healthz") return sendJson(res, 200, { status: "ok" });
+          if (path === "/openapi.json") return sendJsonText(res, 200, documents[path]);
           return options.ready().then(
             (notes) => sendJson(res, 200, { status: "ready", ...notes }),
             (error: Error) => sendJson(res, 503, { status: "unavailable", reason: error.message }),
           );
+        case "/metrics":
+          if (options.metrics && options.metricsToken && metricsAuthorized(req.headers.authorization, options.metricsToken)) {
+            return sendMetrics(options.metrics, res);
+          }
+          return rpc(req, res);
         default:
-          return connect(req, res);
+          return rpc(req, res);
       }
     })();
     void Promise.resolve(handled).catch((error: unknown) => {
-      options.logger.error({ err: error, path }, "request failed");
+      options.logger.error({ err: error, path, reqId: requestId }, "request failed");
       sendJson(res, 500, { error: "Internal error" });
     });
   };
+}
+
+function isTls(req: NodeRequest): boolean {
+  return Boolean((req.socket as { encrypted?: boolean } | undefined)?.encrypted);
+}
+
+/** Which protocol a request speaks, from its path and content type (for metrics and logs). */
+function protocolOf(req: NodeRequest, path: string): RequestProtocol {
+  if (path === "/v1/traces") return "rest";
+  const contentType = String(req.headers["content-type"] ?? "").toLowerCase();
+  if (contentType.startsWith("application/grpc-web")) return "grpc-web";
+  if (contentType.startsWith("application/grpc")) return "grpc";
+  if (req.method === "POST" && /^\/[\w.]+\/\w+$/.test(path) && /^application\/(connect\+)?(json|proto)/.test(contentType)) return "connect";
+  return "http";
 }

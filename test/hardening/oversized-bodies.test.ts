@@ -50,30 +50,32 @@ function chunkedPost(path: string, headers: Record<string, string>, total: numbe
 
 /** Sends `body` on one HTTP/2 stream of the shared session, without content-length. */
 function h2Post(headers: Record<string, string>, body: Buffer, total = body.length) {
-  return new Promise<{ status: number; headers: Record<string, unknown>; trailers: Record<string, unknown>; sent: number }>((resolve, reject) => {
-    const stream = session.request({ ":method": "POST", ...headers });
-    let status = 0;
-    let responseHeaders: Record<string, unknown> = {};
-    let trailers: Record<string, unknown> = {};
-    let sent = 0;
-    stream.on("response", (h) => {
-      status = Number(h[":status"]);
-      responseHeaders = h;
-    });
-    stream.on("trailers", (t) => (trailers = t));
-    stream.on("error", reject);
-    stream.on("close", () => resolve({ status, headers: responseHeaders, trailers, sent }));
-    stream.resume();
-    const pump = () => {
-      while (sent < total && !stream.destroyed && !stream.closed) {
-        const piece = body.subarray(sent % body.length, Math.min(body.length, (sent % body.length) + 16 * 1024));
-        sent += piece.length;
-        if (!stream.write(piece)) return void stream.once("drain", pump);
-      }
-      if (!stream.destroyed) stream.end();
-    };
-    pump();
-  });
+  return new Promise<{ status: number; headers: Record<string, unknown>; trailers: Record<string, unknown>; sent: number }>(
+    (resolve, reject) => {
+      const stream = session.request({ ":method": "POST", ...headers });
+      let status = 0;
+      let responseHeaders: Record<string, unknown> = {};
+      let trailers: Record<string, unknown> = {};
+      let sent = 0;
+      stream.on("response", (h) => {
+        status = Number(h[":status"]);
+        responseHeaders = h;
+      });
+      stream.on("trailers", (t) => (trailers = t));
+      stream.on("error", reject);
+      stream.on("close", () => resolve({ status, headers: responseHeaders, trailers, sent }));
+      stream.resume();
+      const pump = () => {
+        while (sent < total && !stream.destroyed && !stream.closed) {
+          const piece = body.subarray(sent % body.length, Math.min(body.length, (sent % body.length) + 16 * 1024));
+          sent += piece.length;
+          if (!stream.write(piece)) return void stream.once("drain", pump);
+        }
+        if (!stream.destroyed) stream.end();
+      };
+      pump();
+    },
+  );
 }
 
 const big = 4 * 1024 * 1024;
@@ -109,14 +111,19 @@ describe("oversized bodies are refused without being read (D9)", () => {
     );
     expect(result.status).toBe(413);
     expect(result.sent).toBeLessThan(big);
-    const next = await h2Post({ ":path": "/v1/traces", authorization: `Bearer ${key}`, "content-type": "application/json" }, Buffer.from(JSON.stringify(traceBody(key))));
+    const next = await h2Post(
+      { ":path": "/v1/traces", authorization: `Bearer ${key}`, "content-type": "application/json" },
+      Buffer.from(JSON.stringify(traceBody(key))),
+    );
     expect(next.status).toBe(202);
   });
 
   it("Connect over HTTP/1.1: a chunked JSON body over the limit is RESOURCE_EXHAUSTED", async () => {
-    const result = await chunkedPost("/calltrace.v1.TraceService/Ingest", { authorization: `Bearer ${key}`, "content-type": "application/json" }, big).catch(
-      (error: Error) => ({ status: -1, body: error.message, sent: big }),
-    );
+    const result = await chunkedPost(
+      "/calltrace.v1.TraceService/Ingest",
+      { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      big,
+    ).catch((error: Error) => ({ status: -1, body: error.message, sent: big }));
     if (result.status !== -1) {
       expect(result.status).toBe(429); // Connect's HTTP status for resource_exhausted
       expect(JSON.parse(result.body).code).toBe("resource_exhausted");
@@ -128,7 +135,10 @@ describe("oversized bodies are refused without being read (D9)", () => {
     const client = createClient(TraceService, createConnectTransport({ baseUrl: service.url, httpVersion: "2" }));
     const error = await client
       .ingest({ trace: { ...rpcTrace(key), model: "m".repeat(limit * 2) } }, { headers: { authorization: `Bearer ${key}` } })
-      .then(() => undefined, (e: unknown) => ConnectError.from(e));
+      .then(
+        () => undefined,
+        (e: unknown) => ConnectError.from(e),
+      );
     expect(error?.code).toBe(Code.ResourceExhausted);
   });
 
@@ -136,7 +146,10 @@ describe("oversized bodies are refused without being read (D9)", () => {
     const client = createClient(TraceService, createGrpcTransport({ baseUrl: service.url }));
     const error = await client
       .ingest({ trace: { ...rpcTrace(key), model: "m".repeat(limit * 2) } }, { headers: { authorization: `Bearer ${key}` } })
-      .then(() => undefined, (e: unknown) => ConnectError.from(e));
+      .then(
+        () => undefined,
+        (e: unknown) => ConnectError.from(e),
+      );
     expect(error?.code).toBe(Code.ResourceExhausted);
   });
 

@@ -124,7 +124,8 @@ export class RawH2 {
       this.buffered = this.buffered.subarray(9 + length);
       this.frames.push(frame);
       if (frame.type === FrameType.SETTINGS && !(frame.flags & 0x1)) {
-        for (let i = 0; i + 6 <= frame.payload.length; i += 6) this.settings.set(frame.payload.readUInt16BE(i), frame.payload.readUInt32BE(i + 2));
+        for (let i = 0; i + 6 <= frame.payload.length; i += 6)
+          this.settings.set(frame.payload.readUInt16BE(i), frame.payload.readUInt32BE(i + 2));
         this.frame(FrameType.SETTINGS, 0x1, 0, Buffer.alloc(0));
       }
       if (frame.type === FrameType.PING && !(frame.flags & 0x1)) this.frame(FrameType.PING, 0x1, 0, frame.payload);

@@ -1,0 +1,218 @@
+import { TraceSchema } from "../../gen/calltrace/v1/trace_pb.js";
+import { type JsonSchema, messageJsonSchema } from "./trace-json-schema.js";
+
+/** What the .proto comments say of each Trace field, in short (the names, types and rules come from the descriptor). */
+const traceFieldDescriptions: Record<string, string> = {
+  provider: "The LLM provider that served the call.",
+  model: "Model name of the call, for example `gpt-4o-2024-08-06`.",
+  tokens_in: "Number of input (prompt) tokens.",
+  tokens_out: "Number of output (completion) tokens.",
+  latency_ms: "Wall-clock latency of the call in milliseconds.",
+  cost_usd: "Cost of the call in US dollars, computed by the client; a finite number >= 0.",
+  api_key: "The caller's API key (`ct_...`); must equal the key in the Authorization header (D3). Never stored.",
+  status: "Outcome of the LLM call.",
+  error: "Error message of a failed call; only allowed when `status` is `error` (D6). `null` counts as absent.",
+};
+
+/** The contract's CEL rules on Trace, in JSON Schema. */
+const traceRuleSchemas: Record<string, JsonSchema> = {
+  "trace.error_only_on_error": {
+    description: "`error` must be omitted (or null) when `status` is `success`.",
+    if: { properties: { status: { const: "success" } }, required: ["status"] },
+    // biome-ignore lint/suspicious/noThenProperty: JSON Schema's if/then keyword, not a thenable
+    then: { properties: { error: { type: "null" } } },
+  },
+};
+
+const integerHeader = (description: string, required = false) => ({ description, required, schema: { type: "integer", minimum: 0 } });
+const requestId = {
+  description: "The request's id: the client's X-Request-Id when it sent a sane one (1-128 of A-Z a-z 0-9 . _ : -), else a new one.",
+  required: true,
+  schema: { type: "string", minLength: 1, maxLength: 128 },
+};
+const rateLimitHeaders = (required: boolean) => ({
+  "X-RateLimit-Limit": integerHeader("Requests allowed in the key's 60-second window (D10).", required),
+  "X-RateLimit-Remaining": integerHeader("Requests left in the window after this one.", required),
+  "X-RateLimit-Reset": integerHeader("Unix time in whole seconds when the window resets.", required),
+  "X-Quota-Limit": integerHeader("Traces allowed this calendar month (D11)."),
+  "X-Quota-Remaining": integerHeader("Traces left this month."),
+  "X-Quota-Reset": integerHeader("Unix time in whole seconds when the month's quota resets."),
+  "X-Request-Id": requestId,
+});
+const retryAfter = { "Retry-After": integerHeader("Seconds to wait before retrying.", true) };
+
+const errorBody = (
+  error: string,
+  field: "details" | "message",
+  fieldSchema: JsonSchema = { type: "string", minLength: 1 },
+): JsonSchema => ({
+  type: "object",
+  properties: { error: { const: error }, [field]: fieldSchema },
+  required: ["error", field],
+  additionalProperties: false,
+});
+const retryBody = (error: string, maximum?: number): JsonSchema => ({
+  type: "object",
+  properties: { error: { const: error }, retry_after: { type: "integer", minimum: 1, ...(maximum ? { maximum } : {}) } },
+  required: ["error", "retry_after"],
+  additionalProperties: false,
+});
+const json = (schema: JsonSchema) => ({ "application/json": { schema } });
+const plainResponse = (description: string, schema: JsonSchema, headers: Record<string, unknown> = {}) => ({
+  description,
+  headers: { "X-Request-Id": requestId, ...headers },
+  content: json(schema),
+});
+
+/**
+ * The OpenAPI 3.1 document of the REST surface: `POST /v1/traces` with every status and body of
+ * the decisions (D1-D15), `/healthz` and `/readyz`. The Trace schema is derived from the
+ * contract's descriptor; the rest restates decisions.md.
+ */
+export function openApiDocument(): Record<string, unknown> {
+  return {
+    openapi: "3.1.0",
+    info: {
+      title: "calltrace",
+      version: "1",
+      summary: "Self-hostable LLM usage tracing: one trace per LLM call.",
+      description:
+        "The REST surface of calltrace. The same Ingest is served over gRPC, gRPC-Web and Connect on the same port (see proto/calltrace/v1/trace_service.proto).",
+      license: { name: "Apache-2.0", identifier: "Apache-2.0" },
+    },
+    components: {
+      securitySchemes: {
+        apiKey: { type: "http", scheme: "bearer", description: "An API key: `ct_` followed by at least 32 base62 characters (D18)." },
+      },
+      schemas: {
+        Trace: { title: "Trace", ...messageJsonSchema(TraceSchema, traceFieldDescriptions, traceRuleSchemas) },
+        Accepted: { type: "object", properties: { status: { const: "ok" } }, required: ["status"], additionalProperties: false },
+        ValidationError: errorBody("Validation error", "details"),
+        Unauthorized: errorBody("Unauthorized", "message", { const: "Invalid API key" }),
+        PayloadTooLarge: errorBody("Payload too large", "details"),
+        UnsupportedMediaType: errorBody("Unsupported media type", "details"),
+        RateLimited: retryBody("Rate limit exceeded", 60),
+        QuotaExceeded: retryBody("Monthly quota exceeded"),
+        ServiceUnavailable: retryBody("Service unavailable"),
+        MethodNotAllowed: {
+          type: "object",
+          properties: { error: { const: "Method not allowed" } },
+          required: ["error"],
+          additionalProperties: false,
+        },
+        RequestTimeout: {
+          type: "object",
+          properties: { error: { const: "Request timeout" } },
+          required: ["error"],
+          additionalProperties: false,
+        },
+      },
+    },
+    paths: {
+      "/v1/traces": {
+        post: {
+          operationId: "ingestTrace",
+          summary: "Record one trace",
+          description:
+            "Checks run in the order of D1: Authorization (401), failed-authentication limit per client address (429), the key's per-minute limit (429), body size (413), Content-Type (415), body validation (400), body key equals header key (400), monthly quota (429), durable write (202, or 503). 202 is sent only once the trace is durably stored (D13).",
+          security: [{ apiKey: [] }],
+          parameters: [
+            {
+              name: "Idempotency-Key",
+              in: "header",
+              required: false,
+              description:
+                "Makes retries safe: a repeat with the same key within 24 hours answers as the first time and stores nothing new (D14).",
+              schema: { type: "string", minLength: 1, maxLength: 128 },
+            },
+          ],
+          requestBody: { required: true, content: json({ $ref: "#/components/schemas/Trace" }) },
+          responses: {
+            "202": { description: "Stored.", headers: rateLimitHeaders(true), content: json({ $ref: "#/components/schemas/Accepted" }) },
+            "400": {
+              description:
+                "Invalid body (every offending field named, D7), malformed or empty JSON, not a JSON object, not UTF-8, api_key differs from the header key (D3), bad Idempotency-Key.",
+              headers: rateLimitHeaders(true),
+              content: json({ $ref: "#/components/schemas/ValidationError" }),
+            },
+            "401": {
+              description: "Missing header, not Bearer, no ct_ prefix, unknown or revoked key: indistinguishable (D2).",
+              headers: { "WWW-Authenticate": { required: true, schema: { const: "Bearer" } }, "X-Request-Id": requestId },
+              content: json({ $ref: "#/components/schemas/Unauthorized" }),
+            },
+            "408": plainResponse("The request was not received within REQUEST_TIMEOUT_MS.", {
+              $ref: "#/components/schemas/RequestTimeout",
+            }),
+            "413": {
+              description: "Body over MAX_BODY_BYTES (D9); the server stops reading.",
+              headers: rateLimitHeaders(true),
+              content: json({ $ref: "#/components/schemas/PayloadTooLarge" }),
+            },
+            "415": {
+              description: "Content-Type is not application/json (D8).",
+              headers: rateLimitHeaders(true),
+              content: json({ $ref: "#/components/schemas/UnsupportedMediaType" }),
+            },
+            "429": {
+              description:
+                "The key's per-minute limit (D10), the failed-authentication limit per client address (D12), or the monthly quota (D11).",
+              headers: { ...rateLimitHeaders(false), ...retryAfter },
+              content: json({ oneOf: [{ $ref: "#/components/schemas/RateLimited" }, { $ref: "#/components/schemas/QuotaExceeded" }] }),
+            },
+            "503": {
+              description: "The store cannot take the write: down, or the write queue is full (D13).",
+              headers: { ...rateLimitHeaders(false), ...retryAfter },
+              content: json({ $ref: "#/components/schemas/ServiceUnavailable" }),
+            },
+          },
+        },
+      },
+      "/healthz": {
+        get: {
+          operationId: "health",
+          summary: "The process is up",
+          responses: {
+            "200": plainResponse("Up.", {
+              type: "object",
+              properties: { status: { const: "ok" } },
+              required: ["status"],
+              additionalProperties: false,
+            }),
+          },
+        },
+      },
+      "/readyz": {
+        get: {
+          operationId: "ready",
+          summary: "The store answers",
+          responses: {
+            "200": plainResponse("Ready; a degraded limiter is reported as a note.", {
+              type: "object",
+              properties: { status: { const: "ready" } },
+              required: ["status"],
+              additionalProperties: { type: "string" },
+            }),
+            "503": plainResponse("The store does not answer.", {
+              type: "object",
+              properties: { status: { const: "unavailable" }, reason: { type: "string" } },
+              required: ["status", "reason"],
+              additionalProperties: false,
+            }),
+          },
+        },
+      },
+      "/openapi.json": {
+        get: {
+          operationId: "openapi",
+          summary: "This document",
+          responses: { "200": plainResponse("The OpenAPI 3.1 document.", { type: "object", required: ["openapi", "paths"] }) },
+        },
+      },
+    },
+  };
+}
+
+/** The document as served and as kept in docs/openapi.json. */
+export function openApiJson(): string {
+  return `${JSON.stringify(openApiDocument(), null, 2)}\n`;
+}

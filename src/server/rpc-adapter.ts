@@ -1,0 +1,164 @@
+import { Code, type ConnectRouter, type ConnectRouterOptions, type ContextValues, createConnectRouter } from "@connectrpc/connect";
+import {
+  compressionBrotli,
+  compressionGzip,
+  universalRequestFromNodeRequest,
+  universalResponseToNodeResponse,
+} from "@connectrpc/connect-node";
+import type { UniversalHandler, UniversalServerResponse } from "@connectrpc/connect/protocol";
+import type { NodeRequest, NodeResponse } from "./node-types.js";
+
+export interface RpcAdapterOptions extends ConnectRouterOptions {
+  routes: (router: ConnectRouter) => void;
+  contextValues: (req: NodeRequest) => ContextValues;
+  /** Paths that are no RPC. */
+  fallback: (req: NodeRequest, res: NodeResponse) => void;
+  /** Told each RPC's outcome as a code name (`ok`, `invalid_argument`, …) before its response is written. */
+  onOutcome?: (req: NodeRequest, code: string) => void;
+  /** Told when a handler fails outside any RPC status (a write error, a bug). */
+  onError?: (req: NodeRequest, error: unknown) => void;
+}
+
+/**
+ * connectNodeAdapter's job (gRPC, gRPC-Web and Connect on Node requests), plus two things it
+ * cannot do: it reports each RPC's status code, and a request body that does not decode as the
+ * method's protobuf message is INVALID_ARGUMENT, the client's fault, where connect-es (like
+ * grpc-go) says INTERNAL, which would read as a server fault (a 500 on the Connect protocol).
+ */
+export function rpcAdapter(options: RpcAdapterOptions) {
+  const router = createConnectRouter({ acceptCompression: [compressionGzip, compressionBrotli], ...options });
+  options.routes(router);
+  const paths = new Map<string, UniversalHandler>(router.handlers.map((h) => [h.requestPath, h]));
+
+  return (req: NodeRequest, res: NodeResponse): void => {
+    const handler = paths.get((req.url ?? "").split("?", 2)[0] ?? "");
+    if (!handler) {
+      options.fallback(req, res);
+      return;
+    }
+    const report = (code: string) => options.onOutcome?.(req, code);
+    const uReq = universalRequestFromNodeRequest(req, res, undefined, options.contextValues(req));
+    handler(uReq)
+      .then((uRes) => universalResponseToNodeResponse(observed(uRes, contentTypeOf(req), report), res))
+      .catch((reason: unknown) => {
+        if (reason instanceof Error && reason.name === "ConnectError" && (reason as { code?: Code }).code === Code.Aborted) return;
+        options.onError?.(req, reason);
+      });
+  };
+}
+
+function contentTypeOf(req: NodeRequest): string {
+  const value = req.headers["content-type"];
+  return (Array.isArray(value) ? value[0] : value)?.toLowerCase() ?? "";
+}
+
+/** connect-es's words for a body that is not the method's message. */
+const undecodable = /^parse binary: /;
+
+function observed(uRes: UniversalServerResponse, contentType: string, report: (code: string) => void): UniversalServerResponse {
+  if (contentType.startsWith("application/grpc-web")) return { ...uRes, body: grpcWebBody(uRes.body, report) };
+  if (contentType.startsWith("application/grpc")) {
+    const trailer = uRes.trailer;
+    const settle = () => {
+      if (!trailer) return report(uRes.status === 200 ? "ok" : `http_${uRes.status}`);
+      if (trailer.get("grpc-status") === String(Code.Internal) && undecodable.test(decodeGrpcMessage(trailer.get("grpc-message")))) {
+        trailer.set("grpc-status", String(Code.InvalidArgument));
+      }
+      report(codeName(Number(trailer.get("grpc-status") ?? Code.Unknown)));
+    };
+    return { ...uRes, body: afterLast(uRes.body, settle) };
+  }
+  return connectUnary(uRes, report);
+}
+
+/** Connect unary: an error is a JSON body `{code, message}` with a matching HTTP status. */
+function connectUnary(uRes: UniversalServerResponse, report: (code: string) => void): UniversalServerResponse {
+  if (uRes.status === 200) {
+    report("ok");
+    return uRes;
+  }
+  const body = uRes.body;
+  // universalResponseToNodeResponse reads the status after the body's first chunk, so the
+  // generator below may still change it.
+  const out: UniversalServerResponse = { ...uRes };
+  out.body = (async function* () {
+    const chunks: Uint8Array[] = [];
+    if (body) for await (const chunk of body as AsyncIterable<Uint8Array>) chunks.push(chunk);
+    let bytes = Buffer.concat(chunks);
+    let code = `http_${uRes.status}`;
+    try {
+      const error = JSON.parse(bytes.toString("utf8")) as { code?: string; message?: string };
+      code = error.code ?? code;
+      if (error.code === "internal" && undecodable.test(error.message ?? "")) {
+        code = "invalid_argument";
+        bytes = Buffer.from(JSON.stringify({ ...error, code }));
+        out.status = 400;
+        out.header?.set("content-length", String(bytes.length));
+      }
+    } catch {
+      // compressed or not JSON: reported by its HTTP status
+    }
+    report(code);
+    yield bytes;
+  })();
+  return out;
+}
+
+/** gRPC-Web carries the status in a trailer frame (flag 0x80) at the end of the body. */
+function grpcWebBody(body: UniversalServerResponse["body"], report: (code: string) => void): UniversalServerResponse["body"] {
+  if (!body) return body;
+  return (async function* () {
+    let reported = false;
+    for await (const chunk of body as AsyncIterable<Uint8Array>) {
+      const bytes = Buffer.from(chunk);
+      if (bytes.length >= 5 && bytes[0]! & 0x80 && bytes.readUInt32BE(1) === bytes.length - 5) {
+        const text = bytes.subarray(5).toString("latin1");
+        const status = /^grpc-status: ?(\d+)\r?$/m.exec(text)?.[1];
+        const message = /^grpc-message: ?(.*?)\r?$/m.exec(text)?.[1];
+        if (status === String(Code.Internal) && undecodable.test(decodeGrpcMessage(message ?? null))) {
+          const rewritten = Buffer.from(text.replace(/^grpc-status: ?13/m, `grpc-status: ${Code.InvalidArgument}`), "latin1");
+          const head = Buffer.alloc(5);
+          head[0] = bytes[0]!;
+          head.writeUInt32BE(rewritten.length, 1);
+          report(codeName(Code.InvalidArgument));
+          reported = true;
+          yield Buffer.concat([head, rewritten]);
+          continue;
+        }
+        if (status !== undefined) {
+          report(codeName(Number(status)));
+          reported = true;
+        }
+      }
+      yield chunk;
+    }
+    if (!reported) report("unknown");
+  })();
+}
+
+function afterLast(body: UniversalServerResponse["body"], settle: () => void): UniversalServerResponse["body"] {
+  if (!body) {
+    settle();
+    return body;
+  }
+  return (async function* () {
+    yield* body as AsyncIterable<Uint8Array>;
+    settle();
+  })();
+}
+
+function decodeGrpcMessage(value: string | null): string {
+  if (!value) return "";
+  try {
+    return decodeURIComponent(value);
+  } catch {
+    return value;
+  }
+}
+
+/** `InvalidArgument` → `invalid_argument`; 0 → `ok`. */
+export function codeName(code: number): string {
+  if (code === 0) return "ok";
+  const name = Code[code];
+  return name ? name.replace(/[A-Z]/g, (c, at: number) => (at ? "_" : "") + c.toLowerCase()) : `code_${code}`;
+}
