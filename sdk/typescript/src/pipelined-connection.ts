@@ -45,6 +45,7 @@ export class PipelinedConnection {
   #waiting: Waiter[] = [];
   #buffer: Buffer = Buffer.alloc(0);
   #closed = false;
+  #corked = false;
 
   constructor(url: URL, options: PipelinedConnectionOptions) {
     this.#url = url;
@@ -65,6 +66,15 @@ export class PipelinedConnection {
   post(headers: string, body: string): Promise<PostResult> {
     if (this.#closed) return Promise.reject(new Error("calltrace: connection closed"));
     const socket = this.#socket ?? this.#connect();
+    // Requests posted in the same turn of the event loop leave in one write.
+    if (!this.#corked) {
+      this.#corked = true;
+      socket.cork();
+      setImmediate(() => {
+        this.#corked = false;
+        socket.uncork();
+      });
+    }
     return new Promise((resolve, reject) => {
       if (this.#waiting.push({ resolve, reject }) === 1) socket.setTimeout(this.#options.timeoutMs);
       socket.write(`${this.#requestLine}${headers}Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);

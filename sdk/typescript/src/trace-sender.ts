@@ -37,6 +37,9 @@ interface Pending {
 
 // The longest delay a Node timer accepts: "wait for ever" for flush().
 const FOREVER_MS = 2 ** 31 - 1;
+// An idle sender waits this long after a first trace before sending, so that
+// traces recorded meanwhile go out together, in one write on the connection.
+const LINGER_MS = 20;
 
 /**
  * Delivers traces in the background: a bounded queue drained by a few
@@ -60,6 +63,7 @@ export class TraceSender {
   #abandoned = 0;
   #resumeAt = 0;
   #closed = false;
+  #linger: NodeJS.Timeout | undefined;
 
   constructor(options: TraceSenderOptions) {
     this.#options = options;
@@ -79,10 +83,11 @@ export class TraceSender {
       return;
     }
     this.#queue.push({ trace, idempotencyKey: randomUUID() });
-    if (this.#workers < this.#options.concurrency) {
-      this.#workers++;
-      // Start on a later turn of the event loop, not inside the traced call.
-      setImmediate(() => void this.#work());
+    // Busy workers pick it up; an idle sender starts them a little later, on
+    // a timer that never keeps the process alive (flush() starts them at once).
+    if (this.#workers === 0 && this.#linger === undefined) {
+      this.#linger = setTimeout(() => this.#startWorkers(), LINGER_MS);
+      this.#linger.unref();
     }
   }
 
@@ -101,6 +106,7 @@ export class TraceSender {
    */
   flush(timeoutMs: number = FOREVER_MS): Promise<boolean> {
     if (this.#isIdle()) return Promise.resolve(true);
+    this.#startWorkers();
     return new Promise((resolve) => {
       const settle = (drained: boolean) => {
         clearTimeout(timer);
@@ -117,9 +123,20 @@ export class TraceSender {
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
+    clearTimeout(this.#linger);
+    this.#linger = undefined;
     this.#queue.clear();
     this.#connection.close();
     for (const resume of this.#pauses) resume();
+  }
+
+  #startWorkers(): void {
+    clearTimeout(this.#linger);
+    this.#linger = undefined;
+    while (this.#workers < Math.min(this.#options.concurrency, this.#queue.size)) {
+      this.#workers++;
+      void this.#work();
+    }
   }
 
   async #work(): Promise<void> {

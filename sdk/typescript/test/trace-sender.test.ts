@@ -61,6 +61,13 @@ describe("delivery", () => {
     expect(sender.stats()).toEqual({ sent: 2, failed: 0, dropped: 0, pending: 0 });
   });
 
+  it("sends on its own, soon after a trace is queued", async () => {
+    startSender();
+    sender.enqueue(trace());
+    const [received] = await service.waitFor(1, 2_000);
+    expect(received!.body).toEqual(trace());
+  });
+
   it("retries a 429 after its retry_after, with the same Idempotency-Key", async () => {
     startSender();
     service.answers.push({
