@@ -79,17 +79,21 @@ function ruleSchema(field: DescField, type: { case: string | undefined; value?: 
   const out: JsonSchema = {};
   const known = new Set(["$typeName", "in", "notIn", "example", "wellKnown", "lessThan", "greaterThan", "maxLen", "minLen", "finite"]);
   for (const [name, value] of Object.entries(rules)) {
+    // Object.entries sees own (set) fields only.
     if (name === "$typeName" || name === "example" || isUnset(value)) continue;
     if (!known.has(name) || name === "notIn" || name === "wellKnown")
       throw new Error(`openapi: no JSON Schema for the rule ${type.case}.${name} of ${field.name}`);
   }
-  if (Array.isArray(rules.in) && rules.in.length > 0) out.enum = rules.in.map((v) => (typeof v === "bigint" ? Number(v) : v));
-  if (rules.maxLen !== undefined) out.maxLength = Number(rules.maxLen);
-  if (rules.minLen !== undefined) out.minLength = Number(rules.minLen);
-  const greater = rules.greaterThan as { case?: string; value?: number | bigint } | undefined;
+  // Only the rules set in the .proto: an unset proto2 field reads as its default (0) through the prototype.
+  const set = (name: string) => (Object.hasOwn(rules, name) && !isUnset(rules[name]) ? rules[name] : undefined);
+  const within = set("in") as unknown[] | undefined;
+  if (within) out.enum = within.map((v) => (typeof v === "bigint" ? Number(v) : v));
+  if (set("maxLen") !== undefined) out.maxLength = Number(set("maxLen"));
+  if (set("minLen") !== undefined) out.minLength = Number(set("minLen"));
+  const greater = set("greaterThan") as { case?: string; value?: number | bigint } | undefined;
   if (greater?.case === "gte") out.minimum = Number(greater.value);
   if (greater?.case === "gt") out.exclusiveMinimum = Number(greater.value);
-  const less = rules.lessThan as { case?: string; value?: number | bigint } | undefined;
+  const less = set("lessThan") as { case?: string; value?: number | bigint } | undefined;
   if (less?.case === "lte") out.maximum = Number(less.value);
   if (less?.case === "lt") out.exclusiveMaximum = Number(less.value);
   // `finite` needs nothing: JSON has no Infinity or NaN.
