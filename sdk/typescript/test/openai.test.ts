@@ -1,4 +1,4 @@
-import OpenAI from "openai";
+import OpenAI, { AzureOpenAI } from "openai";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { stats, unpatch } from "../src/index.js";
 import { startHarness, TEST_KEY, type Harness } from "./support/harness.js";
@@ -147,6 +147,34 @@ describe("chat completions", () => {
       })(),
     ).rejects.toThrow();
     expect(await h.traces()).toMatchObject([{ status: "error" }]);
+  });
+
+  it("traces runTools(), one trace per request it makes", async () => {
+    const tool = {
+      type: "function" as const,
+      function: {
+        name: "noop",
+        description: "does nothing",
+        parameters: { type: "object" as const, properties: {} },
+        function: (_args: string) => "ok",
+      },
+    };
+    const runner = client.chat.completions.runTools({ model: "gpt-4o", messages, tools: [tool] });
+    expect((await runner.finalChatCompletion()).choices[0]?.message.content).toBe("Hello there!");
+    expect(await h.traces()).toMatchObject([{ provider: "openai", tokens_in: 19, tokens_out: 10 }]);
+  });
+
+  it("traces AzureOpenAI, which shares OpenAI's resource classes", async () => {
+    const azure = new AzureOpenAI({
+      apiKey: "azure-fake",
+      endpoint: h.provider.url,
+      apiVersion: "2024-10-21",
+      deployment: "my-gpt-4o",
+      maxRetries: 0,
+    });
+    await azure.chat.completions.create({ model: "gpt-4o", messages });
+    expect(h.provider.requests.at(-1)?.path).toBe("/openai/deployments/my-gpt-4o/chat/completions");
+    expect(await h.traces()).toMatchObject([{ provider: "openai", model: "gpt-4o-2024-08-06", tokens_in: 19 }]);
   });
 
   it("traces the stream() helper once", async () => {

@@ -107,7 +107,8 @@ const serverError = {
 };
 
 export const openaiChatFixture: ProviderFixture = {
-  matches: (path) => path === "/v1/chat/completions",
+  // OpenAI's path, and Azure OpenAI's deployment path.
+  matches: (path) => path === "/v1/chat/completions" || /^\/openai\/deployments\/[^/]+\/chat\/completions$/.test(path),
   isStream: (_path, body) => body.stream === true,
   response: (_path, body) => ({
     id: "chatcmpl-B9MHDbslfkBeAs8l4bebGdFOJ6PeG",
