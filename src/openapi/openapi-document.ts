@@ -128,7 +128,19 @@ export function openApiDocument(): Record<string, unknown> {
           ],
           requestBody: { required: true, content: json({ $ref: "#/components/schemas/Trace" }) },
           responses: {
-            "202": { description: "Stored.", headers: rateLimitHeaders(true), content: json({ $ref: "#/components/schemas/Accepted" }) },
+            "202": {
+              description: "Stored.",
+              headers: rateLimitHeaders(true),
+              content: json({ $ref: "#/components/schemas/Accepted" }),
+              links: {
+                RetryWithTheSameIdempotencyKey: {
+                  operationId: "ingestTrace",
+                  description: "A retry with the same Idempotency-Key answers as the first time and stores nothing new (D14).",
+                  parameters: { "header.Idempotency-Key": "$request.header.Idempotency-Key" },
+                  requestBody: "$request.body",
+                },
+              },
+            },
             "400": {
               description:
                 "Invalid body (every offending field named, D7), malformed or empty JSON, not a JSON object, not UTF-8, api_key differs from the header key (D3), bad Idempotency-Key.",

@@ -1,0 +1,125 @@
+import { spawn } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { beforeAll, describe, expect, it } from "vitest";
+import { repoRoot } from "../support/cli.js";
+import { startTestService, type TestService } from "../support/test-service.js";
+import { tempDir } from "../support/temp-dir.js";
+import { expectServed } from "./support/attack.js";
+
+// Property-based fuzzing of the REST surface from its OpenAPI document, with schemathesis (PyPI)
+// against the live service: positive and negative data, every check schemathesis has, and the
+// stateful phase (the 202's link: a retry with the same Idempotency-Key). At least 2,000
+// requests. Its venv is .venv-hardening/, made here when missing, from requirements.txt.
+const venv = join(repoRoot, ".venv-hardening");
+const requirements = join(repoRoot, "test/hardening/requirements.txt");
+const schemathesisBin = join(venv, "bin/schemathesis");
+const pinned = /^schemathesis==(\S+)$/m.exec(readFileSync(requirements, "utf8"))?.[1];
+const python = process.env.PYTHON ?? "python3";
+
+interface Run {
+  status: number | null;
+  output: string;
+}
+
+function run(command: string, args: string[], options: { env?: NodeJS.ProcessEnv; cwd?: string; timeoutMs: number }): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    // Asynchronous on purpose: the service under test answers from this same process.
+    const child = spawn(command, args, {
+      cwd: options.cwd ?? repoRoot,
+      env: { ...process.env, ...options.env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let output = "";
+    child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    const timer = setTimeout(() => {
+      output += `\n[killed after ${options.timeoutMs} ms]`;
+      child.kill("SIGKILL");
+    }, options.timeoutMs);
+    child.on("error", (error) => {
+      clearTimeout(timer);
+      reject(new Error(`${command} could not be started: ${error.message}`));
+    });
+    child.on("exit", (status) => {
+      clearTimeout(timer);
+      resolve({ status, output });
+    });
+  });
+}
+
+async function ensureSchemathesis(): Promise<void> {
+  if (!pinned) throw new Error(`${requirements} pins no schemathesis version`);
+  if (existsSync(schemathesisBin)) {
+    const version = await run(schemathesisBin, ["--version"], { timeoutMs: 60_000 });
+    if (version.output.includes(pinned)) return;
+  }
+  const steps: [string, string[]][] = [
+    [python, ["-m", "venv", venv]],
+    [join(venv, "bin/python"), ["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-r", requirements]],
+  ];
+  for (const [command, args] of steps) {
+    const result = await run(command, args, { timeoutMs: 540_000 });
+    if (result.status !== 0) {
+      throw new Error(
+        `schemathesis ${pinned} is needed for the fuzz test and could not be installed: \`${command} ${args.join(" ")}\` exited ${result.status}:\n${result.output}\n` +
+          "Install Python 3 with venv and pip (Debian: python3-venv python3-pip), with access to PyPI.",
+      );
+    }
+  }
+}
+
+let service: TestService;
+let key: string;
+
+beforeAll(async () => {
+  await ensureSchemathesis();
+  service = await startTestService({ plans: { pro: { per_minute: 100_000_000, per_month: 1_000_000_000 } } });
+  key = (await service.createKey("pro")).key;
+}, 600_000);
+
+describe("schemathesis fuzzes the REST surface from the OpenAPI document", () => {
+  it("2,000+ generated requests (positive, negative, stateful): no 5xx, nothing the document does not allow, no crash", async () => {
+    const workDir = tempDir();
+    const cassette = join(workDir, "cassette.yaml");
+    const seed = process.env.CALLTRACE_FUZZ_SEED ?? String(Math.floor(Math.random() * 2 ** 31));
+    const args = [
+      "run",
+      `${service.url}/openapi.json`,
+      "--url",
+      service.url,
+      "--header",
+      `Authorization: Bearer ${key}`,
+      "--checks",
+      "all",
+      "--mode",
+      "all",
+      "--phases",
+      "examples,coverage,fuzzing,stateful",
+      "--max-examples",
+      "300",
+      "--workers",
+      "2",
+      "--seed",
+      seed,
+      "--generation-database",
+      "none",
+      "--no-color",
+      "--report",
+      "vcr",
+      "--report-vcr-path",
+      cassette,
+    ];
+    const result = await run(schemathesisBin, args, {
+      cwd: workDir,
+      env: { SCHEMATHESIS_HOOKS: "schemathesis_hooks", PYTHONPATH: join(repoRoot, "test/hardening"), CALLTRACE_FUZZ_KEY: key },
+      timeoutMs: 300_000,
+    });
+    const requests = existsSync(cassette) ? (readFileSync(cassette, "utf8").match(/^- id: /gm) ?? []).length : 0;
+    const summary = `schemathesis (seed ${seed}, rerun with CALLTRACE_FUZZ_SEED=${seed}) sent ${requests} requests and exited ${result.status}:\n${result.output.slice(-12_000)}`;
+    expect(result.status, summary).toBe(0);
+    expect(result.output, summary).toMatch(/No issues found/);
+    expect(requests, summary).toBeGreaterThanOrEqual(2000);
+    await expectServed(service.url, key);
+  }, 360_000);
+});
