@@ -22,8 +22,8 @@ export interface RpcAdapterOptions extends ConnectRouterOptions {
 /**
  * connectNodeAdapter's job (gRPC, gRPC-Web and Connect on Node requests), plus two things it
  * cannot do: it reports each RPC's status code, and a request body that does not decode as the
- * method's protobuf message is INVALID_ARGUMENT, the client's fault, where connect-es (like
- * grpc-go) says INTERNAL, which would read as a server fault (a 500 on the Connect protocol).
+ * method's protobuf message (or is flagged compressed without an encoding) is INVALID_ARGUMENT, the
+ * client's fault, where connect-es (like grpc-go) says INTERNAL, which would read as a server fault (a 500 on the Connect protocol).
  */
 export function rpcAdapter(options: RpcAdapterOptions) {
   const router = createConnectRouter({ acceptCompression: [compressionGzip, compressionBrotli], ...options });
@@ -52,8 +52,11 @@ function contentTypeOf(req: NodeRequest): string {
   return (Array.isArray(value) ? value[0] : value)?.toLowerCase() ?? "";
 }
 
-/** connect-es's words for a body that is not the method's message. */
-const undecodable = /^parse binary: /;
+/**
+ * connect-es's words for a request body that is not the method's message, or an envelope flagged
+ * compressed with no encoding to undo it: both the client's fault.
+ */
+const undecodable = /^(parse binary: |received compressed envelope, but do not know how to decompress)/;
 
 function observed(uRes: UniversalServerResponse, contentType: string, report: (code: string) => void): UniversalServerResponse {
   if (contentType.startsWith("application/grpc-web")) return { ...uRes, body: grpcWebBody(uRes.body, report) };
