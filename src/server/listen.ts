@@ -126,7 +126,6 @@ export async function listen(handler: Handler, options: ListenOptions): Promise<
         else http1.emit("connection", socket);
       },
     );
-    // A TCP connection that never completes its handshake is cut by handshakeTimeout.
   } else {
     front = createNetServer({ noDelay: true }, (socket) =>
       sniff(socket, headersTimeout, (isH2, head) => {
@@ -141,7 +140,8 @@ export async function listen(handler: Handler, options: ListenOptions): Promise<
     sockets.add(socket);
     socket.on("close", () => sockets.delete(socket));
   });
-  front.on("tlsClientError", () => {}); // a failed handshake is the client's problem, not the server's
+  // A failed or timed-out handshake (handshakeTimeout) is the client's problem: drop it quietly.
+  front.on("tlsClientError", (_error: Error, socket: Socket) => socket.destroy());
 
   await new Promise<void>((resolve, reject) => {
     front.once("error", reject);
