@@ -69,14 +69,11 @@ function handshake(options: ConnectionOptions): Promise<{ protocol: string | nul
 
 function https1(path: string, headers: Record<string, string> = {}, method = "GET", body?: string) {
   return new Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }>((resolve, reject) => {
-    const req = httpsRequest(
-      { host: "127.0.0.1", port: tls.port, path, method, headers, ca: cert, servername: "localhost", ALPNProtocols: ["http/1.1"] },
-      (res) => {
-        let text = "";
-        res.on("data", (c: Buffer) => (text += c.toString()));
-        res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }));
-      },
-    );
+    const req = httpsRequest({ host: "127.0.0.1", port: tls.port, path, method, headers, ca: cert, servername: "localhost" }, (res) => {
+      let text = "";
+      res.on("data", (c: Buffer) => (text += c.toString()));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }));
+    });
     req.on("error", reject);
     req.end(body);
   });
