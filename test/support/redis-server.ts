@@ -39,6 +39,7 @@ export async function startRedis(): Promise<RedisTestServer> {
     const killOnExit = () => child?.kill("SIGKILL");
     process.once("exit", killOnExit);
     const probe = new Redis({ port, host: "127.0.0.1", lazyConnect: true, retryStrategy: () => null });
+    probe.on("error", () => {}); // refused until the server is up: connect() reports it
     for (let attempt = 0; ; attempt++) {
       try {
         await probe.connect();
