@@ -51,6 +51,13 @@ describe("dashboard API: accounts, sessions and isolation", () => {
     expect(csrf).not.toMatch(/HttpOnly/);
   });
 
+  it("behind a TLS-terminating proxy (TRUST_PROXY, X-Forwarded-Proto: https) the cookies are Secure", async () => {
+    const viaProxy = new DashboardClient(service.url);
+    await viaProxy.call("AuthService/LogIn", { email: "alice@example.com", password }, { headers: { "x-forwarded-proto": "https" } });
+    expect(viaProxy.setCookieHeaders).toHaveLength(2);
+    for (const cookie of viaProxy.setCookieHeaders) expect(cookie).toMatch(/; Secure$/);
+  });
+
   it("GetSession tells who is signed in (emails compare case-insensitively) and whether sign-up is open", async () => {
     expect((await bob.ok("AuthService/GetSession")).session.email).toBe("bob@example.com");
     const anonymous = await new DashboardClient(service.url).ok("AuthService/GetSession");

@@ -23,9 +23,9 @@ export class DashboardClient {
   async call(
     method: string,
     body: unknown = {},
-    options: { csrf?: string | false; origin?: string; forwardedFor?: string } = {},
+    options: { csrf?: string | false; origin?: string; forwardedFor?: string; headers?: Record<string, string> } = {},
   ): Promise<Answer> {
-    const headers: Record<string, string> = { "content-type": "application/json" };
+    const headers: Record<string, string> = { "content-type": "application/json", ...options.headers };
     if (this.cookies.size > 0) headers.cookie = [...this.cookies].map(([k, v]) => `${k}=${v}`).join("; ");
     const csrf = options.csrf === undefined ? this.cookies.get("ct_csrf") : options.csrf;
     if (csrf) headers["x-csrf-token"] = decodeURIComponent(csrf);
