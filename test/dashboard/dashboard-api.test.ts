@@ -114,6 +114,23 @@ describe("dashboard API: accounts, sessions and isolation", () => {
     expect(res.status).toBe(202);
   });
 
+  it("pages follow the cursor, newest first, without overlap, and the last page has no cursor", async () => {
+    const total = Number((await bob.ok("QueryService/GetUsageTotals", {})).totals.calls);
+    expect(total).toBeGreaterThanOrEqual(2);
+    const seen: { id: string; receivedAt: string }[] = [];
+    let cursor = "";
+    for (let page = 0; page < total + 1; page++) {
+      const answer = (await bob.ok("QueryService/ListTraces", { pageSize: 1, cursor })).page;
+      seen.push(...answer.traces);
+      cursor = answer.nextCursor ?? "";
+      if (!cursor) break;
+    }
+    expect(cursor).toBe("");
+    expect(seen).toHaveLength(total);
+    expect(new Set(seen.map((t) => t.id)).size).toBe(total);
+    expect([...seen].sort((a, b) => b.receivedAt.localeCompare(a.receivedAt))).toEqual(seen);
+  });
+
   it("the download holds only the caller's traces, filtered, with a CSV header", async () => {
     const res = await alice.get("/app/export/traces.csv?status=error");
     expect(res.status).toBe(200);
