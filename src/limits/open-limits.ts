@@ -41,7 +41,8 @@ export function openLimits(
   if (config.redisUrl !== undefined) {
     // No offline queue and one attempt per command: a command Redis cannot take fails at once
     // and the insurance limiter answers; ioredis keeps reconnecting in the background.
-    redis = new Redis(config.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 2000 });
+    // Auto-pipelining sends the commands of concurrent requests in one write and one round trip.
+    redis = new Redis(config.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 2000, enableAutoPipelining: true });
     const health = watchRedisHealth(redis, logger);
     degradation = health.degradation;
     backend = redisBackend({ redis, timeoutMs: config.redisTimeoutMs, health });
