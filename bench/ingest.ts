@@ -1,11 +1,14 @@
-// Ingest throughput: the full REST path (auth, limiter, validation, group-committed durable write)
-// and the gRPC path against a bare node:http server parsing the same body, in the same run.
+// Ingest throughput: the full REST path (auth, limiter, validation, group-committed durable write),
+// the gRPC path, and the REST path with Redis-backed limits, against a bare node:http server
+// parsing the same body, in the same run.
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { calltrace, startListening } from "./support/processes.js";
 import { ghzIngest, wrkPost, type LoadSettings } from "./support/load.js";
 import { machineLine, table, writeResultsSection } from "./support/results.js";
+import { startRedis } from "../test/support/redis-server.js";
+import { traceBody } from "../test/support/test-service.js";
 
 const settings: LoadSettings = {
   connections: 50,
@@ -19,16 +22,7 @@ const plansFile = join(dataDir, "plans.json");
 writeFileSync(plansFile, JSON.stringify({ bench: { per_minute: 1_000_000_000, per_month: 1_000_000_000 } }));
 const env = { DATA_DIR: dataDir, PLANS_FILE: plansFile, LOG_LEVEL: "info" };
 const key = calltrace(["keys", "create", "--plan", "bench"], env);
-const body = JSON.stringify({
-  provider: "openai",
-  model: "gpt-4o-2024-08-06",
-  tokens_in: 1200,
-  tokens_out: 350,
-  latency_ms: 842,
-  cost_usd: 0.0065,
-  api_key: key,
-  status: "success",
-});
+const body = JSON.stringify(traceBody(key));
 const headers = { "Content-Type": "application/json", Authorization: `Bearer ${key}` };
 
 const progress = (what: string) => console.error(`[bench ingest] ${what}`);
@@ -42,10 +36,17 @@ progress("calltrace REST");
 const service = await startListening(["bin/calltrace.js", "serve", "--port", "0"], env);
 const rest = await wrkPost(`http://127.0.0.1:${service.port}/v1/traces`, body, headers, settings);
 progress("calltrace gRPC");
-const grpcTrace = { provider: "openai", model: "gpt-4o-2024-08-06", tokens_in: 1200, tokens_out: 350, latency_ms: 842, cost_usd: 0.0065, api_key: key, status: "success" };
-const grpc = await ghzIngest(`127.0.0.1:${service.port}`, { trace: grpcTrace }, { authorization: `Bearer ${key}` }, settings);
+const grpc = await ghzIngest(`127.0.0.1:${service.port}`, { trace: traceBody(key) }, { authorization: `Bearer ${key}` }, settings);
 const serviceRss = service.peakRssMiB();
 await service.stop();
+
+progress("calltrace REST with REDIS_URL");
+const redis = await startRedis();
+const redisService = await startListening(["bin/calltrace.js", "serve", "--port", "0"], { ...env, REDIS_URL: redis.url });
+const withRedis = await wrkPost(`http://127.0.0.1:${redisService.port}/v1/traces`, body, headers, settings);
+const redisServiceRss = redisService.peakRssMiB();
+await redisService.stop();
+await redis.close();
 const stored = calltrace(["traces", "export"], env).split("\n").filter(Boolean).length;
 rmSync(dataDir, { recursive: true, force: true });
 
@@ -53,6 +54,7 @@ const fmt = (n: number, digits = 1) => (Number.isFinite(n) ? n.toFixed(digits) :
 const rows = [
   ["bare node:http (baseline)", fmt(baseline.requestsPerSecond, 0), fmt(baseline.p50Ms, 2), fmt(baseline.p99Ms, 2), fmt(bareRss, 0), "1.00", baseline.errors],
   ["calltrace REST `POST /v1/traces`", fmt(rest.requestsPerSecond, 0), fmt(rest.p50Ms, 2), fmt(rest.p99Ms, 2), fmt(serviceRss, 0), fmt(rest.requestsPerSecond / baseline.requestsPerSecond, 2), rest.errors],
+  ["calltrace REST, limits in Redis (`REDIS_URL`)", fmt(withRedis.requestsPerSecond, 0), fmt(withRedis.p50Ms, 2), fmt(withRedis.p99Ms, 2), fmt(redisServiceRss, 0), fmt(withRedis.requestsPerSecond / baseline.requestsPerSecond, 2), withRedis.errors],
   ["calltrace gRPC `Ingest` (h2c, ghz)", fmt(grpc.requestsPerSecond, 0), fmt(grpc.p50Ms, 2), fmt(grpc.p99Ms, 2), "(same process)", fmt(grpc.requestsPerSecond / baseline.requestsPerSecond, 2), grpc.errors],
 ];
 const markdown = `## Ingest, embedded store (issue: contract-first ingest service)
@@ -61,6 +63,6 @@ ${machineLine()}; ${settings.connections} connections, keep-alive, ${settings.wa
 
 ${table(["target", "requests/s", "p50 ms", "p99 ms", "peak RSS MiB", "ratio to baseline", "non-2xx / errors"], rows)}
 
-Targets: REST at least 0.5× the baseline's requests/s, p99 under 20 ms.`;
+Targets: REST at least 0.5× the baseline's requests/s with p99 under 20 ms; with Redis-backed limits at least 0.35×.`;
 console.log(markdown);
 writeResultsSection("ingest", markdown);

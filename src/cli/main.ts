@@ -35,6 +35,12 @@ async function main(argv: string[]): Promise<void> {
   await (await load())(rest);
 }
 
+// Output piped into `head` and the like: a closed pipe ends the command quietly.
+process.stdout.on("error", (error: NodeJS.ErrnoException) => {
+  if (error.code !== "EPIPE") throw error;
+  process.exit(0);
+});
+
 main(process.argv.slice(2)).catch((error: unknown) => {
   if (error instanceof UsageError || error instanceof ConfigError || (error as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")) {
     console.error(`calltrace: ${(error as Error).message}`);

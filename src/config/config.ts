@@ -150,5 +150,6 @@ export function parseCommandArgs<T extends Record<string, { type: "string" | "bo
   argv: string[],
   own: T,
 ) {
-  return parseArgs({ args: argv, options: { ...configFlags(), ...own }, allowPositionals: true, strict: true });
+  // allowNegative: a boolean option can be turned off with --no-<flag> (e.g. --no-signup-open).
+  return parseArgs({ args: argv, options: { ...configFlags(), ...own }, allowPositionals: true, strict: true, allowNegative: true });
 }

@@ -1,7 +1,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { ConfigError, resolveConfig } from "../../src/config/config.js";
+import { ConfigError, parseCommandArgs, resolveConfig } from "../../src/config/config.js";
 import { loadPlans } from "../../src/config/plans.js";
 import { tempDir } from "../support/temp-dir.js";
 
@@ -18,6 +18,11 @@ describe("configuration (D21)", () => {
     expect(resolveConfig({ port: "9100" }, { PORT: "9000" }).port).toBe(9100);
     expect(resolveConfig({ "trust-proxy": true }, {}).trustProxy).toBe(true);
     expect(resolveConfig({}, { TRUST_PROXY: "yes" }).trustProxy).toBe(true);
+  });
+
+  it("a boolean flag turns off with --no-<flag>, over its environment variable", () => {
+    const { values } = parseCommandArgs(["--no-trust-proxy"], {});
+    expect(resolveConfig(values, { TRUST_PROXY: "true" }).trustProxy).toBe(false);
   });
 
   it("a malformed value is a clear error naming the variable and the flag", () => {
