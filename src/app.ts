@@ -35,6 +35,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     maxQueue: config.writerMaxQueue,
     maxWaitMs: config.writerMaxWaitMs,
     timeoutMs: config.writeTimeoutMs,
+    maxInFlight: store.maxBatchesInFlight ?? 1,
   });
   metrics.gauge("calltrace_writer_queue_depth", "Traces waiting for a group commit", () => writer.depth);
   const limits = openLimits(config, store, logger);

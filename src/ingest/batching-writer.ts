@@ -12,6 +12,12 @@ export interface BatchingWriterOptions {
    * `failed` (503), even when the store never answers. Default 5000.
    */
   timeoutMs?: number;
+  /**
+   * Batches handed to the store at once. 1 waits for each commit before sending the next; a
+   * store that merges what queues up behind a commit (the embedded store's writer thread) takes
+   * more, so the event loop never waits for a commit with nothing to do. Default 1.
+   */
+  maxInFlight?: number;
 }
 
 export class WriterQueueFullError extends Error {
@@ -38,7 +44,9 @@ export class BatchingWriter {
   private readonly maxQueue: number;
   private readonly maxWaitMs: number;
   private readonly timeoutMs: number;
-  private flushing: Promise<void> | undefined;
+  private readonly maxInFlight: number;
+  /** Batches handed to the store and not yet answered. */
+  private readonly inFlight = new Set<Promise<void>>();
   private timer: NodeJS.Timeout | undefined;
   private batches = 0;
   private committed = 0;
@@ -51,6 +59,7 @@ export class BatchingWriter {
     this.maxQueue = options.maxQueue ?? 20_000;
     this.maxWaitMs = options.maxWaitMs ?? 2;
     this.timeoutMs = options.timeoutMs ?? 5000;
+    this.maxInFlight = options.maxInFlight ?? 1;
   }
 
   /** Resolves with what became of the write; rejects only with WriterQueueFullError, at once. */
@@ -91,36 +100,37 @@ export class BatchingWriter {
 
   /** Resolves once every write queued so far is settled (each within timeoutMs). */
   async drain(): Promise<void> {
-    while (this.flushing || this.queue.length > 0) {
+    while (this.inFlight.size > 0 || this.queue.length > 0) {
       clearTimeout(this.timer);
       this.timer = undefined;
-      await (this.flushing ?? this.flush());
+      this.flush();
+      await Promise.race(this.inFlight);
     }
   }
 
   private schedule(): void {
-    if (this.flushing) return; // the flush in progress schedules the next one
+    if (this.inFlight.size >= this.maxInFlight) return; // a finishing batch schedules the next one
     if (this.queue.length >= this.maxBatch) {
       clearTimeout(this.timer);
       this.timer = undefined;
-      void this.flush();
+      this.flush();
     } else if (this.timer === undefined) {
       this.timer = setTimeout(() => {
         this.timer = undefined;
-        void this.flush();
+        this.flush();
       }, this.maxWaitMs);
     }
   }
 
-  private flush(): Promise<void> {
-    if (this.flushing || this.queue.length === 0) return this.flushing ?? Promise.resolve();
+  private flush(): void {
+    if (this.inFlight.size >= this.maxInFlight || this.queue.length === 0) return;
     const batch = this.queue.splice(0, this.maxBatch);
-    this.flushing = this.commit(batch).finally(() => {
-      this.flushing = undefined;
+    const committing: Promise<void> = this.commit(batch).finally(() => {
+      this.inFlight.delete(committing);
       // Whatever queued meanwhile has waited a commit's time already: it goes at once.
-      if (this.queue.length > 0) void this.flush();
+      this.flush();
     });
-    return this.flushing;
+    this.inFlight.add(committing);
   }
 
   private async commit(batch: Pending[]): Promise<void> {

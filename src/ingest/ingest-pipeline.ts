@@ -8,7 +8,7 @@ import type { CountryLookup } from "../geo/country-lookup.js";
 import type { AuthFailureLimiter } from "../limits/auth-failure-limiter.js";
 import { quotaHeaders, type MonthlyQuota } from "../limits/monthly-quota.js";
 import type { RateLimiter } from "../limits/rate-limiter.js";
-import { rateLimitHeaders } from "../limits/rate-limit-headers.js";
+import { rateLimitHeaders, type HeaderFields } from "../limits/rate-limit-headers.js";
 import type { ApiKeyRecord } from "../store/records.js";
 import type { WriteOutcome } from "../store/trace-store.js";
 import { type BatchingWriter, WriterQueueFullError } from "./batching-writer.js";
@@ -22,7 +22,7 @@ export interface Admission {
   presentedKey: string;
   plan: Plan;
   /** Rate-limit headers for every response to this request (D10); the edge sets them, refusals after admission do not repeat them. */
-  headers: Headers;
+  headers: HeaderFields;
 }
 
 export interface TraceSubmission {
@@ -60,7 +60,7 @@ export interface IngestPipeline {
    * D1 steps 6-9: validation, key agreement, the monthly quota, then the durable write. Resolves
    * once stored, with the quota headers (D11) for the response.
    */
-  accept(admission: Admission, submission: TraceSubmission): Promise<Headers>;
+  accept(admission: Admission, submission: TraceSubmission): Promise<HeaderFields>;
 }
 
 export function createIngestPipeline(deps: IngestPipelineDeps): IngestPipeline {

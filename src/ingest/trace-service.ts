@@ -13,13 +13,13 @@ export function traceService(pipeline: IngestPipeline): ServiceImpl<typeof Trace
     async ingest(request, context) {
       const clientAddress = context.values.get(clientAddressKey);
       const admission = await pipeline.admit(context.requestHeader.get("authorization"), clientAddress);
-      for (const [name, value] of admission.headers) context.responseHeader.set(name, value);
+      for (const [name, value] of Object.entries(admission.headers)) context.responseHeader.set(name, value);
       const quotaHeaders = await pipeline.accept(admission, {
         trace: request.trace ?? create(TraceSchema),
         idempotencyKey: context.requestHeader.get("idempotency-key"),
         clientAddress,
       });
-      for (const [name, value] of quotaHeaders) context.responseHeader.set(name, value);
+      for (const [name, value] of Object.entries(quotaHeaders)) context.responseHeader.set(name, value);
       return create(IngestResponseSchema, { status: "ok" });
     },
   };

@@ -1,6 +1,7 @@
 import type { Plan } from "../config/plans.js";
 import type { LimiterBackend } from "./limiter-backend.js";
 import { settle } from "./per-minute-limiter.js";
+import type { HeaderFields } from "./rate-limit-headers.js";
 
 /** The outcome of counting one trace against its key's calendar month (D11). */
 export interface QuotaDecision {
@@ -48,6 +49,7 @@ const counterTtlSeconds = 20 * 24 * 3600;
  */
 export function createMonthlyQuota({ backend, countStored, now = Date.now }: MonthlyQuotaOptions): MonthlyQuota {
   const byPlan = new Map<string, ReturnType<LimiterBackend["limiter"]>>();
+  let month = calendarMonth(now());
 
   return {
     async reserve(key, plan) {
@@ -56,10 +58,10 @@ export function createMonthlyQuota({ backend, countStored, now = Date.now }: Mon
         limiter = backend.limiter({ keyPrefix: `ct:quota:${plan.name}`, points: plan.perMonth, duration: counterTtlSeconds });
         byPlan.set(plan.name, limiter);
       }
-      const at = new Date(now());
-      const monthStart = Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), 1);
-      const nextMonth = Date.UTC(at.getUTCFullYear(), at.getUTCMonth() + 1, 1);
-      const counter = `${key.id}:${at.toISOString().slice(0, 7)}`;
+      const at = now();
+      if (at < month.start || at >= month.next) month = calendarMonth(at);
+      const { start: monthStart, next: nextMonth } = month;
+      const counter = `${key.id}:${month.name}`;
       const [res] = await settle(limiter.consume(counter));
       let consumed = res.consumedPoints;
       if (res.isFirstInDuration) {
@@ -73,7 +75,7 @@ export function createMonthlyQuota({ backend, countStored, now = Date.now }: Mon
           limit: plan.perMonth,
           remaining: Math.max(0, plan.perMonth - consumed),
           resetAt: Math.floor(nextMonth / 1000),
-          retryAfter: Math.max(1, Math.ceil((nextMonth - at.getTime()) / 1000)),
+          retryAfter: Math.max(1, Math.ceil((nextMonth - at) / 1000)),
         },
         release: async () => {
           await active.reward(counter, 1);
@@ -83,11 +85,18 @@ export function createMonthlyQuota({ backend, countStored, now = Date.now }: Mon
   };
 }
 
+/** The UTC calendar month around `at`: its start, the next month's start (ms) and its name (YYYY-MM). */
+function calendarMonth(at: number): { start: number; next: number; name: string } {
+  const date = new Date(at);
+  const start = Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), 1);
+  return { start, next: Date.UTC(date.getUTCFullYear(), date.getUTCMonth() + 1, 1), name: date.toISOString().slice(0, 7) };
+}
+
 /** The D11 headers for a quota decision. */
-export function quotaHeaders(decision: QuotaDecision): Headers {
-  return new Headers({
+export function quotaHeaders(decision: QuotaDecision): HeaderFields {
+  return {
     "x-quota-limit": String(decision.limit),
     "x-quota-remaining": String(decision.remaining),
     "x-quota-reset": String(decision.resetAt),
-  });
+  };
 }

@@ -49,13 +49,12 @@ export function restIngest(pipeline: IngestPipeline, options: RestIngestOptions)
         idempotencyKey: header(req.headers["idempotency-key"]),
         clientAddress: address,
       });
-      for (const [name, value] of quotaHeaders) admission.headers.set(name, value);
-      sendJson(res, 202, { status: "ok" }, admission.headers);
+      sendJson(res, 202, { status: "ok" }, { ...admission.headers, ...quotaHeaders });
     } catch (error) {
       if (req.destroyed && !(error instanceof Error && error.name === "ConnectError")) return; // client went away mid-body
       const refusal = restRefusal(error);
       if (refusal.status === 500) options.logger.error({ err: error }, "ingest failed");
-      for (const [name, value] of admission?.headers ?? []) refusal.headers.set(name, value);
+      for (const [name, value] of Object.entries(admission?.headers ?? {})) refusal.headers.set(name, value);
       sendJson(res, refusal.status, refusal.body, refusal.headers);
     }
   };

@@ -26,6 +26,8 @@ export interface TraceStore {
    * Rejects only when nothing of the batch could be stored.
    */
   writeBatch(writes: TraceWrite[]): Promise<WriteOutcome[]>;
+  /** How many batches the writer may hand over before the first is answered (default 1). */
+  readonly maxBatchesInFlight?: number;
   /** Traces in receive order, oldest first; never those past the retention period. */
   exportTraces(query: TraceQuery): AsyncIterable<StoredTrace>;
   /**

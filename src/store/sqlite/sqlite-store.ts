@@ -125,6 +125,8 @@ export function openSqliteStore(dataDir: string, options: RetentionOptions = {})
     writeBatch(writes) {
       return writer.write(writes);
     },
+    // The writer thread merges the batches queued behind a commit into the next one.
+    maxBatchesInFlight: 8,
     async *exportTraces(query: TraceQuery) {
       const params = {
         after: 0,

@@ -1,6 +1,6 @@
 // Runs in a worker thread: owns the write connection, so fsyncs never block the event loop that
 // serves requests, and the next batch gathers while this one is being committed.
-import { parentPort, workerData } from "node:worker_threads";
+import { parentPort, receiveMessageOnPort, workerData } from "node:worker_threads";
 import type { TraceWrite } from "../trace-store.js";
 import { sqliteBatchCommit } from "./sqlite-batch-commit.js";
 import { openSqliteDatabase } from "./sqlite-database.js";
@@ -14,10 +14,24 @@ export interface WriteRequest {
 const db = openSqliteDatabase((workerData as { file: string }).file);
 const commit = sqliteBatchCommit(db);
 
-parentPort!.on("message", ({ id, writes, now }: WriteRequest) => {
+const port = parentPort!;
+
+// Group commit across batches: the batches that queued up while the last commit ran go
+// together in the next one, with one fsync; each batch gets its own outcomes back.
+port.on("message", (first: WriteRequest) => {
+  const requests = [first];
+  for (let next = receiveMessageOnPort(port); next; next = receiveMessageOnPort(port)) requests.push(next.message as WriteRequest);
   try {
-    parentPort!.postMessage({ id, outcomes: commit(writes, now) });
+    const outcomes = commit(
+      requests.flatMap((r) => r.writes),
+      requests[requests.length - 1]!.now,
+    );
+    let at = 0;
+    for (const { id, writes } of requests) {
+      port.postMessage({ id, outcomes: outcomes.slice(at, at + writes.length) });
+      at += writes.length;
+    }
   } catch (error) {
-    parentPort!.postMessage({ id, error: error instanceof Error ? error.message : String(error) });
+    for (const { id } of requests) port.postMessage({ id, error: error instanceof Error ? error.message : String(error) });
   }
 });
