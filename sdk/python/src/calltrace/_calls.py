@@ -15,7 +15,14 @@ import time
 from typing import Any, Callable, Dict, Optional
 
 from . import _tracer
-from ._streams import TracedAsyncStream, TracedStream, traced_aiter, traced_iter
+from ._streams import (
+    TracedAsyncStream,
+    TracedAsyncStreamManager,
+    TracedStream,
+    TracedStreamManager,
+    traced_aiter,
+    traced_iter,
+)
 from ._tracer import Tracer, Usage, describe
 
 logger = logging.getLogger("calltrace")
@@ -24,6 +31,11 @@ class Shape:
     """How one provider method's calls read; subclassed per method in providers/."""
 
     provider = ""
+
+    # The method returns a context manager that makes the streamed request
+    # when entered and gives a helper reading the provider's stream
+    # (Anthropic's messages.stream()); trace_helper() finds that stream.
+    stream_helper = False
 
     def streaming(self, kwargs: Dict[str, Any]) -> bool:
         return kwargs.get("stream") is True
@@ -38,6 +50,10 @@ class Shape:
     def observe(self, item: Any, usage: Usage) -> bool:
         """Reads one streamed item; True if it only carries what prepare() asked for."""
         return False
+
+    def trace_helper(self, helper: Any, trace: Callable[[Any], Any]) -> None:
+        """Replaces the provider stream an entered stream helper reads with trace(stream)."""
+        raise NotImplementedError
 
 
 class Call:
@@ -77,6 +93,14 @@ class Call:
                 logger.debug("calltrace: unreadable %s response", self.shape.provider, exc_info=True)
             self.finish(None)
             return result
+        if self.shape.stream_helper:
+            # The request is made, and the call starts, when the manager is entered.
+            manager = TracedAsyncStreamManager if hasattr(result, "__aenter__") else TracedStreamManager
+            return manager(result, self)
+        return self.stream(result)
+
+    def stream(self, result: Any) -> Any:
+        """The caller's stand-in for a provider stream, reporting to this call."""
         self.handed_out = True
         if inspect.isgenerator(result):
             return traced_iter(result, self)
@@ -89,6 +113,17 @@ class Call:
         self.handed_out = False
         self.finish(None)  # e.g. a raw-response wrapper: latency and status only
         return result
+
+    # Stream helper events, from _streams.
+    def entering(self) -> None:
+        self.started = time.perf_counter()
+
+    def opened(self, helper: Any) -> None:
+        try:
+            self.shape.trace_helper(helper, self.stream)
+        except Exception:
+            logger.debug("calltrace: unreadable %s stream helper", self.shape.provider, exc_info=True)
+            self.finish(None)  # latency and status only
 
     # Stream events, from _streams.
     def keep(self, item: Any) -> bool:

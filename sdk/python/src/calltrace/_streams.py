@@ -3,9 +3,12 @@
 A provider stream object (OpenAI's and Anthropic's `Stream`/`AsyncStream`) is
 wrapped in a proxy that still passes `isinstance` checks and forwards every
 other attribute; a stream that is a plain generator (Gemini's) is wrapped in a
-generator. Each reports to its call (see _calls.Call): `keep(item)` for every
-item, then `ended()` (exhausted, or left early) or `failed(exc)`. The call
-reports once, so e.g. close() after exhaustion sends nothing more.
+generator. A stream helper's context manager (Anthropic's messages.stream())
+is proxied too: entering it makes the request, and the provider stream the
+helper reads is then swapped for a traced one. Each reports to its call (see
+_calls.Call): `keep(item)` for every item, then `ended()` (exhausted, or left
+early) or `failed(exc)`. The call reports once, so e.g. close() after
+exhaustion sends nothing more.
 """
 
 from __future__ import annotations
@@ -139,5 +142,48 @@ class TracedAsyncStream(_Proxy):
     async def close(self) -> None:
         try:
             await self._inner.close()
+        finally:
+            self._call.ended()
+
+
+class TracedStreamManager(_Proxy):
+    """A context manager that makes the streamed request when entered (Anthropic's
+    MessageStreamManager): the helper it gives reads a traced provider stream."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> Any:
+        self._call.entering()
+        try:
+            helper = self._inner.__enter__()
+        except BaseException as exc:
+            self._call.failed(exc)
+            raise
+        self._call.opened(helper)
+        return helper
+
+    def __exit__(self, *exc_info: Any) -> Any:
+        try:
+            return self._inner.__exit__(*exc_info)
+        finally:
+            self._call.ended()
+
+
+class TracedAsyncStreamManager(_Proxy):
+    __slots__ = ()
+
+    async def __aenter__(self) -> Any:
+        self._call.entering()
+        try:
+            helper = await self._inner.__aenter__()
+        except BaseException as exc:
+            self._call.failed(exc)
+            raise
+        self._call.opened(helper)
+        return helper
+
+    async def __aexit__(self, *exc_info: Any) -> Any:
+        try:
+            return await self._inner.__aexit__(*exc_info)
         finally:
             self._call.ended()

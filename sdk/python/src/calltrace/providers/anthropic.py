@@ -1,8 +1,8 @@
-"""Anthropic: messages, sync and async, streamed or not."""
+"""Anthropic: messages (create, and the stream() helper), sync and async, streamed or not."""
 
 from __future__ import annotations
 
-from typing import Any, List, Tuple
+from typing import Any, Callable, Dict, List, Tuple
 
 from .._calls import Shape
 from .._tracer import Usage
@@ -34,8 +34,31 @@ class Messages(Shape):
         return False
 
 
+class MessageStreams(Messages):
+    """messages.stream(): a manager whose `with` makes the streamed request and gives a MessageStream."""
+
+    stream_helper = True
+
+    def streaming(self, kwargs: Dict[str, Any]) -> bool:
+        return True
+
+    def trace_helper(self, helper: Any, trace: Callable[[Any], Any]) -> None:
+        # The MessageStream reads its raw Stream/AsyncStream (the same events
+        # create(stream=True) gives) from this attribute only once iterated,
+        # and closes it on close() and when the `with` block is left.
+        raw = helper._raw_stream
+        if not hasattr(raw, "__next__") and not hasattr(raw, "__anext__"):
+            raise TypeError(f"not a stream: {type(raw).__name__}")
+        helper._raw_stream = trace(raw)
+
+
 def targets() -> List[Tuple[type, str, Shape]]:
     from anthropic.resources.messages import AsyncMessages, Messages as SyncMessages
 
-    messages = Messages()
-    return [(SyncMessages, "create", messages), (AsyncMessages, "create", messages)]
+    messages, streams = Messages(), MessageStreams()
+    return [
+        (SyncMessages, "create", messages),
+        (AsyncMessages, "create", messages),
+        (SyncMessages, "stream", streams),
+        (AsyncMessages, "stream", streams),
+    ]
