@@ -11,6 +11,11 @@ export interface WriteRequest {
   now: number;
 }
 
+/** Asks the worker to close its database and end (rather than being terminated mid-flight). */
+export interface CloseRequest {
+  close: true;
+}
+
 const db = openSqliteDatabase((workerData as { file: string }).file);
 const commit = sqliteBatchCommit(db);
 
@@ -18,9 +23,15 @@ const port = parentPort!;
 
 // Group commit across batches: the batches that queued up while the last commit ran go
 // together in the next one, with one fsync; each batch gets its own outcomes back.
-port.on("message", (first: WriteRequest) => {
+port.on("message", (first: WriteRequest | CloseRequest) => {
+  if ("close" in first) return close();
   const requests = [first];
-  for (let next = receiveMessageOnPort(port); next; next = receiveMessageOnPort(port)) requests.push(next.message as WriteRequest);
+  let closing = false;
+  for (let next = receiveMessageOnPort(port); next; next = receiveMessageOnPort(port)) {
+    const message = next.message as WriteRequest | CloseRequest;
+    if ("close" in message) closing = true;
+    else requests.push(message);
+  }
   try {
     const outcomes = commit(
       requests.flatMap((r) => r.writes),
@@ -34,4 +45,15 @@ port.on("message", (first: WriteRequest) => {
   } catch (error) {
     for (const { id } of requests) port.postMessage({ id, error: error instanceof Error ? error.message : String(error) });
   }
+  if (closing) close();
 });
+
+/**
+ * Closing the database before the thread ends finalizes its statements while the thread is
+ * alive: a terminated thread leaves them to be destroyed after it (on Node 24 that aborts the
+ * process inside better-sqlite3).
+ */
+function close(): void {
+  db.close();
+  port.close();
+}

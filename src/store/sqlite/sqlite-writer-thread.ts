@@ -1,6 +1,9 @@
 import { Worker } from "node:worker_threads";
 import type { TraceWrite, WriteOutcome } from "../trace-store.js";
-import type { WriteRequest } from "./sqlite-write-worker.js";
+import type { CloseRequest, WriteRequest } from "./sqlite-write-worker.js";
+
+/** How long the writer thread gets to finish its commit and close before it is terminated. */
+const closeGraceMs = 5000;
 
 /**
  * The worker loads its TypeScript entry through tsx, as the main thread does (on Node 20 an
@@ -61,7 +64,14 @@ export function sqliteWriterThread(file: string): SqliteWriterThread {
     async close() {
       const running = worker;
       worker = undefined;
-      await running?.terminate();
+      if (!running) return;
+      const exited = new Promise<void>((resolve) => running.once("exit", () => resolve()));
+      const close: CloseRequest = { close: true };
+      running.postMessage(close);
+      // A writer stuck in a commit past the grace time is ended the hard way.
+      const stuck = setTimeout(() => void running.terminate(), closeGraceMs);
+      await exited;
+      clearTimeout(stuck);
     },
   };
 }
