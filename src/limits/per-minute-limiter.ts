@@ -1,5 +1,4 @@
 import { RateLimiterRes } from "rate-limiter-flexible";
-import type { Plan } from "../config/plans.js";
 import type { LimiterBackend } from "./limiter-backend.js";
 import type { RateDecision, RateLimiter } from "./rate-limiter.js";
 
