@@ -10,7 +10,6 @@ import { openLimits } from "./limits/open-limits.js";
 import type { Logger } from "./log/logger.js";
 import { instrumentedStore } from "./observability/instrumented-store.js";
 import { createMetrics } from "./observability/metrics.js";
-import { connectionLimits } from "./server/connection-limits.js";
 import { listen } from "./server/listen.js";
 import { listenForMetrics } from "./server/metrics-endpoint.js";
 import { createRequestHandler } from "./server/request-handler.js";
@@ -77,7 +76,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     port: config.port,
     host: config.host,
     ...(tls ? { tls } : {}),
-    limits: connectionLimits(config),
+    limits: config,
   });
   const metricsListener =
     config.metricsPort === undefined

@@ -1,3 +1,4 @@
+import type { Config } from "../config/config.js";
 import { createServer as createHttp1Server, type Server as Http1Server } from "node:http";
 import {
   constants as h2constants,
@@ -11,37 +12,18 @@ import { createServer as createNetServer, type AddressInfo, type Server as NetSe
 import { createServer as createTlsServer, type TLSSocket } from "node:tls";
 import type { NodeRequest, NodeResponse } from "./node-types.js";
 
-/** How long clients may take and how much they may hold; defaults match config.ts. */
-export interface ConnectionLimits {
-  /** A connection that has not sent a request's headers (or finished its TLS handshake) within this is cut. */
-  headersTimeoutMs: number;
-  /** A request not fully received within this gets 408 and its connection (HTTP/1.1) or stream (HTTP/2) is cut. */
-  requestTimeoutMs: number;
-  /** An idle HTTP/1.1 keep-alive connection is closed after this. */
-  keepAliveTimeoutMs: number;
-  /** An HTTP/2 connection with no frames for this long is closed. */
-  h2IdleTimeoutMs: number;
-  /** SETTINGS_MAX_CONCURRENT_STREAMS: streams past it are refused (REFUSED_STREAM). */
-  h2MaxConcurrentStreams: number;
-  /** Open connections on the port; one past it is closed at once. */
-  maxConnections: number;
-}
-
-export const defaultConnectionLimits: ConnectionLimits = {
-  headersTimeoutMs: 10_000,
-  requestTimeoutMs: 30_000,
-  keepAliveTimeoutMs: 5_000,
-  h2IdleTimeoutMs: 120_000,
-  h2MaxConcurrentStreams: 100,
-  maxConnections: 10_000,
-};
+/** How long clients may take and how much they may hold (the options of the same names in config.ts). */
+export type ConnectionLimits = Pick<
+  Config,
+  "headersTimeoutMs" | "requestTimeoutMs" | "keepAliveTimeoutMs" | "h2IdleTimeoutMs" | "h2MaxConcurrentStreams" | "maxConnections"
+>;
 
 export interface ListenOptions {
   port: number;
   host: string;
   /** PEM certificate and key: when given, the port speaks TLS and ALPN picks h2 or http/1.1. */
   tls?: { cert: Buffer; key: Buffer };
-  limits?: Partial<ConnectionLimits>;
+  limits: ConnectionLimits;
 }
 
 export interface Listener {
@@ -85,7 +67,7 @@ const maxResetsPerSecond = 200;
  * given. Both paths end in the same two servers, so every timeout and limit holds on each.
  */
 export async function listen(handler: Handler, options: ListenOptions): Promise<Listener> {
-  const limits = { ...defaultConnectionLimits, ...options.limits };
+  const { limits } = options;
   const headersTimeout = Math.min(limits.headersTimeoutMs, limits.requestTimeoutMs);
   const sockets = new Set<Socket>();
   const http1: Http1Server = createHttp1Server(

@@ -1,5 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { createServer } from "node:net";
+import { freePort } from "./free-port.js";
 import { Redis } from "ioredis";
 
 export const redisInstall = "apt-get install -y redis-server";
@@ -16,16 +16,6 @@ export interface RedisTestServer {
   close(): Promise<void>;
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once("error", reject);
-    probe.listen(0, "127.0.0.1", () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
-}
 
 export async function startRedis(): Promise<RedisTestServer> {
   if (spawnSync("sh", ["-c", "command -v redis-server"]).status !== 0) {
