@@ -15,6 +15,9 @@ import { listenForMetrics } from "./server/metrics-endpoint.js";
 import { createRequestHandler } from "./server/request-handler.js";
 import { openStore } from "./store/open-store.js";
 
+/** How long start-up waits for Redis before serving with the in-process insurance limiters. */
+const redisConnectWaitMs = 3000;
+
 export interface RunningService {
   port: number;
   url: string;
@@ -72,6 +75,8 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
   });
   const tls =
     config.tlsCertFile && config.tlsKeyFile ? { cert: readFileSync(config.tlsCertFile), key: readFileSync(config.tlsKeyFile) } : undefined;
+  // Until Redis answers, each instance would count limits on its own: give it a moment first.
+  await limits.connected(redisConnectWaitMs);
   const listener = await listen(handler, {
     port: config.port,
     host: config.host,

@@ -1,4 +1,5 @@
 import cluster from "node:cluster";
+import { once } from "node:events";
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Redis } from "ioredis";
@@ -19,6 +20,8 @@ export interface Limits {
   quota: MonthlyQuota;
   /** Undefined while the limits are shared as configured; otherwise why they are not (for /readyz). */
   degradation(): string | undefined;
+  /** Resolves once Redis is connected, or after timeoutMs (then the insurance limiters count until it is). */
+  connected(timeoutMs: number): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -56,6 +59,13 @@ export function openLimits(
     authFailures: createAuthFailureLimiter(backend),
     quota: createMonthlyQuota({ backend, countStored, ...(now ? { now } : {}) }),
     degradation: () => degradation(),
+    async connected(timeoutMs) {
+      if (!redis || redis.status === "ready") return;
+      let timer: NodeJS.Timeout | undefined;
+      // A connection error ends the wait too: Redis is down, so serve on the insurance limiters.
+      await Promise.race([once(redis, "ready").catch(() => undefined), new Promise((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
+      clearTimeout(timer);
+    },
     async close() {
       redis?.disconnect();
     },

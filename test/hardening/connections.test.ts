@@ -80,7 +80,8 @@ describe("HTTP/2 streams are bounded", () => {
     await client.until(() => client.received(FrameType.GOAWAY).length > 0, 10_000);
     const goaway = client.received(FrameType.GOAWAY)[0];
     expect(goaway).toBeDefined();
-    expect([ErrorCode.ENHANCE_YOUR_CALM, ErrorCode.PROTOCOL_ERROR]).toContain(errorCodeOf(goaway!));
+    // Ours is ENHANCE_YOUR_CALM; Node 24's own rapid-reset guard may get there first with INTERNAL_ERROR.
+    expect([ErrorCode.ENHANCE_YOUR_CALM, ErrorCode.PROTOCOL_ERROR, ErrorCode.INTERNAL_ERROR]).toContain(errorCodeOf(goaway!));
     expect(opened).toBeLessThan(20_000);
     client.close();
     await expectServed(service.url, key);
