@@ -7,5 +7,7 @@ export default defineConfig({
     pool: "forks",
     testTimeout: 30_000,
     hookTimeout: 60_000,
+    // expect.poll waits on real servers and a real browser; on 2 busy cores 1 s (the default) is too short.
+    expect: { poll: { timeout: 10_000 } },
   },
 });
