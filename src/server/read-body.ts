@@ -6,9 +6,19 @@ export class BodyTooLargeError extends Error {
   }
 }
 
+/** The client went away (or its stream broke) before the body was complete: there is no one to answer. */
+export class ClientAbortedError extends Error {
+  constructor(cause?: Error) {
+    super("the client aborted the request", cause ? { cause } : undefined);
+  }
+}
+
 /**
  * Reads the whole body, refusing at once when Content-Length announces too much and stopping
  * at the limit for bodies without a length (chunked), so an oversized body is never buffered (D9).
+ * The listeners are anonymous and stay until the request is gone, `done` silencing them once the
+ * body is settled: this runs for every request, and under tsx each named closure would also cost
+ * a defineProperty (esbuild's keepNames).
  */
 export function readBody(req: NodeRequest, limit: number): Promise<Buffer> {
   const announced = Number(req.headers["content-length"]);
@@ -16,34 +26,32 @@ export function readBody(req: NodeRequest, limit: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
-    const onData = (chunk: Buffer) => {
+    let done = false;
+    req.on("data", (chunk: Buffer) => {
+      if (done) return;
       size += chunk.length;
-      if (size > limit) {
-        cleanup();
-        req.pause();
-        reject(new BodyTooLargeError(limit));
+      if (size <= limit) {
+        chunks.push(chunk);
         return;
       }
-      chunks.push(chunk);
-    };
-    const onEnd = () => {
-      cleanup();
-      resolve(Buffer.concat(chunks, size));
-    };
-    const onError = (error: Error) => {
-      cleanup();
-      reject(error);
-    };
-    const onAborted = () => onError(new Error("the client aborted the request"));
-    const cleanup = () => {
-      req.off("data", onData);
-      req.off("end", onEnd);
-      req.off("error", onError);
-      req.off("aborted", onAborted);
-    };
-    req.on("data", onData);
-    req.on("end", onEnd);
-    req.on("error", onError);
-    req.on("aborted", onAborted);
+      done = true;
+      req.pause();
+      reject(new BodyTooLargeError(limit));
+    });
+    req.on("end", () => {
+      if (done) return;
+      done = true;
+      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+    });
+    req.on("error", (error: Error) => {
+      if (done) return;
+      done = true;
+      reject(new ClientAbortedError(error));
+    });
+    req.on("aborted", () => {
+      if (done) return;
+      done = true;
+      reject(new ClientAbortedError());
+    });
   });
 }

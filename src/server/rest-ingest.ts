@@ -5,7 +5,7 @@ import type { Logger } from "../log/logger.js";
 import { clientAddress } from "./client-address.js";
 import { sendJson } from "./json-response.js";
 import type { NodeRequest, NodeResponse } from "./node-types.js";
-import { BodyTooLargeError, readBody } from "./read-body.js";
+import { BodyTooLargeError, ClientAbortedError, readBody } from "./read-body.js";
 import { restRefusal } from "./rest-refusal.js";
 
 export interface RestIngestOptions {
@@ -51,7 +51,7 @@ export function restIngest(pipeline: IngestPipeline, options: RestIngestOptions)
       });
       sendJson(res, 202, { status: "ok" }, { ...admission.headers, ...quotaHeaders });
     } catch (error) {
-      if (req.destroyed && !(error instanceof Error && error.name === "ConnectError")) return; // client went away mid-body
+      if (error instanceof ClientAbortedError) return;
       const refusal = restRefusal(error);
       if (refusal.status === 500) options.logger.error({ err: error }, "ingest failed");
       for (const [name, value] of Object.entries(admission?.headers ?? {})) refusal.headers.set(name, value);
