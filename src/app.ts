@@ -33,11 +33,11 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
   const store = await openStore(config, logger);
   const metrics = createMetrics();
   const writer = new BatchingWriter(instrumentedStore(store, metrics), {
-    maxBatch: config.writerMaxBatch,
+    maxBatch: Math.min(config.writerMaxBatch, store.handover?.batchSize ?? Number.POSITIVE_INFINITY),
     maxQueue: config.writerMaxQueue,
     maxWaitMs: config.writerMaxWaitMs,
     timeoutMs: config.writeTimeoutMs,
-    maxInFlight: store.maxBatchesInFlight ?? 1,
+    maxInFlight: store.handover?.maxInFlight ?? 1,
   });
   metrics.gauge("calltrace_writer_queue_depth", "Traces waiting for a group commit", () => writer.depth);
   const limits = openLimits(config, store, logger);

@@ -88,7 +88,7 @@ export const configOptions = {
   sessionTtl: { env: "SESSION_TTL", flag: "session-ttl", kind: "integer", fallback: "604800", describe: "dashboard session lifetime in seconds" },
   retentionDays: { env: "RETENTION_DAYS", flag: "retention-days", kind: "integer", fallback: "90", describe: "days traces are kept (0: forever)" },
   writerMaxQueue: { env: "WRITER_MAX_QUEUE", flag: "writer-max-queue", kind: "integer", fallback: "20000", describe: "traces waiting to be written before 503" },
-  writerMaxBatch: { env: "WRITER_MAX_BATCH", flag: "writer-max-batch", kind: "integer", fallback: "1000", describe: "most traces in one group commit" },
+  writerMaxBatch: { env: "WRITER_MAX_BATCH", flag: "writer-max-batch", kind: "integer", fallback: "1000", describe: "most traces handed to the store in one batch (MongoDB: one insertMany)" },
   writerMaxWaitMs: { env: "WRITER_MAX_WAIT_MS", flag: "writer-max-wait-ms", kind: "integer", fallback: "2", describe: "longest a trace waits for its batch, in ms" },
   writeTimeoutMs: { env: "WRITE_TIMEOUT_MS", flag: "write-timeout-ms", kind: "integer", fallback: "5000", describe: "longest wait for a commit before 503, in ms" },
   shutdownGraceMs: { env: "SHUTDOWN_GRACE_MS", flag: "shutdown-grace-ms", kind: "integer", fallback: "10000", describe: "on SIGTERM, time to finish before exiting, in ms" },

@@ -28,7 +28,16 @@ export class WriterQueueFullError extends Error {
 
 interface Pending {
   write: TraceWrite;
-  settle: (outcome: WriteOutcome) => void;
+  resolve: (outcome: WriteOutcome) => void;
+  /** When the write fails if still unanswered (performance.now() clock). */
+  deadline: number;
+  settled: boolean;
+}
+
+function settle(pending: Pending, outcome: WriteOutcome): void {
+  if (pending.settled) return;
+  pending.settled = true;
+  pending.resolve(outcome);
 }
 
 /**
@@ -36,7 +45,8 @@ interface Pending {
  * maxBatch are waiting, and writes that arrive while a batch is being committed go together in
  * the next one, so a burst costs one durable commit instead of one per request. A write settles
  * only when its batch is committed, or fails once timeoutMs have passed: never a hang, and never
- * `stored` for a write the store did not confirm.
+ * `stored` for a write the store did not confirm. Deadlines are checked by one sweep timer, not
+ * a timer per write (the hot path would pay for arming and clearing each one).
  */
 export class BatchingWriter {
   private queue: Pending[] = [];
@@ -45,9 +55,10 @@ export class BatchingWriter {
   private readonly maxWaitMs: number;
   private readonly timeoutMs: number;
   private readonly maxInFlight: number;
-  /** Batches handed to the store and not yet answered. */
-  private readonly inFlight = new Set<Promise<void>>();
+  /** Batches handed to the store and not yet answered, with their writes. */
+  private readonly inFlight = new Map<Promise<void>, Pending[]>();
   private timer: NodeJS.Timeout | undefined;
+  private sweeper: NodeJS.Timeout | undefined;
   private batches = 0;
   private committed = 0;
 
@@ -66,24 +77,8 @@ export class BatchingWriter {
   write(write: TraceWrite): Promise<WriteOutcome> {
     if (this.queue.length >= this.maxQueue) return Promise.reject(new WriterQueueFullError());
     return new Promise((resolve) => {
-      let settled = false;
-      const pending: Pending = {
-        write,
-        settle: (outcome) => {
-          if (settled) return;
-          settled = true;
-          clearTimeout(deadline);
-          resolve(outcome);
-        },
-      };
-      const deadline = setTimeout(() => {
-        // Still queued: it will never be written. In a batch being committed: it may yet be
-        // stored, but the caller is answered now (a 503 for a stored trace is allowed; the reverse is not).
-        const at = this.queue.indexOf(pending);
-        if (at >= 0) this.queue.splice(at, 1);
-        pending.settle({ kind: "failed", error: new Error(`the write was not committed within ${this.timeoutMs} ms`) });
-      }, this.timeoutMs);
-      this.queue.push(pending);
+      this.queue.push({ write, resolve, deadline: performance.now() + this.timeoutMs, settled: false });
+      this.sweeper ??= setInterval(() => this.sweep(), this.sweepIntervalMs());
       this.schedule();
     });
   }
@@ -104,7 +99,34 @@ export class BatchingWriter {
       clearTimeout(this.timer);
       this.timer = undefined;
       this.flush();
-      await Promise.race(this.inFlight);
+      await Promise.race(this.inFlight.keys());
+    }
+  }
+
+  /** A deadline is noticed at most a tenth of timeoutMs (at most 100 ms) late. */
+  private sweepIntervalMs(): number {
+    return Math.max(1, Math.min(100, this.timeoutMs / 10));
+  }
+
+  /**
+   * Fails the writes past their deadline. Still queued: they will never be written. In a batch
+   * being committed: they may yet be stored, but the caller is answered now (a 503 for a stored
+   * trace is allowed; the reverse is not). Writes are queued in arrival order, so the queue's
+   * expired writes are at its head, and a batch with any expired write has its first expired.
+   */
+  private sweep(): void {
+    const now = performance.now();
+    let expired = 0;
+    while (expired < this.queue.length && this.queue[expired]!.deadline <= now) expired++;
+    const failure = { kind: "failed", error: new Error(`the write was not committed within ${this.timeoutMs} ms`) } as const;
+    for (const pending of this.queue.splice(0, expired)) settle(pending, failure);
+    for (const batch of this.inFlight.values()) {
+      if (batch[0]!.deadline > now) continue;
+      for (const pending of batch) if (pending.deadline <= now) settle(pending, failure);
+    }
+    if (this.queue.length === 0 && this.inFlight.size === 0) {
+      clearInterval(this.sweeper);
+      this.sweeper = undefined;
     }
   }
 
@@ -130,7 +152,7 @@ export class BatchingWriter {
       // Whatever queued meanwhile has waited a commit's time already: it goes at once.
       this.flush();
     });
-    this.inFlight.add(committing);
+    this.inFlight.set(committing, batch);
   }
 
   private async commit(batch: Pending[]): Promise<void> {
@@ -143,8 +165,8 @@ export class BatchingWriter {
     }
     this.batches += 1;
     this.committed += batch.length;
-    for (const [i, p] of batch.entries()) {
-      p.settle(outcomes[i] ?? { kind: "failed", error: new Error("store answered fewer outcomes than writes") });
+    for (let i = 0; i < batch.length; i++) {
+      settle(batch[i]!, outcomes[i] ?? { kind: "failed", error: new Error("store answered fewer outcomes than writes") });
     }
   }
 }

@@ -7,7 +7,7 @@ import type { Metrics } from "./metrics.js";
  */
 export function instrumentedStore(store: TraceStore, metrics: Metrics): TraceStore {
   return {
-    ...(store.maxBatchesInFlight === undefined ? {} : { maxBatchesInFlight: store.maxBatchesInFlight }),
+    ...(store.handover === undefined ? {} : { handover: store.handover }),
     exportTraces: (query) => store.exportTraces(query),
     deleteExpired: () => store.deleteExpired(),
     writeBatch: async (writes) => {

@@ -19,6 +19,16 @@ export interface TraceQuery {
   accountId?: string;
 }
 
+export interface BatchHandover {
+  /** Batches handed over before the first is answered. */
+  maxInFlight: number;
+  /**
+   * Most writes per batch. A store that merges the batches queued behind a commit into the next
+   * one takes small batches, so that it commits while the event loop is still reading requests.
+   */
+  batchSize: number;
+}
+
 /** Where traces live. Implemented by every store adapter. */
 export interface TraceStore {
   /**
@@ -26,8 +36,8 @@ export interface TraceStore {
    * Rejects only when nothing of the batch could be stored.
    */
   writeBatch(writes: TraceWrite[]): Promise<WriteOutcome[]>;
-  /** How many batches the writer may hand over before the first is answered (default 1). */
-  readonly maxBatchesInFlight?: number;
+  /** How this store wants writes handed over; without it, one batch at a time of up to WRITER_MAX_BATCH. */
+  readonly handover?: BatchHandover;
   /** Traces in receive order, oldest first; never those past the retention period. */
   exportTraces(query: TraceQuery): AsyncIterable<StoredTrace>;
   /**

@@ -125,8 +125,10 @@ export function openSqliteStore(dataDir: string, options: RetentionOptions = {})
     writeBatch(writes) {
       return writer.write(writes);
     },
-    // The writer thread merges the batches queued behind a commit into the next one.
-    maxBatchesInFlight: 8,
+    // The writer thread merges the batches queued behind a commit into the next one: small
+    // batches keep it committing while the event loop parses (measured: 32 x 8 beat 1000 x 8
+    // by about a third under 50 concurrent clients).
+    handover: { maxInFlight: 8, batchSize: 32 },
     async *exportTraces(query: TraceQuery) {
       const params = {
         after: 0,

@@ -19,21 +19,55 @@ export interface TraceRow {
   error: string | null;
 }
 
-export function traceToRow(trace: StoredTrace): Omit<TraceRow, "seq"> {
-  return {
-    received_at: timestampMs(trace.receivedAt!),
-    key_id: trace.keyId,
-    account_id: trace.accountId,
-    country: trace.country,
-    provider: trace.provider,
-    model: trace.model,
-    tokens_in: trace.tokensIn,
-    tokens_out: trace.tokensOut,
-    latency_ms: trace.latencyMs,
-    cost_usd: trace.costUsd,
-    status: trace.status,
-    error: trace.error ?? null,
-  };
+/**
+ * A new row's values in `traceColumns` order: how traces travel to the writer thread (an array
+ * of primitives costs the event loop a fraction of what cloning the message object does).
+ */
+export type TraceValues = [
+  received_at: number,
+  key_id: string,
+  account_id: string,
+  country: string,
+  provider: string,
+  model: string,
+  tokens_in: number,
+  tokens_out: number,
+  latency_ms: number,
+  cost_usd: number,
+  status: string,
+  error: string | null,
+];
+
+export const traceColumns = [
+  "received_at",
+  "key_id",
+  "account_id",
+  "country",
+  "provider",
+  "model",
+  "tokens_in",
+  "tokens_out",
+  "latency_ms",
+  "cost_usd",
+  "status",
+  "error",
+] as const satisfies readonly (keyof TraceRow)[];
+
+export function traceToValues(trace: StoredTrace): TraceValues {
+  return [
+    timestampMs(trace.receivedAt!),
+    trace.keyId,
+    trace.accountId,
+    trace.country,
+    trace.provider,
+    trace.model,
+    trace.tokensIn,
+    trace.tokensOut,
+    trace.latencyMs,
+    trace.costUsd,
+    trace.status,
+    trace.error ?? null,
+  ];
 }
 
 /** The stored trace of a row; its id is the row's sequence number. */

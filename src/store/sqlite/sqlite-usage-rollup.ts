@@ -1,7 +1,6 @@
 import type Database from "better-sqlite3";
-import { timestampMs } from "@bufbuild/protobuf/wkt";
-import type { StoredTrace } from "../../../gen/calltrace/v1/trace_pb.js";
 import { latencyBucket } from "../latency-bucket.js";
+import type { TraceValues } from "./sqlite-trace-row.js";
 
 export const dayMs = 86_400_000;
 
@@ -22,7 +21,7 @@ const sumsUpdate = `calls = calls + excluded.calls, cost_usd = cost_usd + exclud
  * roll-up never counts a trace that was not committed, or misses one that was. A batch is
  * summed in memory first: one upsert per distinct group, not one per trace.
  */
-export function sqliteUsageRollup(db: Database.Database): (traces: StoredTrace[]) => void {
+export function sqliteUsageRollup(db: Database.Database): (traces: TraceValues[]) => void {
   const usage = db.prepare(
     `INSERT INTO usage_daily (account_id, day, provider, model, status, key_id, calls, cost_usd, tokens_in, tokens_out)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET ${sumsUpdate}`,
@@ -43,12 +42,13 @@ export function sqliteUsageRollup(db: Database.Database): (traces: StoredTrace[]
   return (traces) => {
     const groups = { usage: new Map<string, Sums>(), country: new Map<string, Sums>(), latency: new Map<string, Sums>(), latencyAll: new Map<string, Sums>() };
     for (const t of traces) {
-      const day = Math.floor(timestampMs(t.receivedAt!) / dayMs);
-      add(groups.usage, [t.accountId, day, t.provider, t.model, t.status, t.keyId], t);
-      add(groups.country, [t.accountId, day, t.country, t.provider, t.model, t.status, t.keyId], t);
-      const bucket = latencyBucket(t.latencyMs);
-      add(groups.latency, [t.accountId, day, t.provider, t.model, bucket, t.status, t.keyId], t);
-      add(groups.latencyAll, [t.accountId, day, t.provider, t.model, bucket], t);
+      const [receivedAt, keyId, accountId, country, provider, model, , , latencyMs, , status] = t;
+      const day = Math.floor(receivedAt / dayMs);
+      add(groups.usage, [accountId, day, provider, model, status, keyId], t);
+      add(groups.country, [accountId, day, country, provider, model, status, keyId], t);
+      const bucket = latencyBucket(latencyMs);
+      add(groups.latency, [accountId, day, provider, model, bucket, status, keyId], t);
+      add(groups.latencyAll, [accountId, day, provider, model, bucket], t);
     }
     for (const s of groups.usage.values()) usage.run(...s.params, s.calls, s.cost, s.tokensIn, s.tokensOut);
     for (const s of groups.country.values()) country.run(...s.params, s.calls, s.cost, s.tokensIn, s.tokensOut);
@@ -57,12 +57,12 @@ export function sqliteUsageRollup(db: Database.Database): (traces: StoredTrace[]
   };
 }
 
-function add(groups: Map<string, Sums>, params: unknown[], trace: StoredTrace): void {
+function add(groups: Map<string, Sums>, params: unknown[], [, , , , , , tokensIn, tokensOut, , costUsd]: TraceValues): void {
   const key = JSON.stringify(params);
   let sums = groups.get(key);
   if (!sums) groups.set(key, (sums = { params, calls: 0, cost: 0, tokensIn: 0, tokensOut: 0 }));
   sums.calls += 1;
-  sums.cost += trace.costUsd;
-  sums.tokensIn += trace.tokensIn;
-  sums.tokensOut += trace.tokensOut;
+  sums.cost += costUsd;
+  sums.tokensIn += tokensIn;
+  sums.tokensOut += tokensOut;
 }

@@ -1,15 +1,16 @@
 // Runs in a worker thread: owns the write connection, so fsyncs never block the event loop that
 // serves requests, and the next batch gathers while this one is being committed.
 import { parentPort, receiveMessageOnPort, workerData } from "node:worker_threads";
-import type { TraceWrite } from "../trace-store.js";
-import { sqliteBatchCommit } from "./sqlite-batch-commit.js";
+import { type RowBatch, sqliteBatchCommit } from "./sqlite-batch-commit.js";
 import { openSqliteDatabase } from "./sqlite-database.js";
 
-export interface WriteRequest {
+export interface WriteRequest extends RowBatch {
   id: number;
-  writes: TraceWrite[];
   now: number;
 }
+
+/** Every trace of the request was stored, except those at the indexes in `duplicates` (a repeated Idempotency-Key). */
+export type WriteReply = { id: number; duplicates: number[] } | { id: number; error: string };
 
 /** Asks the worker to close its database and end (rather than being terminated mid-flight). */
 export interface CloseRequest {
@@ -33,17 +34,23 @@ port.on("message", (first: WriteRequest | CloseRequest) => {
     else requests.push(message);
   }
   try {
-    const outcomes = commit(
-      requests.flatMap((r) => r.writes),
-      requests[requests.length - 1]!.now,
-    );
-    let at = 0;
-    for (const { id, writes } of requests) {
-      port.postMessage({ id, outcomes: outcomes.slice(at, at + writes.length) });
-      at += writes.length;
+    const merged: RowBatch =
+      requests.length === 1
+        ? first
+        : { traces: requests.flatMap((r) => r.traces), idempotencyKeys: requests.flatMap((r) => r.idempotencyKeys) };
+    const duplicates = commit(merged, requests[requests.length - 1]!.now);
+    let start = 0;
+    for (const { id, traces } of requests) {
+      const end = start + traces.length;
+      const reply: WriteReply = { id, duplicates: duplicates.filter((i) => i >= start && i < end).map((i) => i - start) };
+      port.postMessage(reply);
+      start = end;
     }
   } catch (error) {
-    for (const { id } of requests) port.postMessage({ id, error: error instanceof Error ? error.message : String(error) });
+    for (const { id } of requests) {
+      const reply: WriteReply = { id, error: error instanceof Error ? error.message : String(error) };
+      port.postMessage(reply);
+    }
   }
   if (closing) close();
 });

@@ -1,6 +1,7 @@
 import { Worker } from "node:worker_threads";
 import type { TraceWrite, WriteOutcome } from "../trace-store.js";
-import type { CloseRequest, WriteRequest } from "./sqlite-write-worker.js";
+import { traceToValues } from "./sqlite-trace-row.js";
+import type { CloseRequest, WriteReply, WriteRequest } from "./sqlite-write-worker.js";
 
 /** How long the writer thread gets to finish its commit and close before it is terminated. */
 const closeGraceMs = 5000;
@@ -12,7 +13,8 @@ const closeGraceMs = 5000;
 const bootstrap = `import(${JSON.stringify(import.meta.resolve("tsx/esm/api"))})
   .then((tsx) => { tsx.register(); return import(${JSON.stringify(new URL("./sqlite-write-worker.ts", import.meta.url).href)}); })`;
 
-type Reply = { id: number; outcomes: WriteOutcome[] } | { id: number; error: string };
+const stored: WriteOutcome = { kind: "stored" };
+const duplicate: WriteOutcome = { kind: "duplicate" };
 
 export interface SqliteWriterThread {
   /** Commits a batch on the writer thread; rejects when the commit failed or the thread died. */
@@ -27,7 +29,7 @@ export interface SqliteWriterThread {
 export function sqliteWriterThread(file: string): SqliteWriterThread {
   let worker: Worker | undefined;
   let nextId = 0;
-  const pending = new Map<number, { resolve: (o: WriteOutcome[]) => void; reject: (e: Error) => void }>();
+  const pending = new Map<number, { writes: number; resolve: (o: WriteOutcome[]) => void; reject: (e: Error) => void }>();
 
   const failAll = (error: Error) => {
     for (const p of pending.values()) p.reject(error);
@@ -36,12 +38,14 @@ export function sqliteWriterThread(file: string): SqliteWriterThread {
 
   const start = (): Worker => {
     const started = new Worker(bootstrap, { eval: true, workerData: { file } });
-    started.on("message", (reply: Reply) => {
+    started.on("message", (reply: WriteReply) => {
       const waiting = pending.get(reply.id);
       if (!waiting) return;
       pending.delete(reply.id);
-      if ("error" in reply) waiting.reject(new Error(reply.error));
-      else waiting.resolve(reply.outcomes);
+      if ("error" in reply) return waiting.reject(new Error(reply.error));
+      const outcomes = new Array<WriteOutcome>(waiting.writes).fill(stored);
+      for (const i of reply.duplicates) outcomes[i] = duplicate;
+      waiting.resolve(outcomes);
     });
     started.on("error", (error) => failAll(error));
     started.on("exit", (code) => {
@@ -55,9 +59,14 @@ export function sqliteWriterThread(file: string): SqliteWriterThread {
     write(writes) {
       worker ??= start();
       const id = nextId++;
-      const request: WriteRequest = { id, writes, now: Date.now() };
+      const request: WriteRequest = {
+        id,
+        traces: writes.map((w) => traceToValues(w.trace)),
+        idempotencyKeys: writes.map((w) => w.idempotencyKey ?? null),
+        now: Date.now(),
+      };
       return new Promise((resolve, reject) => {
-        pending.set(id, { resolve, reject });
+        pending.set(id, { writes: writes.length, resolve, reject });
         worker!.postMessage(request);
       });
     },
