@@ -1,6 +1,7 @@
 import type { DescField } from "@bufbuild/protobuf";
 import { createValidator } from "@bufbuild/protovalidate";
 import { TraceSchema, type Trace } from "../../gen/calltrace/v1/trace_pb.js";
+import { compileQuickValidity } from "./quick-validity.js";
 
 /** One thing wrong with one field, named as on the wire (snake_case). */
 export interface FieldProblem {
@@ -9,11 +10,13 @@ export interface FieldProblem {
 }
 
 const validator = createValidator();
+const surelyValid = compileQuickValidity(TraceSchema);
 const fieldOrder = new Map(TraceSchema.fields.map((f, i) => [f.name, i]));
 
 /** The violations of the contract's protovalidate rules (D5, D6), in field order. */
 export function traceProblems(trace: Trace): FieldProblem[] {
   const unencodable = textProblems(trace);
+  if (surelyValid(trace)) return unencodable;
   const result = validator.validate(TraceSchema, trace);
   if (result.kind === "valid") return unencodable;
   if (result.kind === "error") throw result.error;

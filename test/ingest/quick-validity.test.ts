@@ -1,0 +1,78 @@
+import { create } from "@bufbuild/protobuf";
+import { createValidator } from "@bufbuild/protovalidate";
+import { describe, expect, it } from "vitest";
+import { SignUpRequestSchema } from "../../gen/calltrace/v1/auth_service_pb.js";
+import { TraceSchema, type Trace } from "../../gen/calltrace/v1/trace_pb.js";
+import { compileQuickValidity } from "../../src/ingest/quick-validity.js";
+
+const validator = createValidator();
+const quick = compileQuickValidity(TraceSchema);
+
+/** Values for each field: valid ones, boundaries on both sides, wrong members, and unset. */
+const candidates: Record<string, unknown[]> = {
+  provider: ["openai", "anthropic", "gemini", "", "OpenAI", "azure", undefined],
+  model: ["gpt-4o", "m", "", "x".repeat(256), "x".repeat(257), "😀".repeat(128), "😀".repeat(129), undefined],
+  tokensIn: [0, 1, 2147483647, -1, -2147483648, undefined],
+  tokensOut: [0, 350, -5, undefined],
+  latencyMs: [0, 842, -1, undefined],
+  costUsd: [0, 0.0065, 1e300, -0, -0.01, Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, undefined],
+  apiKey: ["ct_key", "", undefined],
+  status: ["success", "error", "", "ok", undefined],
+  error: [undefined, "", "rate limited", "e".repeat(4096), "e".repeat(4097)],
+};
+
+/** A deterministic pseudo-random walk over the combinations (all of them would be millions). */
+function* traces(count: number): Generator<Trace> {
+  let seed = 2463534242;
+  const next = () => {
+    // xorshift32
+    seed ^= seed << 13;
+    seed ^= seed >>> 17;
+    seed ^= seed << 5;
+    return seed >>> 0;
+  };
+  for (let n = 0; n < count; n++) {
+    const init: Record<string, unknown> = {};
+    for (const [field, values] of Object.entries(candidates)) {
+      // Mostly the first (valid) value, so that traces with one or two problems are common.
+      const value = next() % 3 === 0 ? values[next() % values.length] : values[n % 2 === 0 ? 0 : Math.min(1, values.length - 1)];
+      if (value !== undefined) init[field] = value;
+    }
+    yield create(TraceSchema, init as Partial<Trace>);
+  }
+}
+
+describe("quick validity (compiled protovalidate rules)", () => {
+  it("never calls valid what protovalidate refuses, and calls valid what protovalidate passes", () => {
+    const seen = { valid: 0, invalid: 0, deferredValid: 0 };
+    for (const trace of traces(20_000)) {
+      const valid = validator.validate(TraceSchema, trace).kind === "valid";
+      const quickly = quick(trace);
+      // Sound: a quick yes is always a protovalidate yes.
+      if (!valid) expect({ trace, quickly }).toEqual({ trace, quickly: false });
+      // Useful: a protovalidate yes is a quick yes, except where max_len would need code points
+      // counted (astral characters beyond 256 UTF-16 units): those are left to protovalidate.
+      if (valid && !quickly) {
+        expect(trace.model).toBe("😀".repeat(129));
+        seen.deferredValid++;
+      }
+      seen[valid ? "valid" : "invalid"]++;
+    }
+    expect(seen.valid).toBeGreaterThan(1000);
+    expect(seen.invalid).toBeGreaterThan(1000);
+    expect(seen.deferredValid).toBeGreaterThan(0);
+  });
+
+  it("the message-level CEL rule counts: an error message with status success is not quickly valid", () => {
+    const trace = create(TraceSchema, { provider: "openai", model: "m", tokensIn: 1, tokensOut: 1, latencyMs: 1, costUsd: 0, apiKey: "k", status: "success", error: "boom" });
+    expect(quick(trace)).toBe(false);
+    expect(quick(create(TraceSchema, { ...trace, status: "error" }))).toBe(true);
+  });
+
+  it("defers every time for a message with rule kinds it does not compile (string.email, min_len)", () => {
+    const signUp = compileQuickValidity(SignUpRequestSchema);
+    const request = create(SignUpRequestSchema, { email: "a@example.com", password: "correct horse battery staple" });
+    expect(validator.validate(SignUpRequestSchema, request).kind).toBe("valid");
+    expect(signUp(request)).toBe(false);
+  });
+});
