@@ -85,10 +85,12 @@ export function createIngestPipeline(deps: IngestPipelineDeps): IngestPipeline {
     },
 
     async accept(admission, { trace, idempotencyKey, clientAddress, decodeProblems = [] }) {
-      const problems = [...decodeProblems];
-      const undecodable = new Set(decodeProblems.map((p) => p.field));
-      // A field the edge could not decode is unset; its "is required" would only repeat the problem.
-      problems.push(...traceProblems(trace).filter((p) => !undecodable.has(p.field)));
+      let problems = traceProblems(trace);
+      if (decodeProblems.length > 0) {
+        // A field the edge could not decode is unset; its "is required" would only repeat the problem.
+        const undecodable = new Set(decodeProblems.map((p) => p.field));
+        problems = [...decodeProblems, ...problems.filter((p) => !undecodable.has(p.field))];
+      }
       if (idempotencyKey !== null && (idempotencyKey.length === 0 || idempotencyKey.length > maxIdempotencyKeyLength)) {
         problems.push({ field: "Idempotency-Key", problem: `must be 1 to ${maxIdempotencyKeyLength} characters` });
       }

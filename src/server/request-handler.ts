@@ -75,11 +75,10 @@ export function createRequestHandler(options: RequestHandlerOptions) {
       const status = !res.headersSent ? "aborted" : (rpcCode ?? String(res.statusCode));
       const seconds = (performance.now() - started) / 1000;
       options.metrics?.request(protocol, status, seconds);
-      const failed = status !== "ok" && !/^[23]\d\d$/.test(status);
-      options.logger[failed ? "info" : "debug"](
-        { reqId: requestId, method: req.method, path, protocol, status, ms: Math.round(seconds * 10_000) / 10 },
-        "request",
-      );
+      const level = status !== "ok" && !/^[23]\d\d$/.test(status) ? "info" : "debug";
+      // Most requests log at debug, usually off: the line is not even built then.
+      if (!options.logger.isLevelEnabled(level)) return;
+      options.logger[level]({ reqId: requestId, method: req.method, path, protocol, status, ms: Math.round(seconds * 10_000) / 10 }, "request");
     });
 
     const handled = (() => {
@@ -107,7 +106,7 @@ export function createRequestHandler(options: RequestHandlerOptions) {
           return rpc(req, res);
       }
     })();
-    void Promise.resolve(handled).catch((error: unknown) => {
+    handled?.catch((error: unknown) => {
       options.logger.error({ err: error, path, reqId: requestId }, "request failed");
       sendJson(res, 500, { error: "Internal error" });
     });

@@ -1,3 +1,4 @@
+import { isUtf8 } from "node:buffer";
 import type { Admission, IngestPipeline } from "../ingest/ingest-pipeline.js";
 import { payloadTooLarge, unsupportedMediaType, validationFailed } from "../ingest/ingest-errors.js";
 import { traceFromJson } from "../ingest/trace-json.js";
@@ -13,8 +14,6 @@ export interface RestIngestOptions {
   trustProxy: boolean;
   logger: Logger;
 }
-
-const utf8 = new TextDecoder("utf-8", { fatal: true });
 
 /**
  * The spec's `POST /v1/traces`: a thin edge that decodes the JSON body into the contract's
@@ -67,12 +66,9 @@ function isJson(contentType: string | undefined): boolean {
 
 function parseJsonObject(raw: Buffer): Record<string, unknown> {
   if (raw.length === 0) throw validationFailed("request body is empty");
-  let text: string;
-  try {
-    text = utf8.decode(raw);
-  } catch {
-    throw validationFailed("request body is not valid UTF-8");
-  }
+  if (!isUtf8(raw)) throw validationFailed("request body is not valid UTF-8");
+  // A byte order mark is ignored, as RFC 8259 allows.
+  const text = raw.toString("utf8", hasBom(raw) ? 3 : 0);
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -83,6 +79,10 @@ function parseJsonObject(raw: Buffer): Record<string, unknown> {
     throw validationFailed("request body must be a JSON object");
   }
   return value as Record<string, unknown>;
+}
+
+function hasBom(raw: Buffer): boolean {
+  return raw.length >= 3 && raw[0] === 0xef && raw[1] === 0xbb && raw[2] === 0xbf;
 }
 
 function header(value: string | string[] | undefined): string | null {

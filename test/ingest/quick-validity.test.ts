@@ -1,4 +1,4 @@
-import { create } from "@bufbuild/protobuf";
+import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { createValidator } from "@bufbuild/protovalidate";
 import { describe, expect, it } from "vitest";
 import { SignUpRequestSchema } from "../../gen/calltrace/v1/auth_service_pb.js";
@@ -38,7 +38,7 @@ function* traces(count: number): Generator<Trace> {
       const value = next() % 3 === 0 ? values[next() % values.length] : values[n % 2 === 0 ? 0 : Math.min(1, values.length - 1)];
       if (value !== undefined) init[field] = value;
     }
-    yield create(TraceSchema, init as Partial<Trace>);
+    yield create(TraceSchema, init as MessageInitShape<typeof TraceSchema>);
   }
 }
 

@@ -125,6 +125,12 @@ describe("POST /v1/traces rejects invalid bodies with 400 naming every offending
     await expectValidationError(await postTrace(service.url, undefined, { key, raw }), "request body is not valid UTF-8");
   });
 
+  it("a UTF-8 byte order mark before the JSON is ignored (RFC 8259 allows it)", async () => {
+    const raw = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(JSON.stringify(traceBody(key)))]);
+    const response = await postTrace(service.url, undefined, { key, raw });
+    expect(response.status).toBe(202);
+  });
+
   it("a body api_key that differs from the header key is 400 (D3)", async () => {
     const other = (await service.createKey("internal")).key;
     await expectValidationError(
