@@ -5,7 +5,7 @@ import type { KeyVerifier } from "../auth/key-verifier.js";
 import type { Plan, Plans } from "../config/plans.js";
 import type { CountryLookup } from "../geo/country-lookup.js";
 import type { AuthFailureLimiter } from "../limits/auth-failure-limiter.js";
-import { quotaHeaders, type MonthlyQuota } from "../limits/monthly-quota.js";
+import { quotaHeaders, type MonthlyQuota, type QuotaReservation } from "../limits/monthly-quota.js";
 import type { RateLimiter } from "../limits/rate-limiter.js";
 import { rateLimitHeaders, type HeaderFields } from "../limits/rate-limit-headers.js";
 import type { ApiKeyRecord } from "../store/records.js";
@@ -22,6 +22,12 @@ export interface Admission {
   plan: Plan;
   /** Rate-limit headers for every response to this request (D10); the edge sets them, refusals after admission do not repeat them. */
   headers: HeaderFields;
+  /**
+   * This month's quota, reserved alongside the per-minute window so that both go to Redis in one
+   * round trip; given back unless the trace is stored. Its decision is only acted on after
+   * validation (D1 order), in accept.
+   */
+  reservation: Promise<QuotaReservation>;
 }
 
 export interface TraceSubmission {
@@ -60,6 +66,8 @@ export interface IngestPipeline {
    * once stored, with the quota headers (D11) for the response.
    */
   accept(admission: Admission, submission: TraceSubmission): Promise<HeaderFields>;
+  /** The edge could not make a submission of an admitted request (body too large, not JSON, client gone): gives back its reservation. */
+  abandon(admission: Admission): Promise<void>;
 }
 
 export function createIngestPipeline(deps: IngestPipelineDeps): IngestPipeline {
@@ -78,10 +86,26 @@ export function createIngestPipeline(deps: IngestPipelineDeps): IngestPipeline {
         const wait = await deps.authFailures.failed(clientAddress);
         throw wait === undefined ? invalidApiKey() : authRateLimited(wait);
       }
-      const decision = await deps.limiter.consume(key.id, plan);
+      const reservation = deps.quota.reserve(key, plan);
+      // Acted on (or given back) later; until then, a failure must not count as unhandled.
+      reservation.catch(() => {});
+      let decision: Awaited<ReturnType<RateLimiter["consume"]>>;
+      try {
+        decision = await deps.limiter.consume(key.id, plan);
+      } catch (error) {
+        await giveBack(reservation);
+        throw error;
+      }
       const headers = rateLimitHeaders(decision);
-      if (!decision.allowed) throw rateLimited(decision.retryAfter, headers);
-      return { key, presentedKey, plan, headers };
+      if (!decision.allowed) {
+        await giveBack(reservation);
+        throw rateLimited(decision.retryAfter, headers);
+      }
+      return { key, presentedKey, plan, headers, reservation };
+    },
+
+    abandon(admission) {
+      return giveBack(admission.reservation);
     },
 
     async accept(admission, { trace, idempotencyKey, clientAddress, decodeProblems = [] }) {
@@ -94,8 +118,12 @@ export function createIngestPipeline(deps: IngestPipelineDeps): IngestPipeline {
       if (idempotencyKey !== null && (idempotencyKey.length === 0 || idempotencyKey.length > maxIdempotencyKeyLength)) {
         problems.push({ field: "Idempotency-Key", problem: `must be 1 to ${maxIdempotencyKeyLength} characters` });
       }
-      if (problems.length > 0) throw validationFailed(describeProblems(problems));
+      if (problems.length > 0) {
+        await giveBack(admission.reservation);
+        throw validationFailed(describeProblems(problems));
+      }
       if (trace.apiKey !== admission.presentedKey) {
+        await giveBack(admission.reservation);
         throw validationFailed("api_key does not match the API key in the Authorization header");
       }
 
@@ -117,22 +145,37 @@ export function createIngestPipeline(deps: IngestPipelineDeps): IngestPipeline {
         status: trace.status,
         ...(trace.error === undefined ? {} : { error: trace.error }),
       };
-      const reservation = await deps.quota.reserve(admission.key, admission.plan);
-      const { decision } = reservation;
+      const { decision } = await admission.reservation;
       const headers = quotaHeaders(decision);
-      if (!decision.allowed) throw quotaExceeded(decision.retryAfter, headers);
+      if (!decision.allowed) {
+        await giveBack(admission.reservation);
+        throw quotaExceeded(decision.retryAfter, headers);
+      }
       let outcome: WriteOutcome;
       try {
         outcome = await deps.writer.write({ trace: stored, idempotencyKey: idempotencyKey ?? undefined });
       } catch (error) {
-        await reservation.release();
+        await giveBack(admission.reservation);
         if (error instanceof WriterQueueFullError) throw storeUnavailable(unavailableRetryAfter);
         throw error;
       }
       // Only stored traces count, once each: a repeated Idempotency-Key was counted the first time.
-      if (outcome.kind !== "stored") await reservation.release();
+      if (outcome.kind !== "stored") await giveBack(admission.reservation);
       if (outcome.kind === "failed") throw storeUnavailable(unavailableRetryAfter);
       return headers;
     },
   };
+}
+
+/**
+ * Releases a reservation before the refusal is answered, so that a client's next request (to any
+ * instance) already sees the count restored. A reservation that failed holds nothing; a release
+ * that fails is the limiter's to insure, not this request's to fail over.
+ */
+async function giveBack(reservation: Promise<QuotaReservation>): Promise<void> {
+  try {
+    await (await reservation).release();
+  } catch {
+    // nothing to give back, or nothing more to do
+  }
 }

@@ -23,6 +23,7 @@ export function observedPipeline(pipeline: IngestPipeline, metrics: Metrics): In
         metrics.limiterDecision("per_key", "allowed");
         return admission;
       }, refused),
+    abandon: (admission) => pipeline.abandon(admission),
     accept: (...args) =>
       pipeline.accept(...args).then((headers) => {
         metrics.limiterDecision("monthly_quota", "allowed");

@@ -27,6 +27,7 @@ export function restIngest(pipeline: IngestPipeline, options: RestIngestOptions)
       return;
     }
     let admission: Admission | undefined;
+    let accepting = false;
     const address = clientAddress(req.headers, req.socket?.remoteAddress, options.trustProxy);
     try {
       admission = await pipeline.admit(req.headers.authorization ?? null, address);
@@ -42,6 +43,7 @@ export function restIngest(pipeline: IngestPipeline, options: RestIngestOptions)
       const contentType = req.headers["content-type"];
       if (!isJson(contentType)) throw unsupportedMediaType(contentType);
       const { trace, problems } = traceFromJson(parseJsonObject(raw));
+      accepting = true;
       const quotaHeaders = await pipeline.accept(admission, {
         trace,
         decodeProblems: problems,
@@ -50,6 +52,7 @@ export function restIngest(pipeline: IngestPipeline, options: RestIngestOptions)
       });
       sendJson(res, 202, { status: "ok" }, { ...admission.headers, ...quotaHeaders });
     } catch (error) {
+      if (admission && !accepting) await pipeline.abandon(admission);
       if (error instanceof ClientAbortedError) return;
       const refusal = restRefusal(error);
       if (refusal.status === 500) options.logger.error({ err: error }, "ingest failed");

@@ -47,12 +47,14 @@ describe("unforeseen errors on POST /v1/traces", () => {
           throw new TypeError("admit broke");
         },
         accept: async () => ({}),
+        abandon: async () => {},
       }),
       await serve({
         admit: async () => admitted,
         accept: async () => {
           throw new TypeError("accept broke after the body was read");
         },
+        abandon: async () => {},
       }),
     );
   });

@@ -12,6 +12,7 @@ const plans = {
   pro: { per_minute: 1000, per_month: 500_000 },
   tiny: { per_minute: 10, per_month: 1_000 },
   metered: { per_minute: 1000, per_month: 3 },
+  narrow: { per_minute: 1, per_month: 5 },
 };
 
 let redis: RedisTestServer;
@@ -96,6 +97,28 @@ describe("monthly quota (D11)", () => {
     const { key } = await a.createKey("metered");
     for (let i = 0; i < 5; i++) expect((await postTrace(a.url, traceBody(key, { tokens_in: -1 }), { key })).status).toBe(400);
     for (let i = 0; i < 3; i++) expect((await postTrace(b.url, traceBody(key), { key })).status).toBe(202);
+  });
+
+  it("requests refused before their trace is accepted (too large, not JSON, wrong type, rate-limited) do not count", async () => {
+    const { key } = await a.createKey("metered");
+    const refused = [
+      postTrace(a.url, undefined, { key, raw: JSON.stringify({ ...traceBody(key), model: "x".repeat(70_000) }) }),
+      postTrace(b.url, undefined, { key, raw: "{not json" }),
+      postTrace(a.url, traceBody(key), { key, headers: { "content-type": "text/plain" } }),
+    ];
+    expect((await Promise.all(refused)).map((r) => r.status)).toEqual([413, 400, 415]);
+    for (let i = 0; i < 3; i++) {
+      const ok = await postTrace(i % 2 ? a.url : b.url, traceBody(key), { key });
+      expect(ok.status).toBe(202);
+      expect(ok.headers.get("x-quota-remaining")).toBe(String(2 - i));
+    }
+
+    const narrow = await a.createKey("narrow");
+    expect((await postTrace(a.url, traceBody(narrow.key), { key: narrow.key })).status).toBe(202);
+    for (let i = 0; i < 3; i++) expect((await postTrace(i % 2 ? a.url : b.url, traceBody(narrow.key), { key: narrow.key })).status).toBe(429);
+    // The month's counter in Redis holds the one stored trace, not the refused ones.
+    const month = new Date().toISOString().slice(0, 7);
+    expect(await redis.client().get(`ct:quota:narrow:${narrow.id}:${month}`)).toBe("1");
   });
 
   it("retries with the same Idempotency-Key get the same answer, are stored once and counted once (D14)", async () => {
