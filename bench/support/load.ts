@@ -65,10 +65,14 @@ function toMs(match: RegExpExecArray | null): number {
   return match[2] === "us" ? value / 1000 : match[2] === "s" ? value * 1000 : value;
 }
 
-/** gRPC unary load over h2c with ghz. */
+/**
+ * gRPC unary load over h2c with ghz. The measured run is a number of calls sized from the
+ * warm-up's rate, not a duration: at the end of a duration ghz closes its connections under the
+ * calls still in flight, which it then counts as Unavailable, errors of the tool, not the server.
+ */
 export async function ghzIngest(target: string, data: unknown, metadata: Record<string, string>, settings: LoadSettings): Promise<LoadResult> {
   require("ghz", "go install github.com/bojand/ghz/cmd/ghz@v0.120.0");
-  const args = (seconds: number) => [
+  const args = (length: string[]) => [
     "--insecure",
     "--proto",
     "proto/calltrace/v1/trace_service.proto",
@@ -84,21 +88,25 @@ export async function ghzIngest(target: string, data: unknown, metadata: Record<
     String(settings.connections),
     "--connections",
     String(Math.min(settings.connections, 10)),
-    "-z",
-    `${seconds}s`,
+    ...length,
     "--format",
     "json",
     target,
   ];
-  await runTool("ghz", args(settings.warmupSeconds));
-  const result = await runTool("ghz", args(settings.seconds));
-  if (result.status !== 0 && !result.stdout) throw new Error(`ghz failed: ${result.stderr}`);
-  const report = JSON.parse(result.stdout) as {
-    rps: number;
-    latencyDistribution: { percentage: number; latency: number }[];
-    statusCodeDistribution: Record<string, number>;
+  const run = async (length: string[]) => {
+    const result = await runTool("ghz", args(length));
+    if (result.status !== 0 && !result.stdout) throw new Error(`ghz failed: ${result.stderr}`);
+    return JSON.parse(result.stdout) as GhzReport;
   };
+  const warmup = await run(["-z", `${settings.warmupSeconds}s`]);
+  const report = await run(["-n", String(Math.max(settings.connections, Math.round(warmup.rps * settings.seconds)))]);
   const pct = (p: number) => (report.latencyDistribution.find((d) => d.percentage === p)?.latency ?? Number.NaN) / 1e6;
   const errors = Object.entries(report.statusCodeDistribution).reduce((n, [code, count]) => n + (code === "OK" ? 0 : count), 0);
   return { requestsPerSecond: report.rps, p50Ms: pct(50), p99Ms: pct(99), errors };
+}
+
+interface GhzReport {
+  rps: number;
+  latencyDistribution: { percentage: number; latency: number }[];
+  statusCodeDistribution: Record<string, number>;
 }

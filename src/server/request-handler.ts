@@ -55,15 +55,13 @@ export function createRequestHandler(options: RequestHandlerOptions) {
       if (!options.dashboard?.serve(req, res)) sendJson(res, 404, { error: "Not found" });
     },
     onOutcome: (req, code) => rpcOutcomes.set(req, code),
-    onError: (req, error) => options.logger.error({ err: error, reqId: requestIds.get(req) }, "rpc failed"),
+    onError: (_req, res, error) => options.logger.error({ err: error, reqId: res.getHeader("x-request-id") }, "rpc failed"),
   });
-  const requestIds = new WeakMap<NodeRequest, string>();
   const documents = { "/openapi.json": openApiJson() };
 
   return (req: NodeRequest, res: NodeResponse): void => {
     const started = performance.now();
     const requestId = requestIdOf(req.headers["x-request-id"]);
-    requestIds.set(req, requestId);
     res.setHeader("x-request-id", requestId);
     res.setHeader("x-content-type-options", "nosniff");
     if (isTls(req)) res.setHeader("strict-transport-security", hsts);

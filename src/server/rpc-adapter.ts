@@ -16,7 +16,7 @@ export interface RpcAdapterOptions extends ConnectRouterOptions {
   /** Told each RPC's outcome as a code name (`ok`, `invalid_argument`, …) before its response is written. */
   onOutcome?: (req: NodeRequest, code: string) => void;
   /** Told when a handler fails outside any RPC status (a write error, a bug). */
-  onError?: (req: NodeRequest, error: unknown) => void;
+  onError?: (req: NodeRequest, res: NodeResponse, error: unknown) => void;
 }
 
 /**
@@ -42,7 +42,7 @@ export function rpcAdapter(options: RpcAdapterOptions) {
       .then((uRes) => universalResponseToNodeResponse(observed(uRes, contentTypeOf(req), report), res))
       .catch((reason: unknown) => {
         if (reason instanceof Error && reason.name === "ConnectError" && (reason as { code?: Code }).code === Code.Aborted) return;
-        options.onError?.(req, reason);
+        options.onError?.(req, res, reason);
       });
   };
 }
