@@ -1,5 +1,5 @@
 import { timestampMs } from "@bufbuild/protobuf/wkt";
-import { MongoBulkWriteError, ObjectId, type AnyBulkWriteOperation } from "mongodb";
+import { MongoBulkWriteError, ObjectId, type AnyBulkWriteOperation, type WriteError } from "mongodb";
 import type { TraceWrite, WriteOutcome } from "../trace-store.js";
 import type { KeyDoc, MongoCollections } from "./mongo-collections.js";
 import { traceToDoc, type TraceDoc } from "./mongo-trace-doc.js";
@@ -38,8 +38,9 @@ export function mongoTraceWriter(c: MongoCollections, options: MongoTraceWriterO
         { ordered: false, timeoutMS: options.timeoutMs },
       );
     } catch (error) {
-      if (!(error instanceof MongoBulkWriteError) || error.writeConcernError) throw error;
-      for (const writeError of [error.writeErrors].flat()) {
+      const writeErrors = perDocumentErrors(error, claims.length);
+      if (!writeErrors) throw error;
+      for (const writeError of writeErrors) {
         const entry = claims[writeError.index]!;
         if (writeError.code === 11000) conflicts.push(entry);
         else refused.set(entry.index, failed(writeError.errmsg ?? "claim failed"));
@@ -111,12 +112,14 @@ export function mongoTraceWriter(c: MongoCollections, options: MongoTraceWriterO
         await c.traces.insertMany(toInsert.map((i) => docs[i]!), { ordered: false, timeoutMS: options.timeoutMs });
         for (const i of toInsert) outcomes[i] = stored;
       } catch (error) {
-        // Per-document errors fail only their own writes, unless the batch's durability was not confirmed.
-        const perDocument = error instanceof MongoBulkWriteError && !error.writeConcernError;
+        // Per-document errors fail only their own writes; otherwise which documents were
+        // inserted is unknown, and every write of the batch fails (a 503 for a stored trace is
+        // allowed; a 202 for a lost one is not).
+        const writeErrors = perDocumentErrors(error, toInsert.length);
         const bad = new Map<number, string>();
-        if (perDocument) for (const e of [error.writeErrors].flat()) bad.set(e.index, e.errmsg ?? "insert failed");
+        for (const e of writeErrors ?? []) bad.set(e.index, e.errmsg ?? "insert failed");
         toInsert.forEach((i, k) => {
-          outcomes[i] = perDocument && !bad.has(k) ? stored : failed(bad.get(k) ?? (error as Error).message);
+          outcomes[i] = writeErrors && !bad.has(k) ? stored : failed(bad.get(k) ?? (error as Error).message);
         });
         // Let a retry claim these keys at once (best effort: a claim left behind is taken over after inFlightMs).
         const released = claims.filter((x) => outcomes[x.index]?.kind === "failed");
@@ -144,4 +147,17 @@ async function touchKeys(c: MongoCollections, writes: TraceWrite[], outcomes: Wr
     updateOne: { filter: { _id: id }, update: { $max: { lastUsedAt: new Date(at) } } },
   }));
   await c.keys.bulkWrite(updates, { ordered: false, timeoutMS: timeoutMs, writeConcern: { w: 1 } }).catch(() => {});
+}
+
+/**
+ * The per-document errors of an unordered insertMany when the server answered for every
+ * document (those without an error were inserted, durably); undefined when it did not: a dropped
+ * connection, a timeout or an unconfirmed write concern, after which nobody knows which documents
+ * are in. The driver wraps those in a MongoBulkWriteError too, with no write errors, so "no write
+ * errors" alone does not mean "all inserted".
+ */
+function perDocumentErrors(error: unknown, documents: number): WriteError[] | undefined {
+  if (!(error instanceof MongoBulkWriteError) || error.writeConcernError) return undefined;
+  const writeErrors = [error.writeErrors].flat();
+  return error.insertedCount + writeErrors.length === documents ? writeErrors : undefined;
 }
