@@ -43,13 +43,13 @@ export function createMetrics(): Metrics {
   });
   const batchSize = new Histogram({
     name: "calltrace_writer_batch_size",
-    help: "Traces per group commit of the batching writer",
+    help: "Traces per batch the batching writer handed to the store",
     buckets: [1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500],
     registers: [registry],
   });
   const batchSeconds = new Histogram({
     name: "calltrace_writer_commit_duration_seconds",
-    help: "Time one group commit took in the store",
+    help: "Time from handing a batch to the store to its answer",
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5],
     registers: [registry],
   });
