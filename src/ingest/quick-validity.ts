@@ -1,7 +1,8 @@
-import { type DescField, type DescMessage, getOption, isFieldSet, type Message } from "@bufbuild/protobuf";
+import { type DescField, type DescMessage, getOption, isFieldSet, type Message, ScalarType } from "@bufbuild/protobuf";
 import { reflect } from "@bufbuild/protobuf/reflect";
 import { FeatureSet_FieldPresence } from "@bufbuild/protobuf/wkt";
 import { celEnv, parse, plan } from "@bufbuild/cel";
+import type { Expr } from "@bufbuild/cel-spec/cel/expr/syntax_pb.js";
 import {
   type DoubleRules,
   DoubleRulesSchema,
@@ -47,13 +48,12 @@ export function compileQuickValidity(schema: DescMessage): QuickValidity {
   }
   const messageRules = getOption(schema, messageRulesOption);
   if (messageRules.oneof.length > 0) return defer;
-  if (messageRules.cel.length > 0) {
-    const env = celEnv({});
-    const programs = messageRules.cel.map((rule) => plan(env, parse(rule.expression)));
-    checks.push((message) => {
-      const self = reflect(schema, message);
-      return programs.every((program) => program({ this: self }) === true);
-    });
+  const env = celEnv({});
+  for (const rule of messageRules.cel) {
+    const parsed = parse(rule.expression);
+    const program = plan(env, parsed);
+    const passes: Check = (message) => program({ this: reflect(schema, message) }) === true;
+    checks.push(remembered(schema, parsed.expr, passes) ?? passes);
   }
   return (message) => {
     for (const check of checks) if (!check(message)) return false;
@@ -106,6 +106,84 @@ function typedChecks(typed: TypedRules, set: string[]): ValueCheck[] {
   if (greaterThan.case === "gte") checks.push((v) => (v as number) >= greaterThan.value);
   if (lessThan.case === "lte") checks.push((v) => (v as number) <= lessThan.value);
   return checks;
+}
+
+/** Results remembered per rule; past this many distinct inputs the memory starts over. */
+const rememberedResults = 1024;
+
+/**
+ * A CEL rule's check that remembers its result for each combination of the fields it reads: a
+ * rule is a pure function of `this`, and the fields it reads usually take a handful of values
+ * (`status`, whether `error` is set), while interpreting it costs more than the rest of the
+ * checks together. Undefined when the result could depend on anything else (`this` as a whole,
+ * `now`, a message or bytes field).
+ */
+function remembered(schema: DescMessage, expr: Expr, passes: Check): Check | undefined {
+  const names = new Set<string>();
+  if (!readsOnlyFields(expr, names)) return undefined;
+  const fields: DescField[] = [];
+  for (const name of names) {
+    const field = schema.fields.find((f) => f.name === name);
+    if (!field || field.fieldKind !== "scalar" || field.scalar === ScalarType.BYTES) return undefined;
+    fields.push(field);
+  }
+  const results = new Map<string, boolean>();
+  return (message) => {
+    let key = "";
+    for (const field of fields) {
+      const value = isFieldSet(message, field) ? (message as unknown as Record<string, unknown>)[field.localName] : undefined;
+      key += value === undefined ? "-," : `${valueKey(value)},`;
+    }
+    let result = results.get(key);
+    if (result === undefined) {
+      result = passes(message);
+      if (results.size >= rememberedResults) results.clear();
+      results.set(key, result);
+    }
+    return result;
+  };
+}
+
+/** A scalar as an unambiguous key part: strings quoted (so separators inside cannot collide), -0 apart from 0. */
+function valueKey(value: unknown): string {
+  if (typeof value === "string") return JSON.stringify(value);
+  if (Object.is(value, -0)) return "number:-0";
+  return `${typeof value}:${String(value)}`;
+}
+
+/** Collects the fields of `this` an expression selects; false when it also reads anything else of the message or the clock. */
+function readsOnlyFields(expr: Expr | undefined, into: Set<string>): boolean {
+  if (expr === undefined) return true;
+  const kind = expr.exprKind;
+  switch (kind.case) {
+    case "constExpr":
+      return true;
+    case "identExpr":
+      return kind.value.name !== "this" && kind.value.name !== "now";
+    case "selectExpr": {
+      const operand = kind.value.operand;
+      if (operand?.exprKind.case === "identExpr" && operand.exprKind.value.name === "this") {
+        into.add(kind.value.field);
+        return true;
+      }
+      return readsOnlyFields(operand, into);
+    }
+    case "callExpr":
+      return readsOnlyFields(kind.value.target, into) && kind.value.args.every((arg) => readsOnlyFields(arg, into));
+    case "listExpr":
+      return kind.value.elements.every((element) => readsOnlyFields(element, into));
+    case "structExpr":
+      return kind.value.entries.every(
+        (entry) => (entry.keyKind.case !== "mapKey" || readsOnlyFields(entry.keyKind.value, into)) && readsOnlyFields(entry.value, into),
+      );
+    case "comprehensionExpr": {
+      const c = kind.value;
+      if ([c.iterVar, c.iterVar2, c.accuVar].includes("this")) return false;
+      return [c.iterRange, c.accuInit, c.loopCondition, c.loopStep, c.result].every((e) => readsOnlyFields(e, into));
+    }
+    default:
+      return false;
+  }
 }
 
 function setFieldNames(schema: DescMessage, message: Message): string[] {
