@@ -14,6 +14,7 @@ export interface LoadResult {
 export interface LoadSettings {
   connections: number;
   seconds: number;
+  /** 0: no warm-up (the target is warm already). */
   warmupSeconds: number;
 }
 
@@ -48,7 +49,7 @@ export async function wrkPost(url: string, body: string, headers: Record<string,
     if (result.status !== 0) throw new Error(`wrk failed: ${result.stderr}`);
     return result.stdout;
   };
-  await run(settings.warmupSeconds);
+  if (settings.warmupSeconds > 0) await run(settings.warmupSeconds);
   const out = await run(settings.seconds);
   const latency = (pct: string) => toMs(new RegExp(`^\\s*${pct}%\\s+([\\d.]+)(us|ms|s)`, "m").exec(out));
   return {
