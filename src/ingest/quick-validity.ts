@@ -124,7 +124,7 @@ function remembered(schema: DescMessage, expr: Expr, passes: Check): Check | und
   const fields: DescField[] = [];
   for (const name of names) {
     const field = schema.fields.find((f) => f.name === name);
-    if (!field || field.fieldKind !== "scalar" || field.scalar === ScalarType.BYTES) return undefined;
+    if (field?.fieldKind !== "scalar" || field.scalar === ScalarType.BYTES) return undefined;
     fields.push(field);
   }
   const results = new Map<string, boolean>();
