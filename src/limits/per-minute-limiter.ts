@@ -19,13 +19,14 @@ export function createRateLimiter(backend: LimiterBackend, windowSeconds = 60): 
 }
 
 /** A consume's result either way: rate-limiter-flexible rejects with the result when over the limit. */
-export async function settle(consumed: Promise<RateLimiterRes>): Promise<[RateLimiterRes, boolean]> {
-  try {
-    return [await consumed, true];
-  } catch (rejection) {
-    if (rejection instanceof RateLimiterRes) return [rejection, false];
-    throw rejection;
-  }
+export function settle(consumed: Promise<RateLimiterRes>): Promise<[RateLimiterRes, boolean]> {
+  return consumed.then(
+    (res): [RateLimiterRes, boolean] => [res, true],
+    (rejection: unknown): [RateLimiterRes, boolean] => {
+      if (rejection instanceof RateLimiterRes) return [rejection, false];
+      throw rejection;
+    },
+  );
 }
 
 /** Turns rate-limiter-flexible's result into the D10 figures. */

@@ -64,6 +64,7 @@ export function restIngest(pipeline: IngestPipeline, options: RestIngestOptions)
 
 /** D8: application/json, parameters such as charset allowed. */
 function isJson(contentType: string | undefined): boolean {
+  if (contentType === "application/json") return true; // what clients send, without the string work below
   return contentType !== undefined && contentType.split(";")[0]!.trim().toLowerCase() === "application/json";
 }
 
