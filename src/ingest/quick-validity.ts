@@ -110,6 +110,8 @@ function typedChecks(typed: TypedRules, set: string[]): ValueCheck[] {
 
 /** Results remembered per rule; past this many distinct inputs the memory starts over. */
 const rememberedResults = 1024;
+/** Inputs longer than this (as a key, in characters) are evaluated every time. */
+const longestRememberedKey = 512;
 
 /**
  * A CEL rule's check that remembers its result for each combination of the fields it reads: a
@@ -134,6 +136,8 @@ function remembered(schema: DescMessage, expr: Expr, passes: Check): Check | und
       const value = isFieldSet(message, field) ? (message as unknown as Record<string, unknown>)[field.localName] : undefined;
       key += value === undefined ? "-," : `${valueKey(value)},`;
     }
+    // A long value (an error message of kilobytes) is rarely repeated: not worth its memory.
+    if (key.length > longestRememberedKey) return passes(message);
     let result = results.get(key);
     if (result === undefined) {
       result = passes(message);
