@@ -71,6 +71,61 @@ export interface IngestPipeline {
 }
 
 export function createIngestPipeline(deps: IngestPipelineDeps): IngestPipeline {
+  /**
+   * D1 steps 6-9 for an admitted request: resolves once the trace is stored (or was, under its
+   * Idempotency-Key), with the quota headers and whether this trace counts against the quota.
+   */
+  async function store(
+    admission: Admission,
+    { trace, idempotencyKey, clientAddress, decodeProblems = [] }: TraceSubmission,
+  ): Promise<{ headers: HeaderFields; counted: boolean }> {
+    let problems = traceProblems(trace);
+    if (decodeProblems.length > 0) {
+      // A field the edge could not decode is unset; its "is required" would only repeat the problem.
+      const undecodable = new Set(decodeProblems.map((p) => p.field));
+      problems = [...decodeProblems, ...problems.filter((p) => !undecodable.has(p.field))];
+    }
+    if (idempotencyKey !== null && (idempotencyKey.length === 0 || idempotencyKey.length > maxIdempotencyKeyLength)) {
+      problems.push({ field: "Idempotency-Key", problem: `must be 1 to ${maxIdempotencyKeyLength} characters` });
+    }
+    if (problems.length > 0) throw validationFailed(describeProblems(problems));
+    if (trace.apiKey !== admission.presentedKey) {
+      throw validationFailed("api_key does not match the API key in the Authorization header");
+    }
+
+    // A literal rather than create(): the type still demands every field of the contract, and
+    // the hot path skips the reflection. The numbers are present: validation requires them.
+    const stored: StoredTrace = {
+      $typeName: "calltrace.v1.StoredTrace",
+      id: "",
+      receivedAt: timestampFromMs(Date.now()),
+      keyId: admission.key.id,
+      accountId: admission.key.accountId,
+      country: deps.countryOf(clientAddress),
+      provider: trace.provider,
+      model: trace.model,
+      tokensIn: trace.tokensIn!,
+      tokensOut: trace.tokensOut!,
+      latencyMs: trace.latencyMs!,
+      costUsd: trace.costUsd!,
+      status: trace.status,
+      ...(trace.error === undefined ? {} : { error: trace.error }),
+    };
+    const { decision } = await admission.reservation;
+    const headers = quotaHeaders(decision);
+    if (!decision.allowed) throw quotaExceeded(decision.retryAfter, headers);
+    let outcome: WriteOutcome;
+    try {
+      outcome = await deps.writer.write({ trace: stored, idempotencyKey: idempotencyKey ?? undefined });
+    } catch (error) {
+      if (error instanceof WriterQueueFullError) throw storeUnavailable(unavailableRetryAfter);
+      throw error;
+    }
+    if (outcome.kind === "failed") throw storeUnavailable(unavailableRetryAfter);
+    // A repeated Idempotency-Key is answered as stored, but it was counted the first time.
+    return { headers, counted: outcome.kind === "stored" };
+  }
+
   return {
     async admit(authorization, clientAddress) {
       const presentedKey = bearerToken(authorization);
@@ -89,80 +144,32 @@ export function createIngestPipeline(deps: IngestPipelineDeps): IngestPipeline {
       const reservation = deps.quota.reserve(key, plan);
       // Acted on (or given back) later; until then, a failure must not count as unhandled.
       reservation.catch(() => {});
-      let decision: Awaited<ReturnType<RateLimiter["consume"]>>;
+      let admitted = false;
       try {
-        decision = await deps.limiter.consume(key.id, plan);
-      } catch (error) {
-        await giveBack(reservation);
-        throw error;
+        const decision = await deps.limiter.consume(key.id, plan);
+        const headers = rateLimitHeaders(decision);
+        if (!decision.allowed) throw rateLimited(decision.retryAfter, headers);
+        admitted = true;
+        return { key, presentedKey, plan, headers, reservation };
+      } finally {
+        if (!admitted) await giveBack(reservation);
       }
-      const headers = rateLimitHeaders(decision);
-      if (!decision.allowed) {
-        await giveBack(reservation);
-        throw rateLimited(decision.retryAfter, headers);
-      }
-      return { key, presentedKey, plan, headers, reservation };
     },
 
     abandon(admission) {
       return giveBack(admission.reservation);
     },
 
-    async accept(admission, { trace, idempotencyKey, clientAddress, decodeProblems = [] }) {
-      let problems = traceProblems(trace);
-      if (decodeProblems.length > 0) {
-        // A field the edge could not decode is unset; its "is required" would only repeat the problem.
-        const undecodable = new Set(decodeProblems.map((p) => p.field));
-        problems = [...decodeProblems, ...problems.filter((p) => !undecodable.has(p.field))];
-      }
-      if (idempotencyKey !== null && (idempotencyKey.length === 0 || idempotencyKey.length > maxIdempotencyKeyLength)) {
-        problems.push({ field: "Idempotency-Key", problem: `must be 1 to ${maxIdempotencyKeyLength} characters` });
-      }
-      if (problems.length > 0) {
-        await giveBack(admission.reservation);
-        throw validationFailed(describeProblems(problems));
-      }
-      if (trace.apiKey !== admission.presentedKey) {
-        await giveBack(admission.reservation);
-        throw validationFailed("api_key does not match the API key in the Authorization header");
-      }
-
-      // A literal rather than create(): the type still demands every field of the contract, and
-      // the hot path skips the reflection. The numbers are present: validation requires them.
-      const stored: StoredTrace = {
-        $typeName: "calltrace.v1.StoredTrace",
-        id: "",
-        receivedAt: timestampFromMs(Date.now()),
-        keyId: admission.key.id,
-        accountId: admission.key.accountId,
-        country: deps.countryOf(clientAddress),
-        provider: trace.provider,
-        model: trace.model,
-        tokensIn: trace.tokensIn!,
-        tokensOut: trace.tokensOut!,
-        latencyMs: trace.latencyMs!,
-        costUsd: trace.costUsd!,
-        status: trace.status,
-        ...(trace.error === undefined ? {} : { error: trace.error }),
-      };
-      const { decision } = await admission.reservation;
-      const headers = quotaHeaders(decision);
-      if (!decision.allowed) {
-        await giveBack(admission.reservation);
-        throw quotaExceeded(decision.retryAfter, headers);
-      }
-      let outcome: WriteOutcome;
+    async accept(admission, submission) {
+      // Whatever the answer, a trace that does not count gives its reservation back before it.
+      let counted = false;
       try {
-        outcome = await deps.writer.write({ trace: stored, idempotencyKey: idempotencyKey ?? undefined });
-      } catch (error) {
-        await giveBack(admission.reservation);
-        if (error instanceof WriterQueueFullError) throw storeUnavailable(unavailableRetryAfter);
-        throw error;
+        const result = await store(admission, submission);
+        counted = result.counted;
+        return result.headers;
+      } finally {
+        if (!counted) await giveBack(admission.reservation);
       }
-      // Only stored traces count, once each: a repeated Idempotency-Key was counted the first time.
-      if (outcome.kind !== "stored") await giveBack(admission.reservation);
-      if (outcome.kind === "failed") throw storeUnavailable(unavailableRetryAfter);
-      return headers;
     },
   };
 }
