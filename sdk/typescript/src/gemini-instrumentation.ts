@@ -17,40 +17,32 @@ export const geminiInstrumentation: Instrumentation = {
   packageName: "@google/genai",
   patch(moduleExports, recorder) {
     const models = dig(moduleExports, "Models", "prototype");
+    /** Patches one request method: a trace per call, `onResult` reading the result into it. */
+    const traced = (method: string, onResult: (call: ProviderCall, result: unknown) => unknown) =>
+      patchMethod(
+        models,
+        method,
+        (generate) =>
+          function (this: unknown, params: unknown, ...rest: unknown[]) {
+            const call = new ProviderCall(recorder, "gemini", dig(params, "model"));
+            return settle(
+              call,
+              () => generate.call(this, params, ...rest),
+              (result) => onResult(call, result),
+            );
+          },
+      );
     const undo = [
-      patchMethod(
-        models,
-        "generateContentInternal",
-        (generate) =>
-          function (this: unknown, params: unknown, ...rest: unknown[]) {
-            const call = new ProviderCall(recorder, "gemini", dig(params, "model"));
-            return settle(
-              call,
-              () => generate.call(this, params, ...rest),
-              (response) => {
-                readResponse(call, response);
-                call.succeed();
-                return response;
-              },
-            );
-          },
-      ),
-      patchMethod(
-        models,
-        "generateContentStreamInternal",
-        (generate) =>
-          function (this: unknown, params: unknown, ...rest: unknown[]) {
-            const call = new ProviderCall(recorder, "gemini", dig(params, "model"));
-            return settle(
-              call,
-              () => generate.call(this, params, ...rest),
-              (chunks) =>
-                tracedIterator(chunks as AsyncIterator<unknown>, call, (chunk) => {
-                  readResponse(call, chunk);
-                  return true;
-                }),
-            );
-          },
+      traced("generateContentInternal", (call, response) => {
+        readResponse(call, response);
+        call.succeed();
+        return response;
+      }),
+      traced("generateContentStreamInternal", (call, chunks) =>
+        tracedIterator(chunks as AsyncIterator<unknown>, call, (chunk) => {
+          readResponse(call, chunk);
+          return true;
+        }),
       ),
     ];
     return undo.filter((u) => u !== undefined);
