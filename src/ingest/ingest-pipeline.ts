@@ -1,5 +1,5 @@
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
-import type { StoredTrace, Trace } from "../../gen/calltrace/v1/trace_pb.js";
+import { PriceCheck, type StoredTrace, type Trace, TraceSource } from "../../gen/calltrace/v1/trace_pb.js";
 import { bearerToken } from "../auth/api-key.js";
 import type { KeyVerifier } from "../auth/key-verifier.js";
 import type { Plan, Plans } from "../config/plans.js";
@@ -110,6 +110,15 @@ export function createIngestPipeline(deps: IngestPipelineDeps): IngestPipeline {
       costUsd: trace.costUsd!,
       status: trace.status,
       ...(trace.error === undefined ? {} : { error: trace.error }),
+      ...(trace.tokensCachedIn === undefined ? {} : { tokensCachedIn: trace.tokensCachedIn }),
+      ...(trace.tokensCacheWrite === undefined ? {} : { tokensCacheWrite: trace.tokensCacheWrite }),
+      ...(trace.tokensReasoning === undefined ? {} : { tokensReasoning: trace.tokensReasoning }),
+      priceCheck: PriceCheck.UNSPECIFIED,
+      source: TraceSource.API,
+      otlpTraceId: "",
+      otlpSpanId: "",
+      otlpParentSpanId: "",
+      serviceName: "",
     };
     const { decision } = await admission.reservation;
     const headers = quotaHeaders(decision);

@@ -50,10 +50,15 @@ export function compileQuickValidity(schema: DescMessage): QuickValidity {
   if (messageRules.oneof.length > 0) return defer;
   const env = celEnv({});
   for (const rule of messageRules.cel) {
-    const parsed = parse(rule.expression);
-    const program = plan(env, parsed);
-    const passes: Check = (message) => program({ this: reflect(schema, message) }) === true;
-    checks.push(remembered(schema, parsed.expr, passes) ?? passes);
+    // A rule `a || b || c` passes when one of its terms does, so each term is planned and
+    // remembered on its own: a term that reads only rarely set fields (`!has(this.x)`) is then
+    // answered from memory even where another term reads a field whose values never repeat.
+    const terms = disjuncts(parse(rule.expression).expr).map((expr): Check => {
+      const program = plan(env, expr);
+      const passes: Check = (message) => program({ this: reflect(schema, message) }) === true;
+      return remembered(schema, expr, passes) ?? passes;
+    });
+    checks.push(terms.length === 1 ? terms[0]! : (message) => terms.some((term) => term(message)));
   }
   return (message) => {
     for (const check of checks) if (!check(message)) return false;
@@ -106,6 +111,14 @@ function typedChecks(typed: TypedRules, set: string[]): ValueCheck[] {
   if (greaterThan.case === "gte") checks.push((v) => (v as number) >= greaterThan.value);
   if (lessThan.case === "lte") checks.push((v) => (v as number) <= lessThan.value);
   return checks;
+}
+
+/** The terms of a top-level `||` chain, or the expression itself. */
+function disjuncts(expr: Expr | undefined): Expr[] {
+  if (expr === undefined) return [];
+  const kind = expr.exprKind;
+  if (kind.case === "callExpr" && kind.value.function === "_||_" && kind.value.target === undefined) return kind.value.args.flatMap(disjuncts);
+  return [expr];
 }
 
 /** Results remembered per rule; past this many distinct inputs the memory starts over. */

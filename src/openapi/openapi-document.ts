@@ -12,6 +12,9 @@ const traceFieldDescriptions: Record<string, string> = {
   api_key: "The caller's API key (`ct_...`); must equal the key in the Authorization header (D3). Never stored.",
   status: "Outcome of the LLM call.",
   error: "Error message of a failed call; only allowed when `status` is `error` (D6). `null` counts as absent.",
+  tokens_cached_in: "Input tokens read from the provider's prompt cache; part of `tokens_in`, priced at the cached-input rate.",
+  tokens_cache_write: "Input tokens written to the provider's prompt cache; part of `tokens_in`, priced at the cache-write rate.",
+  tokens_reasoning: "Output tokens spent reasoning (thinking); part of `tokens_out`.",
 };
 
 /** The contract's CEL rules on Trace, in JSON Schema. */
@@ -22,6 +25,9 @@ const traceRuleSchemas: Record<string, JsonSchema> = {
     // biome-ignore lint/suspicious/noThenProperty: JSON Schema's if/then keyword, not a thenable
     then: { properties: { error: { type: "null" } } },
   },
+  // JSON Schema cannot compare two fields: these two are stated, and the server enforces them (400).
+  "trace.cache_within_input": { description: "`tokens_cached_in` + `tokens_cache_write` must not exceed `tokens_in`." },
+  "trace.reasoning_within_output": { description: "`tokens_reasoning` must not exceed `tokens_out`." },
 };
 
 const integerHeader = (description: string, required = false) => ({ description, required, schema: { type: "integer", minimum: 0 } });

@@ -19,3 +19,25 @@ def before_call(context, case, kwargs):
     body = case.body
     if isinstance(body, dict) and isinstance(body.get("api_key"), str) and body["api_key"]:
         body["api_key"] = KEY
+    if isinstance(body, dict):
+        keep_parts_within_totals(body)
+
+
+def count(body, name):
+    value = body.get(name)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def keep_parts_within_totals(body):
+    """The cached, cache-write and reasoning counts are parts of tokens_in and tokens_out, which a
+    JSON Schema cannot say: valid counts that add up to more than their total are scaled down so
+    positive cases stay positive (a wrongly typed or negative count is left as generated)."""
+    tokens_in, cached, written = count(body, "tokens_in"), count(body, "tokens_cached_in"), count(body, "tokens_cache_write")
+    if tokens_in is not None and (cached or 0) + (written or 0) > tokens_in:
+        if cached is not None:
+            body["tokens_cached_in"] = min(cached, tokens_in)
+        if written is not None:
+            body["tokens_cache_write"] = tokens_in - min(cached or 0, tokens_in)
+    tokens_out, reasoning = count(body, "tokens_out"), count(body, "tokens_reasoning")
+    if tokens_out is not None and reasoning is not None and reasoning > tokens_out:
+        body["tokens_reasoning"] = tokens_out

@@ -19,6 +19,10 @@ const candidates: Record<string, unknown[]> = {
   apiKey: ["ct_key", "", undefined],
   status: ["success", "error", "", "ok", undefined],
   error: [undefined, "", "rate limited", "e".repeat(4096), "e".repeat(4097)],
+  // Parts of tokens_in and tokens_out (0 to 2147483647 each): within, at and past their totals.
+  tokensCachedIn: [undefined, 0, 1, 2147483647, -1],
+  tokensCacheWrite: [undefined, 0, 2147483647, -3],
+  tokensReasoning: [undefined, 0, 350, 351, -1],
 };
 
 /** A deterministic pseudo-random walk over the combinations (all of them would be millions). */
@@ -45,7 +49,7 @@ function* traces(count: number): Generator<Trace> {
 describe("quick validity (compiled protovalidate rules)", () => {
   it("never calls valid what protovalidate refuses, and calls valid what protovalidate passes", () => {
     const seen = { valid: 0, invalid: 0, deferredValid: 0 };
-    for (const trace of traces(20_000)) {
+    for (const trace of traces(30_000)) {
       const valid = validator.validate(TraceSchema, trace).kind === "valid";
       const quickly = quick(trace);
       // Sound: a quick yes is always a protovalidate yes.

@@ -88,6 +88,14 @@ describe("POST /v1/traces rejects invalid bodies with 400 naming every offending
     ["error of 4097 characters", { status: "error", error: "e".repeat(4097) }, "error: must be at most 4096 characters"],
     ["error with status success", { error: "boom" }, "error: must be omitted when status is success"],
     ["api_key as an object", { api_key: { k: 1 } }, "api_key: must be a string"],
+    ["tokens_cached_in negative", { tokens_cached_in: -1 }, "tokens_cached_in: must be greater than or equal to 0"],
+    ["tokens_cache_write as a string", { tokens_cache_write: "5" }, "tokens_cache_write: must be an integer from 0 to 2147483647"],
+    [
+      "cached and cache-write tokens beyond tokens_in",
+      { tokens_in: 100, tokens_cached_in: 80, tokens_cache_write: 21 },
+      "tokens_cached_in: together with tokens_cache_write must not exceed tokens_in",
+    ],
+    ["reasoning tokens beyond tokens_out", { tokens_out: 10, tokens_reasoning: 11 }, "tokens_reasoning: must not exceed tokens_out"],
   ];
   for (const [name, overrides, details] of violations) {
     it(`${name} → "${details}"`, async () => {

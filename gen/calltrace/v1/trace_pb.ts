@@ -2,8 +2,8 @@
 // @generated from file calltrace/v1/trace.proto (package calltrace.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
-import { fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
+import type { GenEnum, GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
+import { enumDesc, fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_buf_validate_validate } from "@bufbuild/protovalidate/gen/buf/validate/validate_pb.js";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
@@ -13,7 +13,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file calltrace/v1/trace.proto.
  */
 export const file_calltrace_v1_trace: GenFile = /*@__PURE__*/
-  fileDesc("ChhjYWxsdHJhY2UvdjEvdHJhY2UucHJvdG8SDGNhbGx0cmFjZS52MSLPBAoFVHJhY2USNQoIcHJvdmlkZXIYASABKAlCI7pIIMgBAXIbUgZvcGVuYWlSCWFudGhyb3BpY1IGZ2VtaW5pEhoKBW1vZGVsGAIgASgJQgu6SAjIAQFyAxiAAhItCgl0b2tlbnNfaW4YAyABKAVCCrpIB8gBARoCKABIAFIJdG9rZW5zX2luiAEBEi8KCnRva2Vuc19vdXQYBCABKAVCCrpIB8gBARoCKABIAVIKdG9rZW5zX291dIgBARIvCgpsYXRlbmN5X21zGAUgASgFQgq6SAfIAQEaAigASAJSCmxhdGVuY3lfbXOIAQESNAoIY29zdF91c2QYBiABKAFCE7pIEMgBARILQAEpAAAAAAAAAABIA1IIY29zdF91c2SIAQESIAoHYXBpX2tleRgHIAEoCUIGukgDyAEBUgdhcGlfa2V5EigKBnN0YXR1cxgIIAEoCUIYukgVyAEBchBSB3N1Y2Nlc3NSBWVycm9yEhwKBWVycm9yGAkgASgJQgi6SAVyAxiAIEgEiAEBOn+6SHwaegoZdHJhY2UuZXJyb3Jfb25seV9vbl9lcnJvchItZXJyb3I6IG11c3QgYmUgb21pdHRlZCB3aGVuIHN0YXR1cyBpcyBzdWNjZXNzGi4hKHRoaXMuc3RhdHVzID09ICdzdWNjZXNzJyAmJiBoYXModGhpcy5lcnJvcikpQgwKCl90b2tlbnNfaW5CDQoLX3Rva2Vuc19vdXRCDQoLX2xhdGVuY3lfbXNCCwoJX2Nvc3RfdXNkQggKBl9lcnJvciKbAgoLU3RvcmVkVHJhY2USCgoCaWQYASABKAkSLwoLcmVjZWl2ZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg4KBmtleV9pZBgDIAEoCRISCgphY2NvdW50X2lkGAQgASgJEg8KB2NvdW50cnkYBSABKAkSEAoIcHJvdmlkZXIYBiABKAkSDQoFbW9kZWwYByABKAkSEQoJdG9rZW5zX2luGAggASgFEhIKCnRva2Vuc19vdXQYCSABKAUSEgoKbGF0ZW5jeV9tcxgKIAEoBRIQCghjb3N0X3VzZBgLIAEoARIOCgZzdGF0dXMYDCABKAkSEgoFZXJyb3IYDSABKAlIAIgBAUIICgZfZXJyb3JiBnByb3RvMw", [file_buf_validate_validate, file_google_protobuf_timestamp]);
+  fileDesc("ChhjYWxsdHJhY2UvdjEvdHJhY2UucHJvdG8SDGNhbGx0cmFjZS52MSL/CQoFVHJhY2USNQoIcHJvdmlkZXIYASABKAlCI7pIIMgBAXIbUgZvcGVuYWlSCWFudGhyb3BpY1IGZ2VtaW5pEhoKBW1vZGVsGAIgASgJQgu6SAjIAQFyAxiAAhItCgl0b2tlbnNfaW4YAyABKAVCCrpIB8gBARoCKABIAFIJdG9rZW5zX2luiAEBEi8KCnRva2Vuc19vdXQYBCABKAVCCrpIB8gBARoCKABIAVIKdG9rZW5zX291dIgBARIvCgpsYXRlbmN5X21zGAUgASgFQgq6SAfIAQEaAigASAJSCmxhdGVuY3lfbXOIAQESNAoIY29zdF91c2QYBiABKAFCE7pIEMgBARILQAEpAAAAAAAAAABIA1IIY29zdF91c2SIAQESIAoHYXBpX2tleRgHIAEoCUIGukgDyAEBUgdhcGlfa2V5EigKBnN0YXR1cxgIIAEoCUIYukgVyAEBchBSB3N1Y2Nlc3NSBWVycm9yEhwKBWVycm9yGAkgASgJQgi6SAVyAxiAIEgEiAEBEjgKEHRva2Vuc19jYWNoZWRfaW4YCiABKAVCB7pIBBoCKABIBVIQdG9rZW5zX2NhY2hlZF9pbogBARI8ChJ0b2tlbnNfY2FjaGVfd3JpdGUYCyABKAVCB7pIBBoCKABIBlISdG9rZW5zX2NhY2hlX3dyaXRliAEBEjgKEHRva2Vuc19yZWFzb25pbmcYDCABKAVCB7pIBBoCKABIB1IQdG9rZW5zX3JlYXNvbmluZ4gBATq7BLpItwQaegoZdHJhY2UuZXJyb3Jfb25seV9vbl9lcnJvchItZXJyb3I6IG11c3QgYmUgb21pdHRlZCB3aGVuIHN0YXR1cyBpcyBzdWNjZXNzGi4hKHRoaXMuc3RhdHVzID09ICdzdWNjZXNzJyAmJiBoYXModGhpcy5lcnJvcikpGoYCChh0cmFjZS5jYWNoZV93aXRoaW5faW5wdXQSTHRva2Vuc19jYWNoZWRfaW46IHRvZ2V0aGVyIHdpdGggdG9rZW5zX2NhY2hlX3dyaXRlIG11c3Qgbm90IGV4Y2VlZCB0b2tlbnNfaW4amwEoIWhhcyh0aGlzLnRva2Vuc19jYWNoZWRfaW4pICYmICFoYXModGhpcy50b2tlbnNfY2FjaGVfd3JpdGUpKSB8fCAhaGFzKHRoaXMudG9rZW5zX2luKSB8fCB0aGlzLnRva2Vuc19jYWNoZWRfaW4gKyB0aGlzLnRva2Vuc19jYWNoZV93cml0ZSA8PSB0aGlzLnRva2Vuc19pbhqvAQoddHJhY2UucmVhc29uaW5nX3dpdGhpbl9vdXRwdXQSLHRva2Vuc19yZWFzb25pbmc6IG11c3Qgbm90IGV4Y2VlZCB0b2tlbnNfb3V0GmAhaGFzKHRoaXMudG9rZW5zX3JlYXNvbmluZykgfHwgIWhhcyh0aGlzLnRva2Vuc19vdXQpIHx8IHRoaXMudG9rZW5zX3JlYXNvbmluZyA8PSB0aGlzLnRva2Vuc19vdXRCDAoKX3Rva2Vuc19pbkINCgtfdG9rZW5zX291dEINCgtfbGF0ZW5jeV9tc0ILCglfY29zdF91c2RCCAoGX2Vycm9yQhMKEV90b2tlbnNfY2FjaGVkX2luQhUKE190b2tlbnNfY2FjaGVfd3JpdGVCEwoRX3Rva2Vuc19yZWFzb25pbmcipwUKC1N0b3JlZFRyYWNlEgoKAmlkGAEgASgJEi8KC3JlY2VpdmVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIOCgZrZXlfaWQYAyABKAkSEgoKYWNjb3VudF9pZBgEIAEoCRIPCgdjb3VudHJ5GAUgASgJEhAKCHByb3ZpZGVyGAYgASgJEg0KBW1vZGVsGAcgASgJEhEKCXRva2Vuc19pbhgIIAEoBRISCgp0b2tlbnNfb3V0GAkgASgFEhIKCmxhdGVuY3lfbXMYCiABKAUSEAoIY29zdF91c2QYCyABKAESDgoGc3RhdHVzGAwgASgJEhIKBWVycm9yGA0gASgJSACIAQESHQoQdG9rZW5zX2NhY2hlZF9pbhgOIAEoBUgBiAEBEh8KEnRva2Vuc19jYWNoZV93cml0ZRgPIAEoBUgCiAEBEh0KEHRva2Vuc19yZWFzb25pbmcYECABKAVIA4gBARIcCg9zZXJ2ZXJfY29zdF91c2QYESABKAFIBIgBARItCgtwcmljZV9jaGVjaxgSIAEoDjIYLmNhbGx0cmFjZS52MS5QcmljZUNoZWNrEikKBnNvdXJjZRgTIAEoDjIZLmNhbGx0cmFjZS52MS5UcmFjZVNvdXJjZRIVCg1vdGxwX3RyYWNlX2lkGBQgASgJEhQKDG90bHBfc3Bhbl9pZBgVIAEoCRIbChNvdGxwX3BhcmVudF9zcGFuX2lkGBYgASgJEhQKDHNlcnZpY2VfbmFtZRgXIAEoCUIICgZfZXJyb3JCEwoRX3Rva2Vuc19jYWNoZWRfaW5CFQoTX3Rva2Vuc19jYWNoZV93cml0ZUITChFfdG9rZW5zX3JlYXNvbmluZ0ISChBfc2VydmVyX2Nvc3RfdXNkKowBCgpQcmljZUNoZWNrEhsKF1BSSUNFX0NIRUNLX1VOU1BFQ0lGSUVEEAASFQoRUFJJQ0VfQ0hFQ0tfTUFUQ0gQARIYChRQUklDRV9DSEVDS19NSVNNQVRDSBACEhgKFFBSSUNFX0NIRUNLX1VOUFJJQ0VEEAMSFgoSUFJJQ0VfQ0hFQ0tfU0VSVkVSEAQqWAoLVHJhY2VTb3VyY2USHAoYVFJBQ0VfU09VUkNFX1VOU1BFQ0lGSUVEEAASFAoQVFJBQ0VfU09VUkNFX0FQSRABEhUKEVRSQUNFX1NPVVJDRV9PVExQEAJiBnByb3RvMw", [file_buf_validate_validate, file_google_protobuf_timestamp]);
 
 /**
  * Trace is one call made by a client application to an LLM provider, as the
@@ -94,6 +94,32 @@ export type Trace = Message<"calltrace.v1.Trace"> & {
    * @generated from field: optional string error = 9;
    */
   error?: string | undefined;
+
+  /**
+   * Input tokens read from the provider's prompt cache, 0 to 2147483647. They
+   * are part of `tokens_in` (which counts every input token, cached or not),
+   * and are priced at the model's cached-input rate.
+   *
+   * @generated from field: optional int32 tokens_cached_in = 10 [json_name = "tokens_cached_in"];
+   */
+  tokensCachedIn?: number | undefined;
+
+  /**
+   * Input tokens written to the provider's prompt cache (Anthropic's cache
+   * creation), 0 to 2147483647. Part of `tokens_in`, priced at the model's
+   * cache-write rate.
+   *
+   * @generated from field: optional int32 tokens_cache_write = 11 [json_name = "tokens_cache_write"];
+   */
+  tokensCacheWrite?: number | undefined;
+
+  /**
+   * Output tokens the model spent reasoning (thinking), 0 to 2147483647. Part
+   * of `tokens_out`, which counts every billed output token.
+   *
+   * @generated from field: optional int32 tokens_reasoning = 12 [json_name = "tokens_reasoning"];
+   */
+  tokensReasoning?: number | undefined;
 };
 
 /**
@@ -184,6 +210,68 @@ export type StoredTrace = Message<"calltrace.v1.StoredTrace"> & {
    * @generated from field: optional string error = 13;
    */
   error?: string | undefined;
+
+  /**
+   * @generated from field: optional int32 tokens_cached_in = 14;
+   */
+  tokensCachedIn?: number | undefined;
+
+  /**
+   * @generated from field: optional int32 tokens_cache_write = 15;
+   */
+  tokensCacheWrite?: number | undefined;
+
+  /**
+   * @generated from field: optional int32 tokens_reasoning = 16;
+   */
+  tokensReasoning?: number | undefined;
+
+  /**
+   * The server's own price of the call in US dollars, from its price table;
+   * unset when the table does not know the model.
+   *
+   * @generated from field: optional double server_cost_usd = 17;
+   */
+  serverCostUsd?: number | undefined;
+
+  /**
+   * How `cost_usd` compares with `server_cost_usd`.
+   *
+   * @generated from field: calltrace.v1.PriceCheck price_check = 18;
+   */
+  priceCheck: PriceCheck;
+
+  /**
+   * Which way the trace arrived.
+   *
+   * @generated from field: calltrace.v1.TraceSource source = 19;
+   */
+  source: TraceSource;
+
+  /**
+   * OTLP traces only: the span's trace id, span id and parent span id as
+   * lower-case hex (32, 16 and 16 digits; the parent empty for a root span).
+   *
+   * @generated from field: string otlp_trace_id = 20;
+   */
+  otlpTraceId: string;
+
+  /**
+   * @generated from field: string otlp_span_id = 21;
+   */
+  otlpSpanId: string;
+
+  /**
+   * @generated from field: string otlp_parent_span_id = 22;
+   */
+  otlpParentSpanId: string;
+
+  /**
+   * OTLP traces only: the resource's `service.name`.
+   *
+   * @generated from field: string service_name = 23;
+   */
+  serviceName: string;
 };
 
 /**
@@ -192,4 +280,88 @@ export type StoredTrace = Message<"calltrace.v1.StoredTrace"> & {
  */
 export const StoredTraceSchema: GenMessage<StoredTrace> = /*@__PURE__*/
   messageDesc(file_calltrace_v1_trace, 1);
+
+/**
+ * PriceCheck says how a trace's cost compares with the server's own price of
+ * the call, from the server's dated price table.
+ *
+ * @generated from enum calltrace.v1.PriceCheck
+ */
+export enum PriceCheck {
+  /**
+   * Stored before the server priced traces.
+   *
+   * @generated from enum value: PRICE_CHECK_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * The client's cost is within 1 % of the server's price.
+   *
+   * @generated from enum value: PRICE_CHECK_MATCH = 1;
+   */
+  MATCH = 1,
+
+  /**
+   * The client's cost differs from the server's price by more than 1 %.
+   *
+   * @generated from enum value: PRICE_CHECK_MISMATCH = 2;
+   */
+  MISMATCH = 2,
+
+  /**
+   * The server's table does not know the model: only the client's cost (if
+   * any) is known.
+   *
+   * @generated from enum value: PRICE_CHECK_UNPRICED = 3;
+   */
+  UNPRICED = 3,
+
+  /**
+   * The server priced the call itself and that price is the cost (OTLP spans
+   * carry no cost).
+   *
+   * @generated from enum value: PRICE_CHECK_SERVER = 4;
+   */
+  SERVER = 4,
+}
+
+/**
+ * Describes the enum calltrace.v1.PriceCheck.
+ */
+export const PriceCheckSchema: GenEnum<PriceCheck> = /*@__PURE__*/
+  enumDesc(file_calltrace_v1_trace, 0);
+
+/**
+ * TraceSource says which way a trace arrived.
+ *
+ * @generated from enum calltrace.v1.TraceSource
+ */
+export enum TraceSource {
+  /**
+   * @generated from enum value: TRACE_SOURCE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * The spec's `POST /v1/traces` JSON body, or TraceService over gRPC, gRPC-Web
+   * or Connect: the trace as a calltrace SDK or client measured it.
+   *
+   * @generated from enum value: TRACE_SOURCE_API = 1;
+   */
+  API = 1,
+
+  /**
+   * An OpenTelemetry GenAI span received over OTLP (HTTP or gRPC).
+   *
+   * @generated from enum value: TRACE_SOURCE_OTLP = 2;
+   */
+  OTLP = 2,
+}
+
+/**
+ * Describes the enum calltrace.v1.TraceSource.
+ */
+export const TraceSourceSchema: GenEnum<TraceSource> = /*@__PURE__*/
+  enumDesc(file_calltrace_v1_trace, 1);
 
