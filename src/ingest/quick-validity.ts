@@ -117,7 +117,8 @@ function typedChecks(typed: TypedRules, set: string[]): ValueCheck[] {
 function disjuncts(expr: Expr | undefined): Expr[] {
   if (expr === undefined) return [];
   const kind = expr.exprKind;
-  if (kind.case === "callExpr" && kind.value.function === "_||_" && kind.value.target === undefined) return kind.value.args.flatMap(disjuncts);
+  if (kind.case === "callExpr" && kind.value.function === "_||_" && kind.value.target === undefined)
+    return kind.value.args.flatMap(disjuncts);
   return [expr];
 }
 

@@ -68,7 +68,17 @@ describe("quick validity (compiled protovalidate rules)", () => {
   });
 
   it("the message-level CEL rule counts: an error message with status success is not quickly valid", () => {
-    const trace = create(TraceSchema, { provider: "openai", model: "m", tokensIn: 1, tokensOut: 1, latencyMs: 1, costUsd: 0, apiKey: "k", status: "success", error: "boom" });
+    const trace = create(TraceSchema, {
+      provider: "openai",
+      model: "m",
+      tokensIn: 1,
+      tokensOut: 1,
+      latencyMs: 1,
+      costUsd: 0,
+      apiKey: "k",
+      status: "success",
+      error: "boom",
+    });
     expect(quick(trace)).toBe(false);
     expect(quick(create(TraceSchema, { ...trace, status: "error" }))).toBe(true);
   });

@@ -6,7 +6,10 @@ let service: TestService;
 let key: string;
 
 beforeAll(async () => {
-  service = await startTestService({ maxBodyBytes: 8192, plans: { free: { per_minute: 100, per_month: 50_000 }, internal: { per_minute: 1_000_000, per_month: 1_000_000_000 } } });
+  service = await startTestService({
+    maxBodyBytes: 8192,
+    plans: { free: { per_minute: 100, per_month: 50_000 }, internal: { per_minute: 1_000_000, per_month: 1_000_000_000 } },
+  });
   key = (await service.createKey("internal")).key;
 });
 
@@ -41,7 +44,16 @@ describe("POST /v1/traces accepts a valid trace", () => {
     const traces = [];
     for await (const t of service.store.exportTraces({})) traces.push(t);
     const last = traces.at(-1)!;
-    expect(last).toMatchObject({ provider: "openai", model: "gpt-4o-2024-08-06", tokensIn: 1200, tokensOut: 350, latencyMs: 842, costUsd: 0.0065, status: "error", error: "upstream 529" });
+    expect(last).toMatchObject({
+      provider: "openai",
+      model: "gpt-4o-2024-08-06",
+      tokensIn: 1200,
+      tokensOut: 350,
+      latencyMs: 842,
+      costUsd: 0.0065,
+      status: "error",
+      error: "upstream 529",
+    });
     expect(JSON.stringify(last, (_k, v: unknown) => (typeof v === "bigint" ? String(v) : v))).not.toContain(key);
   });
 
@@ -163,7 +175,10 @@ describe("POST /v1/traces content type and size (D8, D9)", () => {
   it("another content type is 415", async () => {
     const response = await postTrace(service.url, traceBody(key), { key, headers: { "content-type": "text/plain" } });
     expect(response.status).toBe(415);
-    expect(await response.json()).toEqual({ error: "Unsupported media type", details: 'Content-Type must be application/json, got "text/plain"' });
+    expect(await response.json()).toEqual({
+      error: "Unsupported media type",
+      details: 'Content-Type must be application/json, got "text/plain"',
+    });
     expect(response.headers.get("x-ratelimit-limit")).toBe("1000000");
   });
 

@@ -8,7 +8,9 @@ import { postTrace, startTestService, traceBody, type TestService } from "../sup
 let service: TestService;
 
 beforeAll(async () => {
-  service = await startTestService({ plans: { free: { per_minute: 5, per_month: 50_000 }, pro: { per_minute: 1000, per_month: 500_000 } } });
+  service = await startTestService({
+    plans: { free: { per_minute: 5, per_month: 50_000 }, pro: { per_minute: 1000, per_month: 500_000 } },
+  });
 });
 
 const transports: [string, (baseUrl: string) => Transport][] = [
@@ -19,7 +21,17 @@ const transports: [string, (baseUrl: string) => Transport][] = [
 ];
 
 function trace(apiKey: string, overrides: Record<string, unknown> = {}) {
-  return { provider: "anthropic", model: "claude-sonnet-4-5", tokensIn: 900, tokensOut: 120, latencyMs: 1500, costUsd: 0.0045, apiKey, status: "success", ...overrides };
+  return {
+    provider: "anthropic",
+    model: "claude-sonnet-4-5",
+    tokensIn: 900,
+    tokensOut: 120,
+    latencyMs: 1500,
+    costUsd: 0.0045,
+    apiKey,
+    status: "success",
+    ...overrides,
+  };
 }
 
 async function refusal(call: Promise<unknown>): Promise<ConnectError> {
@@ -36,7 +48,10 @@ describe.each(transports)("TraceService.Ingest via %s on the REST port", (_name,
     const { key } = await service.createKey("pro");
     const client = createClient(TraceService, makeTransport(service.url));
     let headers: Headers | undefined;
-    const response = await client.ingest({ trace: trace(key) }, { headers: { authorization: `Bearer ${key}` }, onHeader: (h) => (headers = h) });
+    const response = await client.ingest(
+      { trace: trace(key) },
+      { headers: { authorization: `Bearer ${key}` }, onHeader: (h) => (headers = h) },
+    );
     expect(response.status).toBe("ok");
     expect(headers?.get("x-ratelimit-limit")).toBe("1000");
     expect(headers?.get("x-ratelimit-remaining")).toBe("999");
@@ -48,7 +63,9 @@ describe.each(transports)("TraceService.Ingest via %s on the REST port", (_name,
   it("an invalid trace is INVALID_ARGUMENT with the REST details text (D17)", async () => {
     const { key } = await service.createKey("pro");
     const client = createClient(TraceService, makeTransport(service.url));
-    const error = await refusal(client.ingest({ trace: trace(key, { provider: "cohere", tokensIn: -3 }) }, { headers: { authorization: `Bearer ${key}` } }));
+    const error = await refusal(
+      client.ingest({ trace: trace(key, { provider: "cohere", tokensIn: -3 }) }, { headers: { authorization: `Bearer ${key}` } }),
+    );
     expect(error.code).toBe(Code.InvalidArgument);
     expect(error.rawMessage).toBe("provider: must be one of openai, anthropic, gemini; tokens_in: must be greater than or equal to 0");
     expect(error.metadata.get("x-ratelimit-limit")).toBe("1000");

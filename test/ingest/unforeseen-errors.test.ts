@@ -19,7 +19,9 @@ const logger = pino({ level: "error" }, { write: (line: string) => logged.push(l
 function serve(pipeline: IngestPipeline) {
   const server = createServer(createRequestHandler({ pipeline, ready: async () => ({}), maxBodyBytes: 65536, trustProxy: false, logger }));
   return new Promise<{ url: string; close: () => void }>((resolve) =>
-    server.listen(0, "127.0.0.1", () => resolve({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => server.close() })),
+    server.listen(0, "127.0.0.1", () =>
+      resolve({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => server.close() }),
+    ),
   );
 }
 
