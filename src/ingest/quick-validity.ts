@@ -6,8 +6,11 @@ import type { Expr } from "@bufbuild/cel-spec/cel/expr/syntax_pb.js";
 import {
   type DoubleRules,
   DoubleRulesSchema,
+  type FieldRules,
   FieldRulesSchema,
   type Int32Rules,
+  MapRulesSchema,
+  RepeatedRulesSchema,
   Int32RulesSchema,
   type StringRules,
   StringRulesSchema,
@@ -24,7 +27,7 @@ type TypedRules = { case: "string"; value: StringRules } | { case: "int32"; valu
 
 /** The standard rules compiled here, by rule type; `example` only documents. Anything else makes the check always defer. */
 const compilable = {
-  string: { schema: StringRulesSchema, rules: ["in", "max_len", "example"] },
+  string: { schema: StringRulesSchema, rules: ["in", "max_len", "pattern", "example"] },
   int32: { schema: Int32RulesSchema, rules: ["gte", "lte", "example"] },
   double: { schema: DoubleRulesSchema, rules: ["gte", "lte", "finite", "example"] },
 } as const;
@@ -70,20 +73,13 @@ export function compileQuickValidity(schema: DescMessage): QuickValidity {
 function fieldCheck(field: DescField): Check | null | undefined {
   const rules = getOption(field, fieldRulesOption);
   const ruleNames = setFieldNames(FieldRulesSchema, rules);
-  // Message, enum, list and map fields: protovalidate also looks inside them.
+  if (field.fieldKind === "list" || field.fieldKind === "map") return collectionCheck(field, rules, ruleNames);
+  // Message and enum fields: protovalidate also looks inside them.
   if (field.fieldKind !== "scalar") return undefined;
   if (ruleNames.length === 0) return null;
-  const typed = rules.type;
-  if (ruleNames.some((name) => name !== "required" && name !== typed.case)) return undefined;
-  const valueChecks: ValueCheck[] = [];
-  if (typed.case !== undefined) {
-    if (!(typed.case in compilable)) return undefined;
-    const kind = compilable[typed.case as keyof typeof compilable];
-    const allowed: readonly string[] = kind.rules;
-    const set = setFieldNames(kind.schema, typed.value as Message);
-    if (set.some((name) => !allowed.includes(name))) return undefined;
-    valueChecks.push(...typedChecks(typed as TypedRules, set));
-  }
+  if (ruleNames.some((name) => name !== "required" && name !== rules.type.case)) return undefined;
+  const valueChecks = valueChecksOf(rules);
+  if (valueChecks === undefined) return undefined;
   const name = field.localName;
   const optional = field.presence === FeatureSet_FieldPresence.EXPLICIT;
   return (message) => {
@@ -96,6 +92,67 @@ function fieldCheck(field: DescField): Check | null | undefined {
   };
 }
 
+/** The checks of a scalar's type rules (`string`, `int32`, `double`); undefined when one is not compiled here. */
+function valueChecksOf(rules: FieldRules): ValueCheck[] | undefined {
+  const typed = rules.type;
+  if (typed.case === undefined) return [];
+  if (!(typed.case in compilable)) return undefined;
+  const kind = compilable[typed.case as keyof typeof compilable];
+  const allowed: readonly string[] = kind.rules;
+  const set = setFieldNames(kind.schema, typed.value as Message);
+  if (set.some((name) => !allowed.includes(name))) return undefined;
+  return typedChecks(typed as TypedRules, set);
+}
+
+/**
+ * A list of scalars (`repeated.max_items`, `items`) or a map of scalars (`map.max_pairs`, `keys`,
+ * `values`). An empty one, the usual case, passes at once.
+ */
+function collectionCheck(
+  field: DescField & { fieldKind: "list" | "map" },
+  rules: FieldRules,
+  ruleNames: string[],
+): Check | null | undefined {
+  if ((field.fieldKind === "list" ? field.listKind : field.mapKind) !== "scalar") return undefined;
+  if (ruleNames.length === 0) return null;
+  const typed = rules.type;
+  if (ruleNames.length !== 1 || (typed.case !== "repeated" && typed.case !== "map")) return undefined;
+  const name = field.localName;
+  if (typed.case === "repeated") {
+    const set = setFieldNames(RepeatedRulesSchema, typed.value);
+    if (set.some((rule) => rule !== "max_items" && rule !== "items")) return undefined;
+    const items = set.includes("items") ? elementChecks(typed.value.items) : [];
+    if (items === undefined) return undefined;
+    const most = set.includes("max_items") ? Number(typed.value.maxItems) : Number.POSITIVE_INFINITY;
+    return (message) => {
+      const list = (message as unknown as Record<string, unknown[]>)[name]!;
+      return list.length === 0 || (list.length <= most && list.every((item) => items.every((check) => check(item))));
+    };
+  }
+  const set = setFieldNames(MapRulesSchema, typed.value);
+  if (set.some((rule) => rule !== "max_pairs" && rule !== "keys" && rule !== "values")) return undefined;
+  const keys = set.includes("keys") ? elementChecks(typed.value.keys) : [];
+  const values = set.includes("values") ? elementChecks(typed.value.values) : [];
+  if (keys === undefined || values === undefined) return undefined;
+  const most = set.includes("max_pairs") ? Number(typed.value.maxPairs) : Number.POSITIVE_INFINITY;
+  return (message) => {
+    const map = (message as unknown as Record<string, Record<string, unknown>>)[name]!;
+    let pairs = 0;
+    for (const key in map) {
+      if (++pairs > most || !keys.every((check) => check(key)) || !values.every((check) => check(map[key]))) return false;
+    }
+    return true;
+  };
+}
+
+/** The checks of a list's items or a map's keys or values: type rules only. */
+function elementChecks(rules: FieldRules | undefined): ValueCheck[] | undefined {
+  if (rules === undefined) return [];
+  const set = setFieldNames(FieldRulesSchema, rules);
+  if (set.some((name) => name !== rules.type.case)) return undefined;
+  return valueChecksOf(rules);
+}
+
 /** The checks of a field's type rules, given which of them are set (proto2 rule fields read as defaults when unset). */
 function typedChecks(typed: TypedRules, set: string[]): ValueCheck[] {
   const checks: ValueCheck[] = [];
@@ -104,6 +161,11 @@ function typedChecks(typed: TypedRules, set: string[]): ValueCheck[] {
     if (set.includes("in")) checks.push((v) => allowed.includes(v as string));
     // max_len counts code points: a string no longer than that in UTF-16 units is surely within it.
     if (set.includes("max_len")) checks.push((v) => (v as string).length <= Number(maxLen));
+    // The contract's patterns are plain character classes, which RE2 and JavaScript read alike.
+    if (set.includes("pattern")) {
+      const pattern = new RegExp(typed.value.pattern, "u");
+      checks.push((v) => pattern.test(v as string));
+    }
     return checks;
   }
   const { greaterThan, lessThan } = typed.value;

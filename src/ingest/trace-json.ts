@@ -23,7 +23,23 @@ export function traceFromJson(body: Record<string, unknown>): { trace: Trace; pr
 }
 
 function typeProblem(field: DescField, value: unknown): string | undefined {
-  switch (field.fieldKind === "scalar" ? field.scalar : undefined) {
+  if (field.fieldKind === "scalar") return scalarProblem(field.scalar, value, field.name);
+  if (field.fieldKind === "list" && field.listKind === "scalar") {
+    const wrong = !Array.isArray(value) || value.some((item) => scalarProblem(field.scalar, item, field.name) !== undefined);
+    return wrong ? `must be an array of ${scalarNoun(field.scalar)}` : undefined;
+  }
+  if (field.fieldKind === "map" && field.mapKind === "scalar") {
+    const wrong =
+      typeof value !== "object" ||
+      Array.isArray(value) ||
+      Object.values(value as object).some((item) => scalarProblem(field.scalar, item, field.name) !== undefined);
+    return wrong ? `must be an object of ${scalarNoun(field.scalar)}` : undefined;
+  }
+  throw new Error(`trace-json: no JSON reading for field ${field.name}`);
+}
+
+function scalarProblem(scalar: ScalarType, value: unknown, name: string): string | undefined {
+  switch (scalar) {
     case ScalarType.STRING:
       return typeof value === "string" ? undefined : "must be a string";
     case ScalarType.INT32:
@@ -34,6 +50,10 @@ function typeProblem(field: DescField, value: unknown): string | undefined {
     case ScalarType.DOUBLE:
       return typeof value === "number" ? undefined : "must be a number";
     default:
-      throw new Error(`trace-json: no JSON reading for field ${field.name}`);
+      throw new Error(`trace-json: no JSON reading for field ${name}`);
   }
+}
+
+function scalarNoun(scalar: ScalarType): string {
+  return scalar === ScalarType.STRING ? "strings" : "numbers";
 }

@@ -1,4 +1,5 @@
 import type { DescField } from "@bufbuild/protobuf";
+import type { Path } from "@bufbuild/protobuf/reflect";
 import { createValidator } from "@bufbuild/protovalidate";
 import { TraceSchema, type Trace } from "../../gen/calltrace/v1/trace_pb.js";
 import { compileQuickValidity } from "./quick-validity.js";
@@ -20,13 +21,18 @@ export function traceProblems(trace: Trace): FieldProblem[] {
   const result = validator.validate(TraceSchema, trace);
   if (result.kind === "valid") return unencodable;
   if (result.kind === "error") throw result.error;
-  return [
-    ...unencodable,
-    ...result.violations.map((v) => {
-      const field = v.field.map((f) => (f as DescField).name ?? String(f)).join(".");
-      return { field, problem: friendlier(v.message) };
-    }),
-  ];
+  return [...unencodable, ...result.violations.map((v) => ({ field: pathName(v.field), problem: friendlier(v.message, v.forKey) }))];
+}
+
+/** `tokens_in`, `tags[3]`, `metadata["team"]`: a violation's path as on the wire. */
+function pathName(path: Path): string {
+  let name = "";
+  for (const part of path) {
+    if ("kind" in part && part.kind === "list_sub") name += `[${part.index}]`;
+    else if ("kind" in part && part.kind === "map_sub") name += `[${JSON.stringify(String(part.key))}]`;
+    else name += (name ? "." : "") + (part as DescField).name;
+  }
+  return name;
 }
 
 /** A lone UTF-16 surrogate (only reachable through a JSON `\ud800` escape) has no UTF-8 form: stores would each mangle it their own way. */
@@ -36,15 +42,22 @@ function textProblems(trace: Trace): FieldProblem[] {
   const problems: FieldProblem[] = [];
   for (const field of TraceSchema.fields) {
     const value = (trace as unknown as Record<string, unknown>)[field.localName];
-    if (typeof value === "string" && loneSurrogate.test(value))
+    if (typeof value === "string" ? loneSurrogate.test(value) : typeof value === "object" && value !== null && hasLoneSurrogate(value))
       problems.push({ field: field.name, problem: "must be valid Unicode text (a lone surrogate)" });
   }
   return problems;
 }
 
+/** In a list's strings, or a map's keys and values. */
+function hasLoneSurrogate(value: object): boolean {
+  const texts = Array.isArray(value) ? value : Object.entries(value).flat();
+  return texts.some((text) => typeof text === "string" && loneSurrogate.test(text));
+}
+
 /** Protovalidate's wording, made to read as D7's examples do. */
-function friendlier(message: string): string {
+function friendlier(message: string, forKey = false): string {
   if (message === "value is required") return "is required";
+  if (forKey) return `key ${message}`;
   const list = /^must be in list \[(.*)\]$/.exec(message);
   return list ? `must be one of ${list[1]}` : message;
 }
@@ -52,7 +65,12 @@ function friendlier(message: string): string {
 /** D7: every offending field and why, in one human-readable string, in the contract's field order. */
 export function describeProblems(problems: FieldProblem[]): string {
   return [...problems]
-    .sort((a, b) => (fieldOrder.get(a.field) ?? 99) - (fieldOrder.get(b.field) ?? 99))
+    .sort((a, b) => (fieldOrder.get(fieldOf(a)) ?? 99) - (fieldOrder.get(fieldOf(b)) ?? 99))
     .map((p) => (p.field ? `${p.field}: ${p.problem}` : p.problem))
     .join("; ");
+}
+
+/** The top-level field a problem is about (`tags` for `tags[3]`). */
+function fieldOf(problem: FieldProblem): string {
+  return /^[a-z_]+/.exec(problem.field)?.[0] ?? problem.field;
 }

@@ -15,6 +15,12 @@ const traceFieldDescriptions: Record<string, string> = {
   tokens_cached_in: "Input tokens read from the provider's prompt cache; part of `tokens_in`, priced at the cached-input rate.",
   tokens_cache_write: "Input tokens written to the provider's prompt cache; part of `tokens_in`, priced at the cache-write rate.",
   tokens_reasoning: "Output tokens spent reasoning (thinking); part of `tokens_out`.",
+  user_id: "The application's id of the end user or customer the call was made for.",
+  session_id: "The conversation, thread or run the call belongs to.",
+  tags: "Labels such as the feature that made the call.",
+  metadata: "Further attributes of the call, string to string.",
+  environment: "The deployment the call came from, such as `production`.",
+  ttft_ms: "Streams only: milliseconds from the request to the first token; at most `latency_ms`.",
 };
 
 /** The contract's CEL rules on Trace, in JSON Schema. */
@@ -28,6 +34,7 @@ const traceRuleSchemas: Record<string, JsonSchema> = {
   // JSON Schema cannot compare two fields: these two are stated, and the server enforces them (400).
   "trace.cache_within_input": { description: "`tokens_cached_in` + `tokens_cache_write` must not exceed `tokens_in`." },
   "trace.reasoning_within_output": { description: "`tokens_reasoning` must not exceed `tokens_out`." },
+  "trace.ttft_within_latency": { description: "`ttft_ms` must not exceed `latency_ms`." },
 };
 
 const integerHeader = (description: string, required = false) => ({ description, required, schema: { type: "integer", minimum: 0 } });

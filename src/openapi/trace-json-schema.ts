@@ -1,5 +1,5 @@
 import { type DescField, type DescMessage, getOption, ScalarType } from "@bufbuild/protobuf";
-import { field as fieldRules, message as messageRules } from "@bufbuild/protovalidate/gen/buf/validate/validate_pb.js";
+import { type FieldRules, field as fieldRules, message as messageRules } from "@bufbuild/protovalidate/gen/buf/validate/validate_pb.js";
 
 /** A JSON Schema (2020-12) object, as OpenAPI 3.1 embeds it. */
 export type JsonSchema = Record<string, unknown>;
@@ -24,13 +24,13 @@ export function messageJsonSchema(
     const description = descriptions[field.name];
     if (description === undefined) throw new Error(`openapi: no description for ${message.typeName}.${field.name}`);
     const rules = getOption(field, fieldRules);
-    const schema: JsonSchema = { description, ...scalarSchema(field) };
+    const schema: JsonSchema = { description, ...fieldSchema(field, rules) };
     if (rules.required) {
       required.push(field.jsonName);
       // `required` on a string without presence means "not empty".
       if (schema.type === "string" && !field.proto.proto3Optional) schema.minLength = 1;
     }
-    Object.assign(schema, ruleSchema(field, rules.type));
+    if (field.fieldKind === "scalar") Object.assign(schema, ruleSchema(field, rules.type));
     // D5: a present field set to null counts as missing, which is fine for an optional field.
     if (!rules.required) schema.type = [schema.type, "null"];
     properties[field.jsonName] = schema;
@@ -58,9 +58,35 @@ function isUnset(value: unknown): boolean {
   return false;
 }
 
-function scalarSchema(field: DescField): JsonSchema {
-  if (field.fieldKind !== "scalar") throw new Error(`openapi: ${field.name} is not a scalar field`);
-  switch (field.scalar) {
+/** A scalar's JSON type, or an array or object of scalars with their element rules (`repeated`, `map`). */
+function fieldSchema(field: DescField, rules: FieldRules): JsonSchema {
+  if (field.fieldKind === "scalar") return scalarSchema(field.scalar, field.name);
+  const typed = rules.type;
+  if (field.fieldKind === "list" && field.listKind === "scalar") {
+    const repeated = typed.case === "repeated" ? typed.value : undefined;
+    const items = { ...scalarSchema(field.scalar, field.name), ...elementRules(field, repeated?.items) };
+    return { type: "array", items, ...(repeated?.maxItems ? { maxItems: Number(repeated.maxItems) } : {}) };
+  }
+  if (field.fieldKind === "map" && field.mapKind === "scalar") {
+    const map = typed.case === "map" ? typed.value : undefined;
+    const values = { ...scalarSchema(field.scalar, field.name), ...elementRules(field, map?.values) };
+    const keys = { type: "string", ...elementRules(field, map?.keys) };
+    return {
+      type: "object",
+      additionalProperties: values,
+      propertyNames: keys,
+      ...(map?.maxPairs ? { maxProperties: Number(map.maxPairs) } : {}),
+    };
+  }
+  throw new Error(`openapi: no JSON Schema for the field ${field.name}`);
+}
+
+function elementRules(field: DescField, rules: FieldRules | undefined): JsonSchema {
+  return rules ? ruleSchema(field, rules.type) : {};
+}
+
+function scalarSchema(scalar: ScalarType, name: string): JsonSchema {
+  switch (scalar) {
     case ScalarType.STRING:
       return { type: "string" };
     case ScalarType.INT32:
@@ -68,7 +94,7 @@ function scalarSchema(field: DescField): JsonSchema {
     case ScalarType.DOUBLE:
       return { type: "number", format: "double" };
     default:
-      throw new Error(`openapi: no JSON Schema for the scalar type of ${field.name}`);
+      throw new Error(`openapi: no JSON Schema for the scalar type of ${name}`);
   }
 }
 
@@ -77,7 +103,19 @@ function ruleSchema(field: DescField, type: { case: string | undefined; value?: 
   if (type.case === undefined) return {};
   const rules = type.value as Record<string, unknown>;
   const out: JsonSchema = {};
-  const known = new Set(["$typeName", "in", "notIn", "example", "wellKnown", "lessThan", "greaterThan", "maxLen", "minLen", "finite"]);
+  const known = new Set([
+    "$typeName",
+    "in",
+    "notIn",
+    "example",
+    "wellKnown",
+    "lessThan",
+    "greaterThan",
+    "maxLen",
+    "minLen",
+    "finite",
+    "pattern",
+  ]);
   for (const [name, value] of Object.entries(rules)) {
     // Object.entries sees own (set) fields only.
     if (name === "$typeName" || name === "example" || isUnset(value)) continue;
@@ -90,6 +128,7 @@ function ruleSchema(field: DescField, type: { case: string | undefined; value?: 
   if (within) out.enum = within.map((v) => (typeof v === "bigint" ? Number(v) : v));
   if (set("maxLen") !== undefined) out.maxLength = Number(set("maxLen"));
   if (set("minLen") !== undefined) out.minLength = Number(set("minLen"));
+  if (set("pattern") !== undefined) out.pattern = set("pattern");
   const greater = set("greaterThan") as { case?: string; value?: number | bigint } | undefined;
   if (greater?.case === "gte") out.minimum = Number(greater.value);
   if (greater?.case === "gt") out.exclusiveMinimum = Number(greater.value);

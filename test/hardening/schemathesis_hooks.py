@@ -29,9 +29,9 @@ def count(body, name):
 
 
 def keep_parts_within_totals(body):
-    """The cached, cache-write and reasoning counts are parts of tokens_in and tokens_out, which a
-    JSON Schema cannot say: valid counts that add up to more than their total are scaled down so
-    positive cases stay positive (a wrongly typed or negative count is left as generated)."""
+    """The cached, cache-write and reasoning counts are parts of tokens_in and tokens_out, and
+    ttft_ms of latency_ms, which a JSON Schema cannot say: valid parts beyond their total are cut
+    down so positive cases stay positive (a wrongly typed or negative count is left as generated)."""
     tokens_in, cached, written = count(body, "tokens_in"), count(body, "tokens_cached_in"), count(body, "tokens_cache_write")
     if tokens_in is not None and (cached or 0) + (written or 0) > tokens_in:
         if cached is not None:
@@ -41,3 +41,6 @@ def keep_parts_within_totals(body):
     tokens_out, reasoning = count(body, "tokens_out"), count(body, "tokens_reasoning")
     if tokens_out is not None and reasoning is not None and reasoning > tokens_out:
         body["tokens_reasoning"] = tokens_out
+    latency, ttft = count(body, "latency_ms"), count(body, "ttft_ms")
+    if latency is not None and ttft is not None and ttft > latency:
+        body["ttft_ms"] = latency

@@ -108,6 +108,19 @@ describe("POST /v1/traces rejects invalid bodies with 400 naming every offending
       "tokens_cached_in: together with tokens_cache_write must not exceed tokens_in",
     ],
     ["reasoning tokens beyond tokens_out", { tokens_out: 10, tokens_reasoning: 11 }, "tokens_reasoning: must not exceed tokens_out"],
+    ["user_id of 257 characters", { user_id: "u".repeat(257) }, "user_id: must be at most 256 characters"],
+    ["tags not an array", { tags: "a,b" }, "tags: must be an array of strings"],
+    ["a tag of 65 characters", { tags: ["ok", "t".repeat(65)] }, "tags[1]: must be at most 64 characters"],
+    ["21 tags", { tags: Array.from({ length: 21 }, (_, i) => `t${i}`) }, "tags: must contain no more than 20 item(s)"],
+    ["metadata with a number value", { metadata: { n: 1 } }, "metadata: must be an object of strings"],
+    [
+      "a metadata key with a space",
+      { metadata: { "bad key": "x" } },
+      'metadata["bad key"]: key does not match regex pattern `^[A-Za-z0-9_.-]+$`',
+    ],
+    ["a metadata value of 513 characters", { metadata: { team: "v".repeat(513) } }, 'metadata["team"]: must be at most 512 characters'],
+    ["environment of 65 characters", { environment: "e".repeat(65) }, "environment: must be at most 64 characters"],
+    ["ttft_ms beyond latency_ms", { latency_ms: 100, ttft_ms: 101 }, "ttft_ms: must not exceed latency_ms"],
   ];
   for (const [name, overrides, details] of violations) {
     it(`${name} → "${details}"`, async () => {

@@ -13,7 +13,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file calltrace/v1/trace.proto.
  */
 export const file_calltrace_v1_trace: GenFile = /*@__PURE__*/
-  fileDesc("ChhjYWxsdHJhY2UvdjEvdHJhY2UucHJvdG8SDGNhbGx0cmFjZS52MSL/CQoFVHJhY2USNQoIcHJvdmlkZXIYASABKAlCI7pIIMgBAXIbUgZvcGVuYWlSCWFudGhyb3BpY1IGZ2VtaW5pEhoKBW1vZGVsGAIgASgJQgu6SAjIAQFyAxiAAhItCgl0b2tlbnNfaW4YAyABKAVCCrpIB8gBARoCKABIAFIJdG9rZW5zX2luiAEBEi8KCnRva2Vuc19vdXQYBCABKAVCCrpIB8gBARoCKABIAVIKdG9rZW5zX291dIgBARIvCgpsYXRlbmN5X21zGAUgASgFQgq6SAfIAQEaAigASAJSCmxhdGVuY3lfbXOIAQESNAoIY29zdF91c2QYBiABKAFCE7pIEMgBARILQAEpAAAAAAAAAABIA1IIY29zdF91c2SIAQESIAoHYXBpX2tleRgHIAEoCUIGukgDyAEBUgdhcGlfa2V5EigKBnN0YXR1cxgIIAEoCUIYukgVyAEBchBSB3N1Y2Nlc3NSBWVycm9yEhwKBWVycm9yGAkgASgJQgi6SAVyAxiAIEgEiAEBEjgKEHRva2Vuc19jYWNoZWRfaW4YCiABKAVCB7pIBBoCKABIBVIQdG9rZW5zX2NhY2hlZF9pbogBARI8ChJ0b2tlbnNfY2FjaGVfd3JpdGUYCyABKAVCB7pIBBoCKABIBlISdG9rZW5zX2NhY2hlX3dyaXRliAEBEjgKEHRva2Vuc19yZWFzb25pbmcYDCABKAVCB7pIBBoCKABIB1IQdG9rZW5zX3JlYXNvbmluZ4gBATq7BLpItwQaegoZdHJhY2UuZXJyb3Jfb25seV9vbl9lcnJvchItZXJyb3I6IG11c3QgYmUgb21pdHRlZCB3aGVuIHN0YXR1cyBpcyBzdWNjZXNzGi4hKHRoaXMuc3RhdHVzID09ICdzdWNjZXNzJyAmJiBoYXModGhpcy5lcnJvcikpGoYCChh0cmFjZS5jYWNoZV93aXRoaW5faW5wdXQSTHRva2Vuc19jYWNoZWRfaW46IHRvZ2V0aGVyIHdpdGggdG9rZW5zX2NhY2hlX3dyaXRlIG11c3Qgbm90IGV4Y2VlZCB0b2tlbnNfaW4amwEoIWhhcyh0aGlzLnRva2Vuc19jYWNoZWRfaW4pICYmICFoYXModGhpcy50b2tlbnNfY2FjaGVfd3JpdGUpKSB8fCAhaGFzKHRoaXMudG9rZW5zX2luKSB8fCB0aGlzLnRva2Vuc19jYWNoZWRfaW4gKyB0aGlzLnRva2Vuc19jYWNoZV93cml0ZSA8PSB0aGlzLnRva2Vuc19pbhqvAQoddHJhY2UucmVhc29uaW5nX3dpdGhpbl9vdXRwdXQSLHRva2Vuc19yZWFzb25pbmc6IG11c3Qgbm90IGV4Y2VlZCB0b2tlbnNfb3V0GmAhaGFzKHRoaXMudG9rZW5zX3JlYXNvbmluZykgfHwgIWhhcyh0aGlzLnRva2Vuc19vdXQpIHx8IHRoaXMudG9rZW5zX3JlYXNvbmluZyA8PSB0aGlzLnRva2Vuc19vdXRCDAoKX3Rva2Vuc19pbkINCgtfdG9rZW5zX291dEINCgtfbGF0ZW5jeV9tc0ILCglfY29zdF91c2RCCAoGX2Vycm9yQhMKEV90b2tlbnNfY2FjaGVkX2luQhUKE190b2tlbnNfY2FjaGVfd3JpdGVCEwoRX3Rva2Vuc19yZWFzb25pbmcipwUKC1N0b3JlZFRyYWNlEgoKAmlkGAEgASgJEi8KC3JlY2VpdmVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIOCgZrZXlfaWQYAyABKAkSEgoKYWNjb3VudF9pZBgEIAEoCRIPCgdjb3VudHJ5GAUgASgJEhAKCHByb3ZpZGVyGAYgASgJEg0KBW1vZGVsGAcgASgJEhEKCXRva2Vuc19pbhgIIAEoBRISCgp0b2tlbnNfb3V0GAkgASgFEhIKCmxhdGVuY3lfbXMYCiABKAUSEAoIY29zdF91c2QYCyABKAESDgoGc3RhdHVzGAwgASgJEhIKBWVycm9yGA0gASgJSACIAQESHQoQdG9rZW5zX2NhY2hlZF9pbhgOIAEoBUgBiAEBEh8KEnRva2Vuc19jYWNoZV93cml0ZRgPIAEoBUgCiAEBEh0KEHRva2Vuc19yZWFzb25pbmcYECABKAVIA4gBARIcCg9zZXJ2ZXJfY29zdF91c2QYESABKAFIBIgBARItCgtwcmljZV9jaGVjaxgSIAEoDjIYLmNhbGx0cmFjZS52MS5QcmljZUNoZWNrEikKBnNvdXJjZRgTIAEoDjIZLmNhbGx0cmFjZS52MS5UcmFjZVNvdXJjZRIVCg1vdGxwX3RyYWNlX2lkGBQgASgJEhQKDG90bHBfc3Bhbl9pZBgVIAEoCRIbChNvdGxwX3BhcmVudF9zcGFuX2lkGBYgASgJEhQKDHNlcnZpY2VfbmFtZRgXIAEoCUIICgZfZXJyb3JCEwoRX3Rva2Vuc19jYWNoZWRfaW5CFQoTX3Rva2Vuc19jYWNoZV93cml0ZUITChFfdG9rZW5zX3JlYXNvbmluZ0ISChBfc2VydmVyX2Nvc3RfdXNkKowBCgpQcmljZUNoZWNrEhsKF1BSSUNFX0NIRUNLX1VOU1BFQ0lGSUVEEAASFQoRUFJJQ0VfQ0hFQ0tfTUFUQ0gQARIYChRQUklDRV9DSEVDS19NSVNNQVRDSBACEhgKFFBSSUNFX0NIRUNLX1VOUFJJQ0VEEAMSFgoSUFJJQ0VfQ0hFQ0tfU0VSVkVSEAQqWAoLVHJhY2VTb3VyY2USHAoYVFJBQ0VfU09VUkNFX1VOU1BFQ0lGSUVEEAASFAoQVFJBQ0VfU09VUkNFX0FQSRABEhUKEVRSQUNFX1NPVVJDRV9PVExQEAJiBnByb3RvMw", [file_buf_validate_validate, file_google_protobuf_timestamp]);
+  fileDesc("ChhjYWxsdHJhY2UvdjEvdHJhY2UucHJvdG8SDGNhbGx0cmFjZS52MSKaDgoFVHJhY2USNQoIcHJvdmlkZXIYASABKAlCI7pIIMgBAXIbUgZvcGVuYWlSCWFudGhyb3BpY1IGZ2VtaW5pEhoKBW1vZGVsGAIgASgJQgu6SAjIAQFyAxiAAhItCgl0b2tlbnNfaW4YAyABKAVCCrpIB8gBARoCKABIAFIJdG9rZW5zX2luiAEBEi8KCnRva2Vuc19vdXQYBCABKAVCCrpIB8gBARoCKABIAVIKdG9rZW5zX291dIgBARIvCgpsYXRlbmN5X21zGAUgASgFQgq6SAfIAQEaAigASAJSCmxhdGVuY3lfbXOIAQESNAoIY29zdF91c2QYBiABKAFCE7pIEMgBARILQAEpAAAAAAAAAABIA1IIY29zdF91c2SIAQESIAoHYXBpX2tleRgHIAEoCUIGukgDyAEBUgdhcGlfa2V5EigKBnN0YXR1cxgIIAEoCUIYukgVyAEBchBSB3N1Y2Nlc3NSBWVycm9yEhwKBWVycm9yGAkgASgJQgi6SAVyAxiAIEgEiAEBEjgKEHRva2Vuc19jYWNoZWRfaW4YCiABKAVCB7pIBBoCKABIBVIQdG9rZW5zX2NhY2hlZF9pbogBARI8ChJ0b2tlbnNfY2FjaGVfd3JpdGUYCyABKAVCB7pIBBoCKABIBlISdG9rZW5zX2NhY2hlX3dyaXRliAEBEjgKEHRva2Vuc19yZWFzb25pbmcYDCABKAVCB7pIBBoCKABIB1IQdG9rZW5zX3JlYXNvbmluZ4gBARInCgd1c2VyX2lkGA0gASgJQgi6SAVyAxiAAkgIUgd1c2VyX2lkiAEBEi0KCnNlc3Npb25faWQYDiABKAlCCLpIBXIDGIACSAlSCnNlc3Npb25faWSIAQESHAoEdGFncxgPIAMoCUIOukgLkgEIEBQiBHICGEASXQoIbWV0YWRhdGEYECADKAsyIS5jYWxsdHJhY2UudjEuVHJhY2UuTWV0YWRhdGFFbnRyeUIoukglmgEiECAiF3IVGEAyEV5bQS1aYS16MC05Xy4tXSskKgVyAxiABBIhCgtlbnZpcm9ubWVudBgRIAEoCUIHukgEcgIYQEgKiAEBEiYKB3R0ZnRfbXMYEiABKAVCB7pIBBoCKABIC1IHdHRmdF9tc4gBARovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAE6zgW6SMoFGnoKGXRyYWNlLmVycm9yX29ubHlfb25fZXJyb3ISLWVycm9yOiBtdXN0IGJlIG9taXR0ZWQgd2hlbiBzdGF0dXMgaXMgc3VjY2VzcxouISh0aGlzLnN0YXR1cyA9PSAnc3VjY2VzcycgJiYgaGFzKHRoaXMuZXJyb3IpKRqGAgoYdHJhY2UuY2FjaGVfd2l0aGluX2lucHV0Ekx0b2tlbnNfY2FjaGVkX2luOiB0b2dldGhlciB3aXRoIHRva2Vuc19jYWNoZV93cml0ZSBtdXN0IG5vdCBleGNlZWQgdG9rZW5zX2luGpsBKCFoYXModGhpcy50b2tlbnNfY2FjaGVkX2luKSAmJiAhaGFzKHRoaXMudG9rZW5zX2NhY2hlX3dyaXRlKSkgfHwgIWhhcyh0aGlzLnRva2Vuc19pbikgfHwgdGhpcy50b2tlbnNfY2FjaGVkX2luICsgdGhpcy50b2tlbnNfY2FjaGVfd3JpdGUgPD0gdGhpcy50b2tlbnNfaW4arwEKHXRyYWNlLnJlYXNvbmluZ193aXRoaW5fb3V0cHV0Eix0b2tlbnNfcmVhc29uaW5nOiBtdXN0IG5vdCBleGNlZWQgdG9rZW5zX291dBpgIWhhcyh0aGlzLnRva2Vuc19yZWFzb25pbmcpIHx8ICFoYXModGhpcy50b2tlbnNfb3V0KSB8fCB0aGlzLnRva2Vuc19yZWFzb25pbmcgPD0gdGhpcy50b2tlbnNfb3V0GpABChl0cmFjZS50dGZ0X3dpdGhpbl9sYXRlbmN5EiN0dGZ0X21zOiBtdXN0IG5vdCBleGNlZWQgbGF0ZW5jeV9tcxpOIWhhcyh0aGlzLnR0ZnRfbXMpIHx8ICFoYXModGhpcy5sYXRlbmN5X21zKSB8fCB0aGlzLnR0ZnRfbXMgPD0gdGhpcy5sYXRlbmN5X21zQgwKCl90b2tlbnNfaW5CDQoLX3Rva2Vuc19vdXRCDQoLX2xhdGVuY3lfbXNCCwoJX2Nvc3RfdXNkQggKBl9lcnJvckITChFfdG9rZW5zX2NhY2hlZF9pbkIVChNfdG9rZW5zX2NhY2hlX3dyaXRlQhMKEV90b2tlbnNfcmVhc29uaW5nQgoKCF91c2VyX2lkQg0KC19zZXNzaW9uX2lkQg4KDF9lbnZpcm9ubWVudEIKCghfdHRmdF9tcyK3BwoLU3RvcmVkVHJhY2USCgoCaWQYASABKAkSLwoLcmVjZWl2ZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg4KBmtleV9pZBgDIAEoCRISCgphY2NvdW50X2lkGAQgASgJEg8KB2NvdW50cnkYBSABKAkSEAoIcHJvdmlkZXIYBiABKAkSDQoFbW9kZWwYByABKAkSEQoJdG9rZW5zX2luGAggASgFEhIKCnRva2Vuc19vdXQYCSABKAUSEgoKbGF0ZW5jeV9tcxgKIAEoBRIQCghjb3N0X3VzZBgLIAEoARIOCgZzdGF0dXMYDCABKAkSEgoFZXJyb3IYDSABKAlIAIgBARIdChB0b2tlbnNfY2FjaGVkX2luGA4gASgFSAGIAQESHwoSdG9rZW5zX2NhY2hlX3dyaXRlGA8gASgFSAKIAQESHQoQdG9rZW5zX3JlYXNvbmluZxgQIAEoBUgDiAEBEhwKD3NlcnZlcl9jb3N0X3VzZBgRIAEoAUgEiAEBEi0KC3ByaWNlX2NoZWNrGBIgASgOMhguY2FsbHRyYWNlLnYxLlByaWNlQ2hlY2sSKQoGc291cmNlGBMgASgOMhkuY2FsbHRyYWNlLnYxLlRyYWNlU291cmNlEhUKDW90bHBfdHJhY2VfaWQYFCABKAkSFAoMb3RscF9zcGFuX2lkGBUgASgJEhsKE290bHBfcGFyZW50X3NwYW5faWQYFiABKAkSFAoMc2VydmljZV9uYW1lGBcgASgJEhQKB3VzZXJfaWQYGCABKAlIBYgBARIXCgpzZXNzaW9uX2lkGBkgASgJSAaIAQESDAoEdGFncxgaIAMoCRI5CghtZXRhZGF0YRgbIAMoCzInLmNhbGx0cmFjZS52MS5TdG9yZWRUcmFjZS5NZXRhZGF0YUVudHJ5EhgKC2Vudmlyb25tZW50GBwgASgJSAeIAQESFAoHdHRmdF9tcxgdIAEoBUgIiAEBGi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUIICgZfZXJyb3JCEwoRX3Rva2Vuc19jYWNoZWRfaW5CFQoTX3Rva2Vuc19jYWNoZV93cml0ZUITChFfdG9rZW5zX3JlYXNvbmluZ0ISChBfc2VydmVyX2Nvc3RfdXNkQgoKCF91c2VyX2lkQg0KC19zZXNzaW9uX2lkQg4KDF9lbnZpcm9ubWVudEIKCghfdHRmdF9tcyqMAQoKUHJpY2VDaGVjaxIbChdQUklDRV9DSEVDS19VTlNQRUNJRklFRBAAEhUKEVBSSUNFX0NIRUNLX01BVENIEAESGAoUUFJJQ0VfQ0hFQ0tfTUlTTUFUQ0gQAhIYChRQUklDRV9DSEVDS19VTlBSSUNFRBADEhYKElBSSUNFX0NIRUNLX1NFUlZFUhAEKlgKC1RyYWNlU291cmNlEhwKGFRSQUNFX1NPVVJDRV9VTlNQRUNJRklFRBAAEhQKEFRSQUNFX1NPVVJDRV9BUEkQARIVChFUUkFDRV9TT1VSQ0VfT1RMUBACYgZwcm90bzM", [file_buf_validate_validate, file_google_protobuf_timestamp]);
 
 /**
  * Trace is one call made by a client application to an LLM provider, as the
@@ -120,6 +120,55 @@ export type Trace = Message<"calltrace.v1.Trace"> & {
    * @generated from field: optional int32 tokens_reasoning = 12 [json_name = "tokens_reasoning"];
    */
   tokensReasoning?: number | undefined;
+
+  /**
+   * Who the call was made for: the application's own id of its end user or
+   * customer, at most 256 characters. Never a secret or an e-mail address you
+   * would not want in a dashboard.
+   *
+   * @generated from field: optional string user_id = 13 [json_name = "user_id"];
+   */
+  userId?: string | undefined;
+
+  /**
+   * The conversation, thread or run the call belongs to, at most 256
+   * characters.
+   *
+   * @generated from field: optional string session_id = 14 [json_name = "session_id"];
+   */
+  sessionId?: string | undefined;
+
+  /**
+   * Labels such as the feature that made the call: at most 20, each at most
+   * 64 characters.
+   *
+   * @generated from field: repeated string tags = 15;
+   */
+  tags: string[];
+
+  /**
+   * Further attributes of the call: at most 32 entries, keys of 1 to 64 of
+   * `A-Z a-z 0-9 _ . -`, values at most 512 characters.
+   *
+   * @generated from field: map<string, string> metadata = 16;
+   */
+  metadata: { [key: string]: string };
+
+  /**
+   * The deployment the call came from, such as `production` or `staging`, at
+   * most 64 characters.
+   *
+   * @generated from field: optional string environment = 17;
+   */
+  environment?: string | undefined;
+
+  /**
+   * Streams only: milliseconds from the request to the first token, 0 to
+   * `latency_ms`.
+   *
+   * @generated from field: optional int32 ttft_ms = 18 [json_name = "ttft_ms"];
+   */
+  ttftMs?: number | undefined;
 };
 
 /**
@@ -272,6 +321,36 @@ export type StoredTrace = Message<"calltrace.v1.StoredTrace"> & {
    * @generated from field: string service_name = 23;
    */
   serviceName: string;
+
+  /**
+   * @generated from field: optional string user_id = 24;
+   */
+  userId?: string | undefined;
+
+  /**
+   * @generated from field: optional string session_id = 25;
+   */
+  sessionId?: string | undefined;
+
+  /**
+   * @generated from field: repeated string tags = 26;
+   */
+  tags: string[];
+
+  /**
+   * @generated from field: map<string, string> metadata = 27;
+   */
+  metadata: { [key: string]: string };
+
+  /**
+   * @generated from field: optional string environment = 28;
+   */
+  environment?: string | undefined;
+
+  /**
+   * @generated from field: optional int32 ttft_ms = 29;
+   */
+  ttftMs?: number | undefined;
 };
 
 /**
