@@ -11,7 +11,15 @@ import { rateLimitHeaders, type HeaderFields } from "../limits/rate-limit-header
 import type { ApiKeyRecord } from "../store/records.js";
 import type { WriteOutcome } from "../store/trace-store.js";
 import { type BatchingWriter, WriterQueueFullError } from "./batching-writer.js";
-import { authRateLimited, invalidApiKey, quotaExceeded, rateLimited, storeUnavailable, validationFailed } from "./ingest-errors.js";
+import {
+  authRateLimited,
+  invalidApiKey,
+  quotaExceeded,
+  rateLimited,
+  refusalText,
+  storeUnavailable,
+  validationFailed,
+} from "./ingest-errors.js";
 import { describeProblems, traceProblems, type FieldProblem } from "./trace-validation.js";
 
 /** An authenticated request that passed its per-minute limit. */
@@ -23,11 +31,12 @@ export interface Admission {
   /** Rate-limit headers for every response to this request (D10); the edge sets them, refusals after admission do not repeat them. */
   headers: HeaderFields;
   /**
-   * This month's quota, reserved alongside the per-minute window so that both go to Redis in one
-   * round trip; given back unless the trace is stored. Its decision is only acted on after
-   * validation (D1 order), in accept.
+   * This month's quota for one trace, reserved alongside the per-minute window so that both go to
+   * Redis in one round trip; given back unless the trace is stored. Its decision is only acted on
+   * after validation (D1 order), in accept. None when the request was admitted for many traces
+   * (OTLP), whose count is known only once the body is read.
    */
-  reservation: Promise<QuotaReservation>;
+  reservation: Promise<QuotaReservation> | undefined;
 }
 
 export interface TraceSubmission {
@@ -37,6 +46,40 @@ export interface TraceSubmission {
   clientAddress: string | undefined;
   /** Problems the protocol edge already found while decoding (wrong JSON types). */
   decodeProblems?: FieldProblem[];
+}
+
+/** What the server knows of a trace beyond its contract fields: how it arrived and what the server priced it at. */
+export type TraceOrigin = Pick<StoredTrace, "source" | "priceCheck" | "otlpTraceId" | "otlpSpanId" | "otlpParentSpanId" | "serviceName"> & {
+  serverCostUsd?: number;
+};
+
+/** The spec's way in: the client measured and priced the call. */
+const apiOrigin: TraceOrigin = {
+  source: TraceSource.API,
+  priceCheck: PriceCheck.UNSPECIFIED,
+  otlpTraceId: "",
+  otlpSpanId: "",
+  otlpParentSpanId: "",
+  serviceName: "",
+};
+
+/** One of many traces of a request (an OTLP span), its `api_key` left empty: the request's key is the only one. */
+export interface CallSubmission {
+  trace: Trace;
+  origin: TraceOrigin;
+  /** Stores the trace at most once within 24 hours (D14), across retried requests. */
+  idempotencyKey: string;
+}
+
+export interface CallsOutcome {
+  /** Quota headers (D11) for the response. */
+  headers: HeaderFields;
+  /** Traces newly stored. */
+  stored: number;
+  /** Traces stored before under the same idempotency key. */
+  duplicates: number;
+  /** The calls left out, by their index in the submission, and why. */
+  rejected: { index: number; reason: string }[];
 }
 
 export interface IngestPipelineDeps {
@@ -59,13 +102,25 @@ const maxIdempotencyKeyLength = 128;
  * Every step throws ConnectErrors built by ingest-errors.
  */
 export interface IngestPipeline {
-  /** D1 steps 1-3: the Authorization header (failures limited per client address), then the key's per-minute window. */
-  admit(authorization: string | null, clientAddress: string | undefined): Promise<Admission>;
+  /**
+   * D1 steps 1-3: the Authorization header (failures limited per client address), then the key's
+   * per-minute window. `reserveQuota: false` for a request of many traces (an OTLP Export), whose
+   * quota acceptCalls reserves.
+   */
+  admit(authorization: string | null, clientAddress: string | undefined, reserveQuota?: boolean): Promise<Admission>;
   /**
    * D1 steps 6-9: validation, key agreement, the monthly quota, then the durable write. Resolves
    * once stored, with the quota headers (D11) for the response.
    */
   accept(admission: Admission, submission: TraceSubmission): Promise<HeaderFields>;
+  /**
+   * Many traces of one admitted request (an OTLP Export), each under its own idempotency key: each
+   * is validated, the valid ones are counted against the monthly quota together, and those that fit
+   * are written. Resolves once every stored trace is durably committed. Refuses the whole request
+   * (throws) only when none fits the quota (429) or a write failed (503, safe to retry: stored
+   * traces come back as duplicates); every other trace left out is in `rejected`.
+   */
+  acceptCalls(admission: Admission, calls: CallSubmission[], clientAddress: string | undefined): Promise<CallsOutcome>;
   /** The edge could not make a submission of an admitted request (body too large, not JSON, client gone): gives back its reservation. */
   abandon(admission: Admission): Promise<void>;
 }
@@ -93,9 +148,23 @@ export function createIngestPipeline(deps: IngestPipelineDeps): IngestPipeline {
       throw validationFailed("api_key does not match the API key in the Authorization header");
     }
 
-    // A literal rather than create(): the type still demands every field of the contract, and
-    // the hot path skips the reflection. The numbers are present: validation requires them.
-    const stored: StoredTrace = {
+    const stored = storedTrace(admission, trace, clientAddress, apiOrigin);
+    if (!admission.reservation) throw new Error("a single trace needs an admission that reserved its quota");
+    const { decision } = await admission.reservation;
+    const headers = quotaHeaders(decision);
+    if (!decision.allowed) throw quotaExceeded(decision.retryAfter, headers);
+    const outcome = await write(stored, idempotencyKey ?? undefined);
+    // A repeated Idempotency-Key is answered as stored, but it was counted the first time.
+    return { headers, counted: outcome.kind === "stored" };
+  }
+
+  /**
+   * The server's record of a trace. A literal rather than create(): the type still demands every
+   * field of the contract, and the hot path skips the reflection. The numbers are present:
+   * validation requires them.
+   */
+  function storedTrace(admission: Admission, trace: Trace, clientAddress: string | undefined, origin: TraceOrigin): StoredTrace {
+    return {
       $typeName: "calltrace.v1.StoredTrace",
       id: "",
       receivedAt: timestampFromMs(Date.now()),
@@ -119,30 +188,25 @@ export function createIngestPipeline(deps: IngestPipelineDeps): IngestPipeline {
       metadata: trace.metadata,
       ...(trace.environment === undefined ? {} : { environment: trace.environment }),
       ...(trace.ttftMs === undefined ? {} : { ttftMs: trace.ttftMs }),
-      priceCheck: PriceCheck.UNSPECIFIED,
-      source: TraceSource.API,
-      otlpTraceId: "",
-      otlpSpanId: "",
-      otlpParentSpanId: "",
-      serviceName: "",
+      ...origin,
     };
-    const { decision } = await admission.reservation;
-    const headers = quotaHeaders(decision);
-    if (!decision.allowed) throw quotaExceeded(decision.retryAfter, headers);
+  }
+
+  /** Hands one trace to the batching writer; a full queue or a failed commit is a 503 (D13). */
+  async function write(stored: StoredTrace, idempotencyKey: string | undefined): Promise<WriteOutcome> {
     let outcome: WriteOutcome;
     try {
-      outcome = await deps.writer.write({ trace: stored, idempotencyKey: idempotencyKey ?? undefined });
+      outcome = await deps.writer.write({ trace: stored, idempotencyKey });
     } catch (error) {
       if (error instanceof WriterQueueFullError) throw storeUnavailable(unavailableRetryAfter);
       throw error;
     }
     if (outcome.kind === "failed") throw storeUnavailable(unavailableRetryAfter);
-    // A repeated Idempotency-Key is answered as stored, but it was counted the first time.
-    return { headers, counted: outcome.kind === "stored" };
+    return outcome;
   }
 
   return {
-    async admit(authorization, clientAddress) {
+    async admit(authorization, clientAddress, reserveQuota = true) {
       const presentedKey = bearerToken(authorization);
       let key: ApiKeyRecord | undefined;
       try {
@@ -156,9 +220,9 @@ export function createIngestPipeline(deps: IngestPipelineDeps): IngestPipeline {
         const wait = await deps.authFailures.failed(clientAddress);
         throw wait === undefined ? invalidApiKey() : authRateLimited(wait);
       }
-      const reservation = deps.quota.reserve(key, plan);
+      const reservation = reserveQuota ? deps.quota.reserve(key, plan) : undefined;
       // Acted on (or given back) later; until then, a failure must not count as unhandled.
-      reservation.catch(() => {});
+      reservation?.catch(() => {});
       let admitted = false;
       try {
         const decision = await deps.limiter.consume(key.id, plan);
@@ -173,6 +237,39 @@ export function createIngestPipeline(deps: IngestPipelineDeps): IngestPipeline {
 
     abandon(admission) {
       return giveBack(admission.reservation);
+    },
+
+    async acceptCalls(admission, calls, clientAddress) {
+      // A request that turned out to carry many traces (OTLP JSON) counts them all below instead.
+      await giveBack(admission.reservation);
+      const rejected: CallsOutcome["rejected"] = [];
+      const valid: { index: number; stored: StoredTrace; idempotencyKey: string }[] = [];
+      for (let index = 0; index < calls.length; index++) {
+        const { trace, origin, idempotencyKey } = calls[index]!;
+        trace.apiKey = admission.presentedKey;
+        const problems = traceProblems(trace);
+        if (problems.length > 0) rejected.push({ index, reason: describeProblems(problems) });
+        else valid.push({ index, stored: storedTrace(admission, trace, clientAddress, origin), idempotencyKey });
+      }
+      if (valid.length === 0) return { headers: {}, stored: 0, duplicates: 0, rejected };
+
+      const reservation = deps.quota.reserve(admission.key, admission.plan, valid.length);
+      const { decision } = await reservation;
+      const headers = quotaHeaders(decision);
+      if (!decision.allowed) throw quotaExceeded(decision.retryAfter, headers);
+      for (const over of valid.splice(decision.granted)) rejected.push({ index: over.index, reason: refusalText.quotaExceeded });
+      let stored = 0;
+      try {
+        const outcomes = await Promise.allSettled(valid.map((call) => write(call.stored, call.idempotencyKey)));
+        const failure = outcomes.find((o) => o.status === "rejected");
+        stored = outcomes.filter((o) => o.status === "fulfilled" && o.value.kind === "stored").length;
+        if (failure) throw failure.reason;
+        rejected.sort((a, b) => a.index - b.index);
+        return { headers, stored, duplicates: valid.length - stored, rejected };
+      } finally {
+        // Only stored traces count: duplicates and failed writes give theirs back.
+        await giveBack(reservation, valid.length - stored);
+      }
     },
 
     async accept(admission, submission) {
@@ -194,9 +291,10 @@ export function createIngestPipeline(deps: IngestPipelineDeps): IngestPipeline {
  * instance) already sees the count restored. A reservation that failed holds nothing; a release
  * that fails is the limiter's to insure, not this request's to fail over.
  */
-async function giveBack(reservation: Promise<QuotaReservation>): Promise<void> {
+async function giveBack(reservation: Promise<QuotaReservation> | undefined, count?: number): Promise<void> {
+  if (!reservation) return;
   try {
-    await (await reservation).release();
+    await (await reservation).release(count);
   } catch {
     // nothing to give back, or nothing more to do
   }

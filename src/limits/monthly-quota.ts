@@ -3,12 +3,15 @@ import type { LimiterBackend } from "./limiter-backend.js";
 import { settle } from "./per-minute-limiter.js";
 import type { HeaderFields } from "./rate-limit-headers.js";
 
-/** The outcome of counting one trace against its key's calendar month (D11). */
+/** The outcome of counting traces against their key's calendar month (D11). */
 export interface QuotaDecision {
+  /** At least one trace fits (for a single trace: it does). */
   allowed: boolean;
+  /** How many of the traces asked for fit, from the first: all, some (an OTLP Export near the limit) or none. */
+  granted: number;
   /** The plan's traces per month. */
   limit: number;
-  /** Traces left this month after this one. */
+  /** Traces left this month after the granted ones. */
   remaining: number;
   /** Unix time, in whole seconds, of 00:00 UTC on the 1st of next month. */
   resetAt: number;
@@ -18,12 +21,16 @@ export interface QuotaDecision {
 
 export interface QuotaReservation {
   decision: QuotaDecision;
-  /** Gives the trace back: it was not stored after all (a duplicate, or the write failed). */
-  release(): Promise<void>;
+  /**
+   * Gives back `count` of the granted traces (default: all still held): they were not stored after
+   * all (a duplicate, or the write failed). Never gives back more than was granted.
+   */
+  release(count?: number): Promise<void>;
 }
 
 export interface MonthlyQuota {
-  reserve(key: { id: string; accountId: string }, plan: Plan): Promise<QuotaReservation>;
+  /** Reserves `count` traces (default 1); the ones that do not fit are given back at once. */
+  reserve(key: { id: string; accountId: string }, plan: Plan, count?: number): Promise<QuotaReservation>;
 }
 
 export interface MonthlyQuotaOptions {
@@ -52,7 +59,7 @@ export function createMonthlyQuota({ backend, countStored, now = Date.now }: Mon
   let month = calendarMonth(now());
 
   return {
-    async reserve(key, plan) {
+    async reserve(key, plan, count = 1) {
       let limiter = byPlan.get(plan.name);
       if (!limiter) {
         limiter = backend.limiter({ keyPrefix: `ct:quota:${plan.name}`, points: plan.perMonth, duration: counterTtlSeconds });
@@ -62,20 +69,24 @@ export function createMonthlyQuota({ backend, countStored, now = Date.now }: Mon
       if (at < month.start || at >= month.next) month = calendarMonth(at);
       const { start: monthStart, next: nextMonth } = month;
       const counter = `${key.id}:${month.name}`;
-      const [res] = await settle(limiter.consume(counter));
+      const [res] = await settle(limiter.consume(counter, count));
       let consumed = res.consumedPoints;
       if (res.isFirstInDuration) {
         const stored = await countStored(key, new Date(monthStart));
         if (stored > 0) consumed = (await limiter.penalty(counter, stored)).consumedPoints;
       }
+      // The traces before this reservation used consumed - count; what is left of the plan fits.
+      const granted = Math.max(0, Math.min(count, plan.perMonth - (consumed - count)));
+      if (granted < count) await limiter.reward(counter, count - granted);
       const decision: QuotaDecision = {
-        allowed: consumed <= plan.perMonth,
+        allowed: granted > 0,
+        granted,
         limit: plan.perMonth,
-        remaining: Math.max(0, plan.perMonth - consumed),
+        remaining: Math.max(0, plan.perMonth - (consumed - count + granted)),
         resetAt: Math.floor(nextMonth / 1000),
         retryAfter: Math.max(1, Math.ceil((nextMonth - at) / 1000)),
       };
-      return new Reservation(decision, limiter, counter);
+      return new Reservation(decision, limiter, counter, granted);
     },
   };
 }
@@ -86,10 +97,14 @@ class Reservation implements QuotaReservation {
     readonly decision: QuotaDecision,
     private readonly limiter: ReturnType<LimiterBackend["limiter"]>,
     private readonly counter: string,
+    private held: number,
   ) {}
 
-  async release(): Promise<void> {
-    await this.limiter.reward(this.counter, 1);
+  async release(count = this.held): Promise<void> {
+    const given = Math.min(count, this.held);
+    if (given <= 0) return;
+    this.held -= given;
+    await this.limiter.reward(this.counter, given);
   }
 }
 

@@ -29,5 +29,10 @@ export function observedPipeline(pipeline: IngestPipeline, metrics: Metrics): In
         metrics.limiterDecision("monthly_quota", "allowed");
         return headers;
       }, refused),
+    acceptCalls: (...args) =>
+      pipeline.acceptCalls(...args).then((outcome) => {
+        if (outcome.stored + outcome.duplicates > 0) metrics.limiterDecision("monthly_quota", "allowed");
+        return outcome;
+      }, refused),
   };
 }

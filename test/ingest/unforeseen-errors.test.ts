@@ -49,11 +49,15 @@ describe("unforeseen errors on POST /v1/traces", () => {
           throw new TypeError("admit broke");
         },
         accept: async () => ({}),
+        acceptCalls: async () => ({ headers: {}, stored: 0, duplicates: 0, rejected: [] }),
         abandon: async () => {},
       }),
       await serve({
         admit: async () => admitted,
         accept: async () => {
+          throw new TypeError("accept broke after the body was read");
+        },
+        acceptCalls: async () => {
           throw new TypeError("accept broke after the body was read");
         },
         abandon: async () => {},

@@ -46,6 +46,25 @@ describe("monthly quota counters (D11)", () => {
         await done();
       }
     });
+
+    it(`${name}: many traces at once get what is left of the month, and give back only what they were granted`, async () => {
+      const { backend, done } = await open();
+      try {
+        const quota = createMonthlyQuota({ backend, countStored: async () => 0 });
+        const big = { ...plan, perMonth: 5 };
+        const first = await quota.reserve(key, big, 3);
+        expect(first.decision).toMatchObject({ allowed: true, granted: 3, remaining: 2 });
+        const second = await quota.reserve(key, big, 4);
+        expect(second.decision).toMatchObject({ allowed: true, granted: 2, remaining: 0 });
+        expect((await quota.reserve(key, big, 2)).decision).toMatchObject({ allowed: false, granted: 0, remaining: 0 });
+        await second.release(1);
+        await second.release(5); // only the one still held
+        const third = await quota.reserve(key, big, 4);
+        expect(third.decision).toMatchObject({ allowed: true, granted: 2, remaining: 0 });
+      } finally {
+        await done();
+      }
+    });
   }
 
   it("embedded mode: the month's count survives a restart of the service", async () => {
