@@ -29,7 +29,8 @@ const formulaLike = /^[\t\r\n]|^[\s\p{Cc}]*[=+\-@\uff1d\uff0b\uff0d\uff20]/u;
 /** RFC 4180 quoting, plus a leading apostrophe on text that a spreadsheet would run as a formula. */
 export function csvCell(value: unknown): string {
   if (value === undefined || value === null) return "";
-  let text = String(value);
+  // Tags and metadata: their JSON, so a list or map reads back whole.
+  let text = typeof value === "object" ? JSON.stringify(value) : String(value);
   if (typeof value === "string" && formulaLike.test(text)) text = `'${text}`;
   return /[",\r\n']/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
 }

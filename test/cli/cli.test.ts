@@ -60,21 +60,30 @@ describe("calltrace against a running server", () => {
       const sent = [
         traceBody(key, { model: "gpt-4o-mini", tokens_in: 10, cost_usd: 0.0000015 }),
         traceBody(key, { provider: "gemini", model: "=HYPERLINK(\"x\")", status: "error", error: "quota, \"exceeded\"" }),
+        traceBody(key, { model: "tagged", tags: ["=cmd", "b"], metadata: { team: "@ops" }, user_id: "+42" }),
       ];
       for (const body of sent) expect((await postTrace(server.url, body, { key })).status).toBe(202);
 
       const lines = runCli(["traces", "export", "--data-dir", dataDir]).trim().split("\n");
       const exported = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
-      expect(exported).toHaveLength(2);
+      expect(exported).toHaveLength(3);
+      expect(exported[2]).toMatchObject({ tags: ["=cmd", "b"], metadata: { team: "@ops" }, user_id: "+42" });
       expect(exported[0]).toMatchObject({ provider: "openai", model: "gpt-4o-mini", tokens_in: 10, tokens_out: 350, latency_ms: 842, cost_usd: 0.0000015, status: "success", key_id: created.id });
       expect(exported[1]).toMatchObject({ provider: "gemini", status: "error", error: 'quota, "exceeded"' });
       expect(exported[0]).not.toHaveProperty("api_key");
       expect(Object.keys(exported[0]!)).toEqual(expect.arrayContaining(["received_at", "key_id", "account_id", "country"]));
 
       const csv = runCli(["traces", "export", "--format", "csv", "--data-dir", dataDir]).trim().split("\n");
-      expect(csv[0]).toBe("id,received_at,key_id,account_id,country,provider,model,tokens_in,tokens_out,latency_ms,cost_usd,status,error");
+      expect(csv[0]).toBe(
+        "id,received_at,key_id,account_id,country,provider,model,tokens_in,tokens_out,latency_ms,cost_usd,status,error," +
+          "tokens_cached_in,tokens_cache_write,tokens_reasoning,server_cost_usd,price_check,source,otlp_trace_id,otlp_span_id,otlp_parent_span_id,service_name," +
+          "user_id,session_id,tags,metadata,environment,ttft_ms",
+      );
       expect(csv[2]).toContain(`"'=HYPERLINK(""x"")"`);
       expect(csv[2]).toContain(`"quota, ""exceeded"""`);
+      // Lists and maps are their JSON (which starts with a bracket, no formula); a cell that would run is neutralised.
+      expect(csv[3]).toContain(`"[""=cmd"",""b""]","{""team"":""@ops""}"`);
+      expect(csv[3]).toContain(`"'+42"`);
 
       const future = runCli(["traces", "export", "--since", new Date(Date.now() + 60_000).toISOString(), "--data-dir", dataDir]);
       expect(future).toBe("");

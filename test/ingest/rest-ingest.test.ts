@@ -1,5 +1,6 @@
 import { request as httpRequest } from "node:http";
 import { beforeAll, describe, expect, it } from "vitest";
+import { TraceSource } from "../../gen/calltrace/v1/trace_pb.js";
 import { postTrace, startTestService, traceBody, type TestService } from "../support/test-service.js";
 
 let service: TestService;
@@ -55,6 +56,38 @@ describe("POST /v1/traces accepts a valid trace", () => {
       error: "upstream 529",
     });
     expect(JSON.stringify(last, (_k, v: unknown) => (typeof v === "bigint" ? String(v) : v))).not.toContain(key);
+  });
+
+  it("stores the optional cache, reasoning and attribution fields as sent, and marks the trace as the API's", async () => {
+    const optional = {
+      tokens_cached_in: 1000,
+      tokens_cache_write: 100,
+      tokens_reasoning: 50,
+      user_id: "customer-42",
+      session_id: "conv-7",
+      tags: ["checkout", "summarise"],
+      metadata: { team: "payments", "feature.flag": "on" },
+      environment: "staging",
+      ttft_ms: 120,
+    };
+    const response = await postTrace(service.url, traceBody(key, { model: "attribution-model", ...optional }), { key });
+    expect(response.status).toBe(202);
+    const traces = [];
+    for await (const t of service.store.exportTraces({})) traces.push(t);
+    const stored = traces.find((t) => t.model === "attribution-model")!;
+    expect(stored).toMatchObject({
+      tokensCachedIn: 1000,
+      tokensCacheWrite: 100,
+      tokensReasoning: 50,
+      userId: "customer-42",
+      sessionId: "conv-7",
+      tags: ["checkout", "summarise"],
+      metadata: { team: "payments", "feature.flag": "on" },
+      environment: "staging",
+      ttftMs: 120,
+      source: TraceSource.API,
+      otlpTraceId: "",
+    });
   });
 
   it("ignores unknown fields (D4) and accepts a charset parameter (D8)", async () => {

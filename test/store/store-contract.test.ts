@@ -3,7 +3,7 @@ import { create } from "@bufbuild/protobuf";
 import { timestampFromMs, timestampMs } from "@bufbuild/protobuf/wkt";
 import { toJsonString } from "@bufbuild/protobuf";
 import { TraceFilterSchema, type TraceFilter } from "../../gen/calltrace/v1/query_pb.js";
-import { StoredTraceSchema, type StoredTrace } from "../../gen/calltrace/v1/trace_pb.js";
+import { PriceCheck, StoredTraceSchema, type StoredTrace, TraceSource } from "../../gen/calltrace/v1/trace_pb.js";
 import { histogramBoundsMs, latencyBucket, latencyBucketBound } from "../../src/store/latency-bucket.js";
 import { openMongoStore } from "../../src/store/mongo/mongo-store.js";
 import { openSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
@@ -128,14 +128,34 @@ describe.each(adapters)("store contract: %s", (_name, open) => {
     const traces = [
       trace({ accountId: "acc_rt", at: now - 2000, latencyMs: 100 }),
       trace({ accountId: "acc_rt", at: now - 1000, status: "error", error: "upstream 529: overloaded", provider: "anthropic", model: "claude-3-5-sonnet" }),
+      // Every optional field set: cache and reasoning tokens, the server's price, OTLP origin, attribution.
+      create(StoredTraceSchema, {
+        ...trace({ accountId: "acc_rt", at: now - 500, provider: "anthropic", model: "claude-sonnet-4-5", tokensIn: 12_000, tokensOut: 900 }),
+        tokensCachedIn: 10_000,
+        tokensCacheWrite: 1_500,
+        tokensReasoning: 300,
+        serverCostUsd: 0.0203625,
+        priceCheck: PriceCheck.SERVER,
+        source: TraceSource.OTLP,
+        otlpTraceId: "5b8efff798038103d269b633813fc60c",
+        otlpSpanId: "eee19b7ec3c1b174",
+        otlpParentSpanId: "eee19b7ec3c1b173",
+        serviceName: "checkout-api",
+        userId: "customer-42",
+        sessionId: "conv-7",
+        tags: ["checkout", "summarise"],
+        metadata: { team: "payments", "feature.flag": "on" },
+        environment: "production",
+        ttftMs: 120,
+      }),
     ];
-    expect(await store.writeBatch(traces.map((t) => write(t)))).toEqual([{ kind: "stored" }, { kind: "stored" }]);
+    expect(await store.writeBatch(traces.map((t) => write(t)))).toEqual([{ kind: "stored" }, { kind: "stored" }, { kind: "stored" }]);
 
     // Another connection sees the commit: it is in the store, not in a cache of this one.
     const other = await reopen();
     try {
       const page = await other.listTraces("acc_rt", filter(), { pageSize: 10 });
-      expect(page.traces.map(content)).toEqual([content(traces[1]!), content(traces[0]!)]);
+      expect(page.traces.map(content)).toEqual([content(traces[2]!), content(traces[1]!), content(traces[0]!)]);
       expect(page.traces.every((t) => t.id !== "")).toBe(true);
       expect(page.nextCursor).toBe("");
       const exported: StoredTrace[] = [];

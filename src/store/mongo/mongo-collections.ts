@@ -100,6 +100,8 @@ export async function prepareMongoCollections(db: Db, options: PrepareOptions): 
     { key: { "meta.accountId": 1, receivedAt: -1 }, name: "account_received" },
     { key: { "meta.accountId": 1, "meta.keyId": 1, receivedAt: -1 }, name: "account_key_received" },
     { key: { "meta.accountId": 1, "meta.model": 1, receivedAt: -1 }, name: "account_model_received" },
+    // The spans of one OTLP trace, looked up together (one LLM call reported by nested spans is stored once).
+    { key: { "meta.accountId": 1, otlpTraceId: 1 }, name: "account_otlp_trace" },
     ...(timeSeries ? [{ key: { receivedAt: 1 }, name: "received" }] : []),
   ]);
 

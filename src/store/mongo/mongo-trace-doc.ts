@@ -20,6 +20,24 @@ export interface TraceDoc {
   latencyMs: number;
   costUsd: number;
   error?: string;
+  tokensCachedIn?: number;
+  tokensCacheWrite?: number;
+  tokensReasoning?: number;
+  serverCostUsd?: number;
+  /** PriceCheck and TraceSource as their numbers; absent (0) on traces stored before them. */
+  priceCheck?: number;
+  source?: number;
+  otlpTraceId?: string;
+  otlpSpanId?: string;
+  otlpParentSpanId?: string;
+  serviceName?: string;
+  userId?: string;
+  sessionId?: string;
+  tags?: string[];
+  /** Metadata as key-value pairs, so that one index serves a filter on any key (a map's keys are not indexable). */
+  metadata?: { k: string; v: string }[];
+  environment?: string;
+  ttftMs?: number;
   /** UTC day, YYYY-MM-DD. */
   day: string;
   latencyBucket: number;
@@ -37,6 +55,24 @@ export function traceToDoc(trace: StoredTrace, id: ObjectId): TraceDoc {
     latencyMs: trace.latencyMs,
     costUsd: trace.costUsd,
     ...(trace.error === undefined ? {} : { error: trace.error }),
+    ...defined({
+      tokensCachedIn: trace.tokensCachedIn,
+      tokensCacheWrite: trace.tokensCacheWrite,
+      tokensReasoning: trace.tokensReasoning,
+      serverCostUsd: trace.serverCostUsd,
+      priceCheck: trace.priceCheck || undefined,
+      source: trace.source || undefined,
+      otlpTraceId: trace.otlpTraceId || undefined,
+      otlpSpanId: trace.otlpSpanId || undefined,
+      otlpParentSpanId: trace.otlpParentSpanId || undefined,
+      serviceName: trace.serviceName || undefined,
+      userId: trace.userId,
+      sessionId: trace.sessionId,
+      tags: trace.tags.length === 0 ? undefined : trace.tags,
+      metadata: pairsOf(trace.metadata),
+      environment: trace.environment,
+      ttftMs: trace.ttftMs,
+    }),
     day: receivedAt.toISOString().slice(0, 10),
     latencyBucket: latencyBucket(trace.latencyMs),
   };
@@ -57,5 +93,33 @@ export function traceFromDoc(doc: TraceDoc): StoredTrace {
     costUsd: doc.costUsd,
     status: doc.meta.status,
     ...(doc.error === undefined || doc.error === null ? {} : { error: doc.error }),
+    tokensCachedIn: doc.tokensCachedIn,
+    tokensCacheWrite: doc.tokensCacheWrite,
+    tokensReasoning: doc.tokensReasoning,
+    serverCostUsd: doc.serverCostUsd,
+    priceCheck: doc.priceCheck ?? 0,
+    source: doc.source ?? 0,
+    otlpTraceId: doc.otlpTraceId ?? "",
+    otlpSpanId: doc.otlpSpanId ?? "",
+    otlpParentSpanId: doc.otlpParentSpanId ?? "",
+    serviceName: doc.serviceName ?? "",
+    userId: doc.userId,
+    sessionId: doc.sessionId,
+    tags: doc.tags ?? [],
+    metadata: Object.fromEntries((doc.metadata ?? []).map(({ k, v }) => [k, v])),
+    environment: doc.environment,
+    ttftMs: doc.ttftMs,
   });
+}
+
+function pairsOf(map: Record<string, string>): { k: string; v: string }[] | undefined {
+  const pairs = Object.entries(map).map(([k, v]) => ({ k, v }));
+  return pairs.length === 0 ? undefined : pairs;
+}
+
+/** The entries whose value is set: a document holds no fields for what a trace does not carry. */
+function defined<T extends Record<string, unknown>>(fields: T): Partial<T> {
+  const out: Partial<T> = {};
+  for (const name in fields) if (fields[name] !== undefined) out[name] = fields[name];
+  return out;
 }

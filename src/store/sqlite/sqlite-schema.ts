@@ -129,6 +129,27 @@ const migrations: string[] = [
    ) WITHOUT ROWID;
    INSERT INTO latency_daily_all
      SELECT account_id, day, provider, model, bucket, SUM(calls) FROM latency_daily GROUP BY 1, 2, 3, 4, 5;`,
+  // What a trace may carry besides the spec's fields: cache and reasoning tokens, the server's own
+  // price, where it came from (OTLP ids and service), and who and what it was for. Empty values
+  // are NULL; tags and metadata are JSON text. OTLP spans of one trace are looked up together
+  // (one LLM call reported by nested spans is stored once).
+  `ALTER TABLE traces ADD COLUMN tokens_cached_in INTEGER;
+   ALTER TABLE traces ADD COLUMN tokens_cache_write INTEGER;
+   ALTER TABLE traces ADD COLUMN tokens_reasoning INTEGER;
+   ALTER TABLE traces ADD COLUMN server_cost_usd REAL;
+   ALTER TABLE traces ADD COLUMN price_check INTEGER NOT NULL DEFAULT 0;
+   ALTER TABLE traces ADD COLUMN source INTEGER NOT NULL DEFAULT 0;
+   ALTER TABLE traces ADD COLUMN otlp_trace_id TEXT;
+   ALTER TABLE traces ADD COLUMN otlp_span_id TEXT;
+   ALTER TABLE traces ADD COLUMN otlp_parent_span_id TEXT;
+   ALTER TABLE traces ADD COLUMN service_name TEXT;
+   ALTER TABLE traces ADD COLUMN user_id TEXT;
+   ALTER TABLE traces ADD COLUMN session_id TEXT;
+   ALTER TABLE traces ADD COLUMN tags TEXT;
+   ALTER TABLE traces ADD COLUMN metadata TEXT;
+   ALTER TABLE traces ADD COLUMN environment TEXT;
+   ALTER TABLE traces ADD COLUMN ttft_ms INTEGER;
+   CREATE INDEX traces_account_otlp_trace ON traces(account_id, otlp_trace_id) WHERE otlp_trace_id IS NOT NULL;`,
 ];
 
 /** Brings the database to the current schema; safe to run from several processes at once. */

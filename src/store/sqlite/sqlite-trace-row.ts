@@ -17,6 +17,24 @@ export interface TraceRow {
   cost_usd: number;
   status: string;
   error: string | null;
+  tokens_cached_in: number | null;
+  tokens_cache_write: number | null;
+  tokens_reasoning: number | null;
+  server_cost_usd: number | null;
+  price_check: number;
+  source: number;
+  otlp_trace_id: string | null;
+  otlp_span_id: string | null;
+  otlp_parent_span_id: string | null;
+  service_name: string | null;
+  user_id: string | null;
+  session_id: string | null;
+  /** JSON array of strings, or null when there are none. */
+  tags: string | null;
+  /** JSON object of strings, or null when there are none. */
+  metadata: string | null;
+  environment: string | null;
+  ttft_ms: number | null;
 }
 
 /**
@@ -36,6 +54,22 @@ export type TraceValues = [
   cost_usd: number,
   status: string,
   error: string | null,
+  tokens_cached_in: number | null,
+  tokens_cache_write: number | null,
+  tokens_reasoning: number | null,
+  server_cost_usd: number | null,
+  price_check: number,
+  source: number,
+  otlp_trace_id: string | null,
+  otlp_span_id: string | null,
+  otlp_parent_span_id: string | null,
+  service_name: string | null,
+  user_id: string | null,
+  session_id: string | null,
+  tags: string | null,
+  metadata: string | null,
+  environment: string | null,
+  ttft_ms: number | null,
 ];
 
 export const traceColumns = [
@@ -51,6 +85,22 @@ export const traceColumns = [
   "cost_usd",
   "status",
   "error",
+  "tokens_cached_in",
+  "tokens_cache_write",
+  "tokens_reasoning",
+  "server_cost_usd",
+  "price_check",
+  "source",
+  "otlp_trace_id",
+  "otlp_span_id",
+  "otlp_parent_span_id",
+  "service_name",
+  "user_id",
+  "session_id",
+  "tags",
+  "metadata",
+  "environment",
+  "ttft_ms",
 ] as const satisfies readonly (keyof TraceRow)[];
 
 export function traceToValues(trace: StoredTrace): TraceValues {
@@ -67,6 +117,22 @@ export function traceToValues(trace: StoredTrace): TraceValues {
     trace.costUsd,
     trace.status,
     trace.error ?? null,
+    trace.tokensCachedIn ?? null,
+    trace.tokensCacheWrite ?? null,
+    trace.tokensReasoning ?? null,
+    trace.serverCostUsd ?? null,
+    trace.priceCheck,
+    trace.source,
+    trace.otlpTraceId || null,
+    trace.otlpSpanId || null,
+    trace.otlpParentSpanId || null,
+    trace.serviceName || null,
+    trace.userId ?? null,
+    trace.sessionId ?? null,
+    trace.tags.length === 0 ? null : JSON.stringify(trace.tags),
+    isEmpty(trace.metadata) ? null : JSON.stringify(trace.metadata),
+    trace.environment ?? null,
+    trace.ttftMs ?? null,
   ];
 }
 
@@ -85,6 +151,27 @@ export function traceFromRow(row: TraceRow): StoredTrace {
     latencyMs: row.latency_ms,
     costUsd: row.cost_usd,
     status: row.status,
-    ...(row.error === null ? {} : { error: row.error }),
+    error: row.error ?? undefined,
+    tokensCachedIn: row.tokens_cached_in ?? undefined,
+    tokensCacheWrite: row.tokens_cache_write ?? undefined,
+    tokensReasoning: row.tokens_reasoning ?? undefined,
+    serverCostUsd: row.server_cost_usd ?? undefined,
+    priceCheck: row.price_check,
+    source: row.source,
+    otlpTraceId: row.otlp_trace_id ?? "",
+    otlpSpanId: row.otlp_span_id ?? "",
+    otlpParentSpanId: row.otlp_parent_span_id ?? "",
+    serviceName: row.service_name ?? "",
+    userId: row.user_id ?? undefined,
+    sessionId: row.session_id ?? undefined,
+    tags: row.tags === null ? [] : (JSON.parse(row.tags) as string[]),
+    metadata: row.metadata === null ? {} : (JSON.parse(row.metadata) as Record<string, string>),
+    environment: row.environment ?? undefined,
+    ttftMs: row.ttft_ms ?? undefined,
   });
+}
+
+function isEmpty(map: Record<string, string>): boolean {
+  for (const _ in map) return false;
+  return true;
 }
