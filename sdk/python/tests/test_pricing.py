@@ -32,8 +32,49 @@ def test_model_names_resolve_as_the_shared_vectors_say(vector):
 @pytest.mark.parametrize("vector", VECTORS["cost"], ids=lambda v: f"{v['provider']}:{v['model']}:{v['tokens_in']}")
 def test_costs_are_bit_identical_to_the_shared_vectors(vector):
     pricing = Pricing(TABLE, None)
-    cost = pricing.cost(vector["provider"], vector["model"], vector["tokens_in"], vector["tokens_out"])
+    cost = pricing.cost(
+        vector["provider"],
+        vector["model"],
+        vector["tokens_in"],
+        vector["tokens_out"],
+        vector.get("tokens_cached_in", 0),
+        vector.get("tokens_cache_write", 0),
+    )
     assert cost == vector["expect_cost_usd"]
+
+
+def test_every_model_in_the_table_has_cost_vectors():
+    covered = {(v["provider"], v["model"]) for v in VECTORS["cost"]}
+    assert {(p, m) for p, models in TABLE.items() for m in models} <= covered
+
+
+def test_cached_input_cache_writes_and_long_context_tiers_are_priced_by_the_total_input():
+    tier = {"above_input_tokens": 200_000, "input": 6, "output": 22.5, "cached_input": 0.6, "cache_write": 7.5}
+    pricing = Pricing({}, {"anthropic": {"m": {"input": 3, "output": 15, "cached_input": 0.3, "cache_write": 3.75, "tiers": [tier]}}})
+    # 1M in (600k read, 300k written) is above the tier: 100k*6 + 600k*0.6 + 300k*7.5, plus 0 out.
+    assert pricing.cost("anthropic", "m", 1_000_000, 0, tokens_cached_in=600_000, tokens_cache_write=300_000) == 3.21
+    # 200k is not above 200k: the base rates.
+    assert pricing.cost("anthropic", "m", 200_000, 1_000_000, tokens_cached_in=200_000) == 15.06
+
+
+def test_user_prices_without_cache_rates_charge_cached_and_written_input_at_the_input_rate():
+    pricing = Pricing({}, {"openai": {"ft:my-model": {"input": 1, "output": 2}}})
+    assert pricing.cost("openai", "ft:my-model", 1_000_000, 0, 500_000, 500_000) == 1.0
+
+
+@pytest.mark.parametrize(
+    "price",
+    [
+        {"input": -1, "output": 1},
+        {"input": 1, "output": float("nan")},
+        {"input": 1},
+        {"input": 1, "output": 1, "cached_input": -0.1},
+        {"input": 1, "output": 1, "tiers": [{"above_input_tokens": 0, "input": 1, "output": 1}]},
+    ],
+)
+def test_user_prices_are_checked(price):
+    with pytest.raises(ValueError, match="calltrace: "):
+        Pricing({}, {"gemini": {"x": price}})
 
 
 def test_an_unknown_model_costs_zero_and_warns_once(caplog):
@@ -55,7 +96,7 @@ def test_user_prices_add_models_and_override_the_table_in_every_resolution_step(
 
 def test_a_table_of_an_unknown_schema_is_refused(tmp_path):
     odd = tmp_path / "models.json"
-    odd.write_text(json.dumps({"schema": 2, "models": {}}))
+    odd.write_text(json.dumps({"schema": 1, "models": {}}))
     with pytest.raises(ValueError, match="schema"):
         load_table(odd)
 

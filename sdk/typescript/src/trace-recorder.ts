@@ -42,7 +42,7 @@ export class TraceRecorder {
     const model = (outcome.model || "unknown").slice(0, MAX_MODEL_LENGTH);
     const tokensIn = count(outcome.tokensIn);
     const tokensOut = count(outcome.tokensOut);
-    let cost = this.#prices.cost(outcome.provider, model, tokensIn, tokensOut);
+    let cost = this.#prices.cost(outcome.provider, model, { tokensIn, tokensOut });
     if (cost === null) {
       this.#warnUnpriced(outcome.provider, model);
       cost = 0;

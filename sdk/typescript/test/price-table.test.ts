@@ -1,18 +1,31 @@
 import { describe, expect, it } from "vitest";
 import table from "../../pricing/models.json" with { type: "json" };
 import vectors from "../../pricing/vectors.json" with { type: "json" };
-import { PriceTable } from "../src/price-table.js";
+import { type Price, PriceTable } from "../src/price-table.js";
 import type { Provider } from "../src/trace.js";
 
 const prices = new PriceTable();
 
+interface CostVector {
+  provider: Provider;
+  model: string;
+  tokens_in: number;
+  tokens_out: number;
+  tokens_cached_in?: number;
+  tokens_cache_write?: number;
+  expect_cost_usd: number;
+}
+
 describe("the shared price table (sdk/pricing)", () => {
-  it("has schema 1 and, for every model, prices, a source URL and a date", () => {
-    expect(table.schema).toBe(1);
+  it("has schema 2 and, for every model, all four rates, a source URL and a date", () => {
+    expect(table.schema).toBe(2);
     for (const models of Object.values(table.models)) {
-      for (const entry of Object.values(models)) {
-        expect(entry.input).toBeGreaterThanOrEqual(0);
-        expect(entry.output).toBeGreaterThanOrEqual(0);
+      for (const entry of Object.values(models) as (Price & { source: string; as_of: string })[]) {
+        for (const rates of [entry, ...(entry.tiers ?? [])]) {
+          for (const rate of [rates.input, rates.output, rates.cached_input, rates.cache_write]) {
+            expect(rate).toBeGreaterThanOrEqual(0);
+          }
+        }
         expect(entry.source).toMatch(/^https:\/\//);
         expect(entry.as_of).toMatch(/^\d{4}-\d{2}-\d{2}$/);
       }
@@ -23,10 +36,16 @@ describe("the shared price table (sdk/pricing)", () => {
     expect(prices.resolve(provider as Provider, model)).toBe(base);
   });
 
-  it.each(vectors.cost)(
+  it.each(vectors.cost as CostVector[])(
     "prices $provider/$model for $tokens_in in, $tokens_out out at exactly $expect_cost_usd",
-    ({ provider, model, tokens_in, tokens_out, expect_cost_usd }) => {
-      expect(prices.cost(provider as Provider, model, tokens_in, tokens_out) ?? 0).toBe(expect_cost_usd);
+    (v: CostVector) => {
+      const usage = {
+        tokensIn: v.tokens_in,
+        tokensOut: v.tokens_out,
+        tokensCachedIn: v.tokens_cached_in,
+        tokensCacheWrite: v.tokens_cache_write,
+      };
+      expect(prices.cost(v.provider, v.model, usage) ?? 0).toBe(v.expect_cost_usd);
     },
   );
 
@@ -38,36 +57,79 @@ describe("the shared price table (sdk/pricing)", () => {
   });
 
   it("refuses a table whose schema it does not know", () => {
-    expect(() => new PriceTable({}, { schema: 2, models: {} })).toThrow(/schema 2/);
+    expect(() => new PriceTable({}, { schema: 1, models: {} })).toThrow(/schema 1/);
+  });
+
+  it("prices cached input, cache writes and long-context tiers by the total input", () => {
+    const custom = new PriceTable({
+      anthropic: {
+        m: {
+          input: 3,
+          output: 15,
+          cached_input: 0.3,
+          cache_write: 3.75,
+          tiers: [{ above_input_tokens: 200_000, input: 6, output: 22.5, cached_input: 0.6, cache_write: 7.5 }],
+        },
+      },
+    });
+    // 1M in (600k read, 300k written) is above the tier: 100k*6 + 600k*0.6 + 300k*7.5, plus 0 out.
+    expect(
+      custom.cost("anthropic", "m", {
+        tokensIn: 1_000_000,
+        tokensOut: 0,
+        tokensCachedIn: 600_000,
+        tokensCacheWrite: 300_000,
+      }),
+    ).toBe(3.21);
+    // 200k is not above 200k: the base rates.
+    expect(custom.cost("anthropic", "m", { tokensIn: 200_000, tokensOut: 1_000_000, tokensCachedIn: 200_000 })).toBe(
+      15.06,
+    );
   });
 });
 
 describe("price overrides", () => {
   it("add models, which then resolve like table entries", () => {
     const custom = new PriceTable({ openai: { "ft:my-model": { input: 1, output: 2 } } });
-    expect(custom.cost("openai", "ft:my-model", 1_000_000, 1_000_000)).toBe(3);
-    expect(custom.cost("openai", "FT:My-Model-2025-01-01", 1_000_000, 0)).toBe(1);
+    expect(custom.cost("openai", "ft:my-model", { tokensIn: 1_000_000, tokensOut: 1_000_000 })).toBe(3);
+    expect(custom.cost("openai", "FT:My-Model-2025-01-01", { tokensIn: 1_000_000, tokensOut: 0 })).toBe(1);
   });
 
   it("replace table prices", () => {
     const custom = new PriceTable({ anthropic: { "claude-sonnet-4": { input: 1, output: 1 } } });
-    expect(custom.cost("anthropic", "claude-sonnet-4-20250514", 500_000, 500_000)).toBe(1);
-    expect(custom.cost("anthropic", "claude-opus-4", 1_000_000, 0)).toBe(15);
+    expect(custom.cost("anthropic", "claude-sonnet-4-20250514", { tokensIn: 500_000, tokensOut: 500_000 })).toBe(1);
+    expect(custom.cost("anthropic", "claude-opus-4", { tokensIn: 1_000_000, tokensOut: 0 })).toBe(15);
   });
 
   it("stay with the table they were given", () => {
     new PriceTable({ openai: { "gpt-4o": { input: 0, output: 0 } } });
-    expect(prices.cost("openai", "gpt-4o", 1_000_000, 0)).toBe(2.5);
+    expect(prices.cost("openai", "gpt-4o", { tokensIn: 1_000_000, tokensOut: 0 })).toBe(2.5);
   });
 
-  it.each([{ input: -1, output: 1 }, { input: 1, output: Number.NaN }, { input: 1 }, null])(
-    "are checked: %j is refused",
-    (price) => {
-      expect(() => new PriceTable({ gemini: { x: price as never } })).toThrow(TypeError);
-    },
-  );
+  it("charge cached input and cache writes at the input rate unless told otherwise", () => {
+    const custom = new PriceTable({ openai: { "ft:my-model": { input: 1, output: 2 } } });
+    expect(
+      custom.cost("openai", "ft:my-model", {
+        tokensIn: 1_000_000,
+        tokensOut: 0,
+        tokensCachedIn: 500_000,
+        tokensCacheWrite: 500_000,
+      }),
+    ).toBe(1);
+  });
+
+  it.each([
+    { input: -1, output: 1 },
+    { input: 1, output: Number.NaN },
+    { input: 1 },
+    { input: 1, output: 1, cached_input: -0.1 },
+    { input: 1, output: 1, tiers: [{ above_input_tokens: 0, input: 1, output: 1 }] },
+    null,
+  ])("are checked: %j is refused", (price) => {
+    expect(() => new PriceTable({ gemini: { x: price as never } })).toThrow(TypeError);
+  });
 
   it("return null for unknown models rather than a guess", () => {
-    expect(prices.cost("gemini", "gemini-9-ultra", 10, 10)).toBeNull();
+    expect(prices.cost("gemini", "gemini-9-ultra", { tokensIn: 10, tokensOut: 10 })).toBeNull();
   });
 });

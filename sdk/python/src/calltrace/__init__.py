@@ -48,7 +48,7 @@ def init(
     api_key: Optional[str] = None,
     endpoint: Optional[str] = None,
     *,
-    prices: Optional[Mapping[str, Mapping[str, Mapping[str, float]]]] = None,
+    prices: Optional[Mapping[str, Mapping[str, Mapping[str, Any]]]] = None,
     max_queue_size: int = 1000,
     timeout: float = 5.0,
     max_retries: int = 5,
@@ -62,7 +62,9 @@ def init(
     api_key: a ct_ key; default the CALLTRACE_API_KEY environment variable.
     endpoint: full URL ending in /v1/traces; default CALLTRACE_ENDPOINT, else the hosted service.
     prices: {provider: {model: {"input": usd_per_million, "output": usd_per_million}}},
-        added to or overriding the shared price table.
+        added to or overriding the shared price table; "cached_input", "cache_write" and
+        "tiers" may be given as in sdk/pricing/models.json (cached and written input
+        default to the input rate).
     max_queue_size: traces waiting to be sent; when full the oldest is dropped.
     timeout: seconds for one request to the service.
     max_retries: retries of one trace after 429, 5xx or a network error.

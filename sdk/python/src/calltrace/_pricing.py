@@ -1,8 +1,8 @@
 """Cost of a call from the shared price table (sdk/pricing/models.json).
 
-The resolution rule is the one in sdk/pricing/README.md, implemented to give
-the same answer as the TypeScript SDK for every name; sdk/pricing/vectors.json
-checks both.
+The resolution rule and the cost formula are the ones in sdk/pricing/README.md,
+implemented to give the same answer as the TypeScript SDK (and the service) for
+every name and count; sdk/pricing/vectors.json checks both.
 """
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ import json
 import logging
 import re
 from pathlib import Path
-from typing import Dict, Mapping, Optional, Tuple
+from typing import Dict, Mapping, NamedTuple, Optional, Tuple
 
 logger = logging.getLogger("calltrace")
 
-SCHEMA = 1
+SCHEMA = 2
 
 # Where the table is: inside an installed package (put there by hatch_build.py),
 # or, for an editable or in-repo install, the repository's one copy.
@@ -24,8 +24,23 @@ _REPO_TABLE = Path(__file__).resolve().parents[3] / "pricing" / "models.json"
 
 _SNAPSHOT_SUFFIX = re.compile(r"(-\d{4}-\d{2}-\d{2}|-\d{8}|@\d{8}|-latest|-\d{3,4}|-0)$")
 
-# Per million tokens: (input, output).
-Price = Tuple[float, float]
+
+class Rates(NamedTuple):
+    """USD per million tokens of each kind."""
+
+    input: float
+    output: float
+    cached_input: float
+    cache_write: float
+
+
+class Price(NamedTuple):
+    """A model's base rates and its long-context tiers, (above_input_tokens, rates) ascending."""
+
+    base: Rates
+    tiers: Tuple[Tuple[int, Rates], ...] = ()
+
+
 PriceTable = Dict[str, Dict[str, Price]]
 
 
@@ -46,10 +61,31 @@ def load_table(path: Optional[Path]) -> PriceTable:
     return {provider: _prices(models) for provider, models in document["models"].items()}
 
 
-def _prices(models: Mapping[str, Mapping[str, float]]) -> Dict[str, Price]:
-    # float() now: the cost must be computed in doubles, as the TypeScript SDK
-    # does, to be bit-identical (an int price would take Python's exact path).
-    return {name.lower(): (float(p["input"]), float(p["output"])) for name, p in models.items()}
+def _prices(models: Mapping[str, Mapping[str, object]]) -> Dict[str, Price]:
+    return {name.strip().lower(): _price(f"{name}", p) for name, p in models.items()}
+
+
+def _price(name: str, entry: Mapping[str, object]) -> Price:
+    tiers = []
+    for tier in entry.get("tiers") or ():
+        above = tier.get("above_input_tokens")
+        if not isinstance(above, int) or isinstance(above, bool) or above <= 0:
+            raise ValueError(f"calltrace: a price tier for {name} needs a positive integer above_input_tokens")
+        tiers.append((above, _rates(name, tier)))
+    return Price(_rates(name, entry), tuple(sorted(tiers, key=lambda t: t[0])))
+
+
+def _rates(name: str, entry: Mapping[str, object]) -> Rates:
+    def rate(field: str, default: Optional[float] = None) -> float:
+        value = entry.get(field, default)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not (0 <= value < float("inf")):
+            raise ValueError(f"calltrace: price for {name} needs a finite, non-negative {field} (USD per million tokens)")
+        # float() now: the cost must be computed in doubles, as the TypeScript SDK
+        # does, to be bit-identical (an int price would take Python's exact path).
+        return float(value)
+
+    base = rate("input")
+    return Rates(base, rate("output"), rate("cached_input", base), rate("cache_write", base))
 
 
 def resolve(keys: Mapping[str, object], model: str) -> Optional[str]:
@@ -62,26 +98,31 @@ def resolve(keys: Mapping[str, object], model: str) -> Optional[str]:
     while True:
         stripped = _SNAPSHOT_SUFFIX.sub("", name, count=1)
         if stripped == name:
-            break
+            return None
         name = stripped
         if name in keys:
             return name
-    best = None
-    for key in keys:
-        if (
-            name.startswith(key + "-")
-            and len(name) > len(key) + 1
-            and not name[len(key) + 1].isdigit()
-            and (best is None or len(key) > len(best))
-        ):
-            best = key
-    return best
+
+
+def cost_of(price: Price, tokens_in: int, tokens_out: int, tokens_cached_in: int = 0, tokens_cache_write: int = 0) -> float:
+    """The documented formula and operation order; see sdk/pricing/README.md."""
+    rates = price.base
+    for above, tier in price.tiers:
+        if tokens_in > above:
+            rates = tier
+    uncached = max(0, tokens_in - tokens_cached_in - tokens_cache_write)
+    return (
+        uncached * rates.input
+        + tokens_cached_in * rates.cached_input
+        + tokens_cache_write * rates.cache_write
+        + tokens_out * rates.output
+    ) / 1e6
 
 
 class Pricing:
     """The shared table with the user's overrides on top; answers cost questions fast."""
 
-    def __init__(self, table: PriceTable, overrides: Optional[Mapping[str, Mapping[str, Mapping[str, float]]]]) -> None:
+    def __init__(self, table: PriceTable, overrides: Optional[Mapping[str, Mapping[str, Mapping[str, object]]]]) -> None:
         self._prices: PriceTable = {provider: dict(models) for provider, models in table.items()}
         for provider, models in (overrides or {}).items():
             self._prices.setdefault(provider, {}).update(_prices(models))
@@ -102,7 +143,16 @@ class Pricing:
             self._resolved[key] = found
         return found
 
-    def cost(self, provider: str, model: str, tokens_in: int, tokens_out: int) -> float:
+    def cost(
+        self,
+        provider: str,
+        model: str,
+        tokens_in: int,
+        tokens_out: int,
+        tokens_cached_in: int = 0,
+        tokens_cache_write: int = 0,
+    ) -> float:
+        """USD for one call; cached input and cache writes are parts of tokens_in. Unknown models cost 0."""
         price = self.price(provider, model)
         if price is None:
             if (provider, model) not in self._warned and len(self._warned) < 4096:
@@ -114,6 +164,4 @@ class Pricing:
                     model,
                 )
             return 0.0
-        # The documented operation order; see sdk/pricing/README.md.
-        return (tokens_in * price[0] + tokens_out * price[1]) / 1e6
-
+        return cost_of(price, tokens_in, tokens_out, tokens_cached_in, tokens_cache_write)
