@@ -83,10 +83,10 @@ class ProviderHandler(Handler):
             "prompt_tokens": tokens_in,
             "completion_tokens": tokens_out,
             "total_tokens": tokens_in + tokens_out,
-            "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
-            "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0},
+            "prompt_tokens_details": {"cached_tokens": fake.cached_in, "audio_tokens": 0},
+            "completion_tokens_details": {"reasoning_tokens": fake.reasoning, "audio_tokens": 0},
         }
-        base = {"id": "chatcmpl-B9MBs8CjcvOU2jLn4n570S5qMJKcT", "created": CREATED, "model": model}
+        base = {"id": fake.unique("chatcmpl-B9MBs8CjcvOU2jLn4n"), "created": CREATED, "model": model}
         if not body.get("stream"):
             return self.send_json(
                 200,
@@ -127,6 +127,7 @@ class ProviderHandler(Handler):
             return self.openai_error(status)
         model = SNAPSHOTS.get(body["model"], body["model"])
         tokens_in, tokens_out = fake.tokens
+        response_id = fake.unique("resp_67ccd3a9da748190baa7f1570fe91ac6")
         message = {
             "id": "msg_67ccd3acc8d48190a77525dc6de64b4104becb25c6ef6d24",
             "type": "message",
@@ -137,7 +138,7 @@ class ProviderHandler(Handler):
 
         def response(state: str, done: bool) -> Dict[str, Any]:
             return {
-                "id": "resp_67ccd3a9da748190baa7f1570fe91ac604becb25c6ef6d24",
+                "id": response_id,
                 "object": "response",
                 "created_at": CREATED,
                 "status": state,
@@ -159,9 +160,9 @@ class ProviderHandler(Handler):
                 "truncation": "disabled",
                 "usage": {
                     "input_tokens": tokens_in,
-                    "input_tokens_details": {"cached_tokens": 0},
+                    "input_tokens_details": {"cached_tokens": fake.cached_in},
                     "output_tokens": tokens_out,
-                    "output_tokens_details": {"reasoning_tokens": 0},
+                    "output_tokens_details": {"reasoning_tokens": fake.reasoning},
                     "total_tokens": tokens_in + tokens_out,
                 }
                 if done
@@ -205,6 +206,8 @@ class ProviderHandler(Handler):
     # --- Anthropic ------------------------------------------------------
 
     def anthropic(self, fake: "FakeProvider", body: Dict[str, Any], status: Optional[int]) -> None:
+        # Constant, unlike the message ids: tests compare the error text of two failed calls.
+        headers = {"request-id": "req_011CSHoEeqs5C35K2UUqR7Fy"}
         if status:
             kinds = {400: "invalid_request_error", 401: "authentication_error", 429: "rate_limit_error", 529: "overloaded_error"}
             return self.send_json(
@@ -212,8 +215,9 @@ class ProviderHandler(Handler):
                 {
                     "type": "error",
                     "error": {"type": kinds.get(status, "api_error"), "message": "messages: field required" if status == 400 else "Overloaded"},
-                    "request_id": "req_011CSHoEeqs5C35K2UUqR7Fy",
+                    "request_id": headers["request-id"],
                 },
+                headers,
             )
         model = SNAPSHOTS.get(body["model"], body["model"])
         tokens_in, tokens_out = fake.tokens
@@ -226,7 +230,7 @@ class ProviderHandler(Handler):
             "service_tier": "standard",
         }
         message = {
-            "id": "msg_013Zva2CMHLNnXjNJJKqJ2EF",
+            "id": fake.unique("msg_013Zva2CMHLNnX"),
             "type": "message",
             "role": "assistant",
             "model": model,
@@ -236,7 +240,7 @@ class ProviderHandler(Handler):
             "usage": usage,
         }
         if not body.get("stream"):
-            return self.send_json(200, message)
+            return self.send_json(200, message, headers)
         start = {**message, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 1}}
         events = [
             sse({"type": "message_start", "message": start}, "message_start"),
@@ -256,7 +260,7 @@ class ProviderHandler(Handler):
             sse({"type": "message_stop"}, "message_stop"),
         ]
         failure = sse({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}, "error")
-        self.stream(fake, events, failure)
+        self.stream(fake, events, failure, headers)
 
     # --- Gemini ---------------------------------------------------------
 
@@ -275,21 +279,31 @@ class ProviderHandler(Handler):
             )
         version = SNAPSHOTS.get(model, model)
         tokens_in, tokens_out = fake.tokens
+        response_id = fake.unique("mMjJaOPDBZ2hz7IP")
 
         def chunk(text: str, out: int, finish: Optional[str] = None) -> Dict[str, Any]:
             candidate: Dict[str, Any] = {"content": {"parts": [{"text": text}], "role": "model"}, "index": 0}
             if finish:
                 candidate["finishReason"] = finish
+            # Gemini counts thoughts apart from the candidates (total = prompt + candidates + thoughts)
+            # and gives the cached part of the prompt, each only when there is some.
+            thoughts = fake.reasoning if finish else 0
+            usage: Dict[str, Any] = {
+                "promptTokenCount": tokens_in,
+                "candidatesTokenCount": out,
+                "totalTokenCount": tokens_in + out + thoughts,
+                "promptTokensDetails": [{"modality": "TEXT", "tokenCount": tokens_in}],
+            }
+            if fake.cached_in:
+                usage["cachedContentTokenCount"] = fake.cached_in
+                usage["cacheTokensDetails"] = [{"modality": "TEXT", "tokenCount": fake.cached_in}]
+            if thoughts:
+                usage["thoughtsTokenCount"] = thoughts
             return {
                 "candidates": [candidate],
-                "usageMetadata": {
-                    "promptTokenCount": tokens_in,
-                    "candidatesTokenCount": out,
-                    "totalTokenCount": tokens_in + out,
-                    "promptTokensDetails": [{"modality": "TEXT", "tokenCount": tokens_in}],
-                },
+                "usageMetadata": usage,
                 "modelVersion": version,
-                "responseId": "mMjJaOPDBZ2hz7IPqrrUsQM",
+                "responseId": response_id,
             }
 
         if not streamed:
@@ -301,12 +315,12 @@ class ProviderHandler(Handler):
 
     # --- shared ---------------------------------------------------------
 
-    def stream(self, fake: "FakeProvider", events: List[str], failure_event: str) -> None:
+    def stream(self, fake: "FakeProvider", events: List[str], failure_event: str, headers: Optional[Dict[str, str]] = None) -> None:
         """Sends the events, or two of them and then the requested failure."""
         failure = fake.take_stream_failure()
         if failure == "event":
             events = events[:2] + [failure_event]
-        self.send_sse(events, disconnect_after=2 if failure == "disconnect" else None)
+        self.send_sse(events, disconnect_after=2 if failure == "disconnect" else None, headers=headers)
 
 
 class FakeProvider(Server):
@@ -314,11 +328,22 @@ class FakeProvider(Server):
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        self._ids = 0
         self.requests: List[Dict[str, Any]] = []
         self.tokens = (1234, 567)
         self.anthropic_cache = (0, 0)
+        # OpenAI's cached_tokens and Gemini's cachedContentTokenCount (parts of the prompt), and
+        # reasoning tokens (OpenAI: part of completion_tokens; Gemini: thoughtsTokenCount, apart).
+        self.cached_in = 0
+        self.reasoning = 0
         self.fail_status: Optional[int] = None
         self.stream_failure: Optional[str] = None
+
+    def unique(self, prefix: str) -> str:
+        """An id that no other response of this fake has, as the real APIs' ids (prefix kept for the look)."""
+        with self._lock:
+            self._ids += 1
+            return f"{prefix}{self._ids:08d}"
 
     def record(self, path: str, headers: Dict[str, str], body: Any) -> None:
         with self._lock:
@@ -339,5 +364,7 @@ class FakeProvider(Server):
             self.requests.clear()
             self.tokens = (1234, 567)
             self.anthropic_cache = (0, 0)
+            self.cached_in = 0
+            self.reasoning = 0
             self.fail_status = None
             self.stream_failure = None

@@ -38,11 +38,13 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def send_sse(self, events: Iterable[str], disconnect_after: Optional[int] = None) -> None:
+    def send_sse(self, events: Iterable[str], disconnect_after: Optional[int] = None, headers: Optional[Dict[str, str]] = None) -> None:
         """Streams pre-rendered SSE events with chunked encoding; optionally drops the connection mid-body."""
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.end_headers()
         for index, event in enumerate(events):
             if disconnect_after is not None and index == disconnect_after:
