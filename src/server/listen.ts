@@ -70,6 +70,7 @@ export async function listen(handler: Handler, options: ListenOptions): Promise<
   const { limits } = options;
   const headersTimeout = Math.min(limits.headersTimeoutMs, limits.requestTimeoutMs);
   const sockets = new Set<Socket>();
+  let draining = false;
   const http1: Http1Server = createHttp1Server(
     {
       headersTimeout,
@@ -79,7 +80,15 @@ export async function listen(handler: Handler, options: ListenOptions): Promise<
       // hold its connection for up to 30 s past the timeout).
       connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(headersTimeout / 4))),
     },
-    handler,
+    (req, res) => {
+      const socket = req.socket as ConnectionState;
+      if (socket[kOpening]) clearOpeningDeadline(socket);
+      // Shutting down: this response tells the client `Connection: close`, so it does not send
+      // its next request into a connection that is about to close.
+      if (draining) res.shouldKeepAlive = false;
+      else socket[kResponse] = res;
+      handler(req, res);
+    },
   );
   const http2: Http2Server = createHttp2Server(
     {
@@ -104,6 +113,8 @@ export async function listen(handler: Handler, options: ListenOptions): Promise<
       },
       (socket: TLSSocket) => {
         socket.setTimeout(0);
+        // The handshake had its own timeout; the request's headers get theirs from here.
+        openingDeadline(socket, headersTimeout);
         if (socket.alpnProtocol === "h2") http2.emit("connection", socket);
         else http1.emit("connection", socket);
       },
@@ -121,6 +132,7 @@ export async function listen(handler: Handler, options: ListenOptions): Promise<
   front.on("connection", (socket: Socket) => {
     sockets.add(socket);
     socket.on("close", () => sockets.delete(socket));
+    if (!options.tls) openingDeadline(socket, headersTimeout);
   });
   // A failed or timed-out handshake (handshakeTimeout) is the client's problem: drop it quietly.
   front.on("tlsClientError", (_error: Error, socket: Socket) => socket.destroy());
@@ -139,6 +151,8 @@ export async function listen(handler: Handler, options: ListenOptions): Promise<
   http2.on("session", (session: ServerHttp2Session) => {
     sessions.add(session);
     session.on("close", () => sessions.delete(session));
+    // The client's preface and SETTINGS have arrived: from here the HTTP/2 timeouts apply.
+    session.once("remoteSettings", () => clearOpeningDeadline(session.socket as ConnectionState));
     limitResets(session);
   });
 
@@ -147,20 +161,48 @@ export async function listen(handler: Handler, options: ListenOptions): Promise<
     url: `${options.tls ? "https" : "http"}://${host}:${port}`,
     async close(graceMs = 5000) {
       const closed = new Promise<void>((resolve) => front.close(() => resolve()));
-      // HTTP/2 sessions get a GOAWAY and end after their open streams; HTTP/1.1 connections
-      // are closed as soon as they fall idle between requests.
+      // HTTP/2 sessions get a GOAWAY and end after their open streams. HTTP/1.1 clients are told
+      // `Connection: close` on every response not yet sent, and idle keep-alive connections end
+      // at their keep-alive timeout, which clients were told (Keep-Alive: timeout=…) and so do
+      // not race: closing them at once would reset whatever request a client was sending.
+      draining = true;
       for (const session of sessions) session.close();
-      http1.closeIdleConnections();
-      const sweep = setInterval(() => http1.closeIdleConnections(), 20);
+      for (const socket of sockets) {
+        const response = (socket as ConnectionState)[kResponse];
+        if (response && !response.headersSent) response.shouldKeepAlive = false;
+      }
       const deadline = setTimeout(() => {
         for (const socket of sockets) socket.destroy();
       }, graceMs);
       await closed;
-      clearInterval(sweep);
       clearTimeout(deadline);
       http1.close(); // stops its timeout checks
     },
   };
+}
+
+const kOpening = Symbol("opening deadline");
+const kResponse = Symbol("latest response");
+
+/** What listen keeps on each connection: its opening deadline, and its latest HTTP/1.1 response. */
+type ConnectionState = Socket & { [kOpening]?: NodeJS.Timeout; [kResponse]?: Http1Response };
+type Http1Response = { headersSent: boolean; shouldKeepAlive: boolean };
+
+/**
+ * A connection must have sent its first request's headers (HTTP/1.1), or its preface and
+ * SETTINGS (HTTP/2), within the header timeout of opening, however slowly it trickles them: an
+ * idle timeout, which every byte restarts, would let a byte every few seconds hold it for ever.
+ * Includes the TLS handshake and telling HTTP/1.1 from HTTP/2.
+ */
+function openingDeadline(socket: ConnectionState, timeoutMs: number): void {
+  socket[kOpening] = setTimeout(() => socket.destroy(), timeoutMs);
+  socket[kOpening].unref();
+  socket.once("close", () => clearOpeningDeadline(socket));
+}
+
+function clearOpeningDeadline(socket: ConnectionState): void {
+  clearTimeout(socket[kOpening]);
+  socket[kOpening] = undefined;
 }
 
 /**

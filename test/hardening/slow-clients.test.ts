@@ -24,6 +24,21 @@ describe("slow clients are cut off by the header and request timeouts", () => {
     expect(await idle.closedWithin(10_000)).toBe(true);
   });
 
+  // Gaps shorter than the timeout must not reset it: the whole head gets HEADERS_TIMEOUT_MS from
+  // the moment the connection opens, however it is trickled (1,000 ms here).
+  for (const [protocol, head] of [
+    ["HTTP/1.1 headers", `POST /v1/traces HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pad: ${"a".repeat(40)}\r\n\r\n`],
+    ["an h2c connection preface", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"],
+  ] as const) {
+    it(`${protocol} trickled with pauses just under the timeout are cut off one header timeout after the connection opened`, async () => {
+      const slow = await openRaw(service.port);
+      const opened = performance.now();
+      void trickle(slow, Buffer.from(head), 900);
+      expect(await slow.closedWithin(6000)).toBe(true);
+      expect(performance.now() - opened).toBeLessThan(1000 + 600);
+    });
+  }
+
   it("HTTP/1.1 headers trickled a byte at a time are cut off before they end, and others are served meanwhile", async () => {
     const slow = await openRaw(service.port);
     const head = `POST /v1/traces HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pad: ${"a".repeat(trickleBytes)}\r\n\r\n`;
