@@ -1,6 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { ErrorInfoSchema, RetryInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
+import { BadRequestSchema, ErrorInfoSchema, RetryInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
+import { describeProblems, type FieldProblem, inContractOrder } from "./trace-validation.js";
 
 /** Why a request was refused; travels as a google.rpc.ErrorInfo detail so every protocol edge can map it. */
 export type RefusalReason =
@@ -23,8 +24,19 @@ export const refusalText = {
   unavailable: "Service unavailable",
 } as const;
 
-function refusal(code: Code, reason: RefusalReason, message: string, headers?: HeadersInit, retryAfter?: number): ConnectError {
+function refusal(
+  code: Code,
+  reason: RefusalReason,
+  message: string,
+  headers?: HeadersInit,
+  retryAfter?: number,
+  badRequest?: FieldProblem[],
+): ConnectError {
   const details = [{ desc: ErrorInfoSchema, value: create(ErrorInfoSchema, { reason, domain: errorDomain }) }];
+  if (badRequest?.length) {
+    const fieldViolations = badRequest.map((p) => ({ field: p.field, description: p.problem }));
+    details.push({ desc: BadRequestSchema, value: create(BadRequestSchema, { fieldViolations }) } as never);
+  }
   const metadata = new Headers(headers);
   if (retryAfter !== undefined) {
     details.push({ desc: RetryInfoSchema, value: create(RetryInfoSchema, { retryDelay: { seconds: BigInt(retryAfter) } }) } as never);
@@ -57,7 +69,24 @@ export const unsupportedMediaType = (contentType: string | undefined) =>
     `Content-Type must be application/json, got ${contentType ? JSON.stringify(contentType) : "none"}`,
   );
 
-export const validationFailed = (details: string) => refusal(Code.InvalidArgument, "VALIDATION_FAILED", details);
+/**
+ * D7: every problem in one message, in the contract's field order; over gRPC and Connect also as a
+ * google.rpc.BadRequest with one field violation per named field (fields named as in the Trace).
+ */
+export function validationFailed(problems: FieldProblem[]): ConnectError {
+  const ordered = inContractOrder(problems);
+  const named = ordered.filter((p) => p.field !== "");
+  return refusal(Code.InvalidArgument, "VALIDATION_FAILED", describeProblems(ordered), undefined, undefined, named);
+}
+
+/** D3: the body's api_key is not the key that authenticated the request. */
+export const keyMismatch = () => {
+  const problem = { field: "api_key", problem: "does not match the API key in the Authorization header" };
+  return refusal(Code.InvalidArgument, "VALIDATION_FAILED", `${problem.field} ${problem.problem}`, undefined, undefined, [problem]);
+};
+
+/** A problem with the request body as a whole (empty, not JSON), which names no field. */
+export const bodyInvalid = (problem: string) => validationFailed([{ field: "", problem }]);
 
 export const storeUnavailable = (retryAfter: number) =>
   refusal(Code.Unavailable, "STORE_UNAVAILABLE", refusalText.unavailable, undefined, retryAfter);

@@ -14,6 +14,7 @@ import { type BatchingWriter, WriterQueueFullError } from "./batching-writer.js"
 import {
   authRateLimited,
   invalidApiKey,
+  keyMismatch,
   quotaExceeded,
   rateLimited,
   refusalText,
@@ -143,9 +144,9 @@ export function createIngestPipeline(deps: IngestPipelineDeps): IngestPipeline {
     if (idempotencyKey !== null && (idempotencyKey.length === 0 || idempotencyKey.length > maxIdempotencyKeyLength)) {
       problems.push({ field: "Idempotency-Key", problem: `must be 1 to ${maxIdempotencyKeyLength} characters` });
     }
-    if (problems.length > 0) throw validationFailed(describeProblems(problems));
+    if (problems.length > 0) throw validationFailed(problems);
     if (trace.apiKey !== admission.presentedKey) {
-      throw validationFailed("api_key does not match the API key in the Authorization header");
+      throw keyMismatch();
     }
 
     const stored = storedTrace(admission, trace, clientAddress, apiOrigin);
@@ -154,8 +155,13 @@ export function createIngestPipeline(deps: IngestPipelineDeps): IngestPipeline {
     const headers = quotaHeaders(decision);
     if (!decision.allowed) throw quotaExceeded(decision.retryAfter, headers);
     const outcome = await write(stored, idempotencyKey ?? undefined);
-    // A repeated Idempotency-Key is answered as stored, but it was counted the first time.
-    return { headers, counted: outcome.kind === "stored" };
+    if (outcome.kind === "duplicate") {
+      // A repeated Idempotency-Key (D14) stored nothing and gives its reservation back: the answer
+      // counts the month without it, as the first answer did.
+      const remaining = Math.min(decision.limit, decision.remaining + 1);
+      return { headers: quotaHeaders({ ...decision, remaining }), counted: false };
+    }
+    return { headers, counted: true };
   }
 
   /**

@@ -64,10 +64,14 @@ function friendlier(message: string, forKey = false): string {
 
 /** D7: every offending field and why, in one human-readable string, in the contract's field order. */
 export function describeProblems(problems: FieldProblem[]): string {
-  return [...problems]
-    .sort((a, b) => (fieldOrder.get(fieldOf(a)) ?? 99) - (fieldOrder.get(fieldOf(b)) ?? 99))
+  return inContractOrder(problems)
     .map((p) => (p.field ? `${p.field}: ${p.problem}` : p.problem))
     .join("; ");
+}
+
+/** The problems sorted by their field's place in the contract (unknown fields last). */
+export function inContractOrder(problems: FieldProblem[]): FieldProblem[] {
+  return [...problems].sort((a, b) => (fieldOrder.get(fieldOf(a)) ?? 99) - (fieldOrder.get(fieldOf(b)) ?? 99));
 }
 
 /** The top-level field a problem is about (`tags` for `tags[3]`). */

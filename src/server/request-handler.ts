@@ -9,6 +9,8 @@ import { observedPipeline } from "../observability/observed-pipeline.js";
 import { requestIdOf } from "../observability/request-id.js";
 import { openApiJson } from "../openapi/openapi-document.js";
 import { clientAddress } from "./client-address.js";
+import { serveHealth } from "./grpc-health.js";
+import { serveReflection } from "./grpc-reflection.js";
 import { sendJson, sendJsonText } from "./json-response.js";
 import { metricsAuthorized, sendMetrics } from "./metrics-endpoint.js";
 import type { NodeRequest, NodeResponse } from "./node-types.js";
@@ -47,6 +49,8 @@ export function createRequestHandler(options: RequestHandlerOptions) {
     routes: (router) => {
       router.service(TraceService, traceService(pipeline));
       options.dashboard?.routes(router);
+      serveHealth(router, { ready: options.ready });
+      serveReflection(router);
     },
     readMaxBytes: options.maxBodyBytes,
     contextValues: (req) =>

@@ -1,6 +1,6 @@
 import { isUtf8 } from "node:buffer";
 import type { Admission, IngestPipeline } from "../ingest/ingest-pipeline.js";
-import { payloadTooLarge, unsupportedMediaType, validationFailed } from "../ingest/ingest-errors.js";
+import { bodyInvalid, payloadTooLarge, unsupportedMediaType } from "../ingest/ingest-errors.js";
 import { traceFromJson } from "../ingest/trace-json.js";
 import type { Logger } from "../log/logger.js";
 import { clientAddress } from "./client-address.js";
@@ -69,18 +69,18 @@ function isJson(contentType: string | undefined): boolean {
 }
 
 function parseJsonObject(raw: Buffer): Record<string, unknown> {
-  if (raw.length === 0) throw validationFailed("request body is empty");
-  if (!isUtf8(raw)) throw validationFailed("request body is not valid UTF-8");
+  if (raw.length === 0) throw bodyInvalid("request body is empty");
+  if (!isUtf8(raw)) throw bodyInvalid("request body is not valid UTF-8");
   // A byte order mark is ignored, as RFC 8259 allows.
   const text = raw.toString("utf8", hasBom(raw) ? 3 : 0);
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch (error) {
-    throw validationFailed(`request body is not valid JSON (${(error as Error).message})`);
+    throw bodyInvalid(`request body is not valid JSON (${(error as Error).message})`);
   }
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
-    throw validationFailed("request body must be a JSON object");
+    throw bodyInvalid("request body must be a JSON object");
   }
   return value as Record<string, unknown>;
 }

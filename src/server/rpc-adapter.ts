@@ -6,6 +6,7 @@ import {
   universalResponseToNodeResponse,
 } from "@connectrpc/connect-node";
 import type { UniversalHandler, UniversalServerResponse } from "@connectrpc/connect/protocol";
+import { answerUnimplemented } from "./grpc-unimplemented.js";
 import type { NodeRequest, NodeResponse } from "./node-types.js";
 
 export interface RpcAdapterOptions extends ConnectRouterOptions {
@@ -33,7 +34,12 @@ export function rpcAdapter(options: RpcAdapterOptions) {
   return (req: NodeRequest, res: NodeResponse): void => {
     const handler = paths.get((req.url ?? "").split("?", 2)[0] ?? "");
     if (!handler) {
-      options.fallback(req, res);
+      // A gRPC client calling a method we do not have is told so in gRPC's terms.
+      const contentType = contentTypeOf(req);
+      if (contentType.startsWith("application/grpc")) {
+        options.onOutcome?.(req, codeName(Code.Unimplemented));
+        answerUnimplemented(res, contentType, (req.url ?? "").split("?", 2)[0] ?? "");
+      } else options.fallback(req, res);
       return;
     }
     const report = (code: string) => options.onOutcome?.(req, code);

@@ -1,7 +1,7 @@
 import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { beforeAll, describe, expect, it } from "vitest";
-import { RetryInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
+import { BadRequestSchema, ErrorInfoSchema, RetryInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { TraceService } from "../../gen/calltrace/v1/trace_service_pb.js";
 import { postTrace, startTestService, traceBody, type TestService } from "../support/test-service.js";
 
@@ -71,13 +71,47 @@ describe.each(transports)("TraceService.Ingest via %s on the REST port", (_name,
     expect(error.metadata.get("x-ratelimit-limit")).toBe("1000");
   });
 
-  it("a request without a trace names every required field", async () => {
+  it("an invalid trace carries a google.rpc.BadRequest with one field violation per field, beside the ErrorInfo", async () => {
+    const { key } = await service.createKey("pro");
+    const client = createClient(TraceService, makeTransport(service.url));
+    const error = await refusal(
+      client.ingest({ trace: trace(key, { provider: "cohere", tokensIn: -3 }) }, { headers: { authorization: `Bearer ${key}` } }),
+    );
+    const [badRequest] = error.findDetails(BadRequestSchema);
+    expect(badRequest?.fieldViolations.map((v) => [v.field, v.description])).toEqual([
+      ["provider", "must be one of openai, anthropic, gemini"],
+      ["tokens_in", "must be greater than or equal to 0"],
+    ]);
+    expect(error.findDetails(ErrorInfoSchema)[0]?.reason).toBe("VALIDATION_FAILED");
+    const mismatch = await refusal(client.ingest({ trace: trace(`${key}x`) }, { headers: { authorization: `Bearer ${key}` } }));
+    expect(mismatch.rawMessage).toBe("api_key does not match the API key in the Authorization header");
+    expect(mismatch.findDetails(BadRequestSchema)[0]?.fieldViolations[0]?.field).toBe("api_key");
+  });
+
+  it("a request without a trace says 'trace: is required'", async () => {
     const { key } = await service.createKey("pro");
     const client = createClient(TraceService, makeTransport(service.url));
     const error = await refusal(client.ingest({}, { headers: { authorization: `Bearer ${key}` } }));
     expect(error.code).toBe(Code.InvalidArgument);
-    expect(error.rawMessage).toContain("tokens_in: is required");
-    expect(error.rawMessage).toContain("api_key: is required");
+    expect(error.rawMessage).toBe("trace: is required");
+    expect(error.findDetails(BadRequestSchema)[0]?.fieldViolations.map((v) => v.field)).toEqual(["trace"]);
+    expect(error.metadata.get("x-ratelimit-limit")).toBe("1000");
+  });
+
+  it("a replayed Idempotency-Key answers with the first answer's X-Quota-Remaining (D14)", async () => {
+    const { key } = await service.createKey("pro");
+    const client = createClient(TraceService, makeTransport(service.url));
+    const remaining: (string | null)[] = [];
+    for (let i = 0; i < 2; i++) {
+      await client.ingest(
+        { trace: trace(key) },
+        { headers: { authorization: `Bearer ${key}`, "idempotency-key": "replayed-once" }, onHeader: (h) => remaining.push(h.get("x-quota-remaining")) },
+      );
+    }
+    expect(remaining).toEqual(["499999", "499999"]);
+    const next: (string | null)[] = [];
+    await client.ingest({ trace: trace(key) }, { headers: { authorization: `Bearer ${key}` }, onHeader: (h) => next.push(h.get("x-quota-remaining")) });
+    expect(next).toEqual(["499998"]);
   });
 
   it("a bad or missing key is UNAUTHENTICATED with 'Invalid API key'", async () => {
