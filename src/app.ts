@@ -101,10 +101,12 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     port: listener.port,
     url: listener.url,
     ...(metricsListener ? { metricsPort: metricsListener.port } : {}),
-    async close(graceMs) {
+    async close(graceMs = config.shutdownGraceMs) {
+      // One deadline for all of it: what the store has not committed by then was never answered 202.
+      const deadline = performance.now() + graceMs;
       await listener.close(graceMs);
       await metricsListener?.close();
-      await writer.drain();
+      await writer.drain(Math.max(0, deadline - performance.now()));
       logger.info({ ...writer.stats }, "writer drained");
       await limits.close();
       await store.close();

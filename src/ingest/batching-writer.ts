@@ -93,13 +93,26 @@ export class BatchingWriter {
     return { batches: this.batches, writes: this.committed };
   }
 
-  /** Resolves once every write queued so far is settled (each within timeoutMs). */
-  async drain(): Promise<void> {
+  /**
+   * Resolves once every write queued so far is settled (each within timeoutMs), or after
+   * `withinMs`: then what is still queued fails (it was never written, so never acknowledged),
+   * and what is being committed is left to the store's close.
+   */
+  async drain(withinMs = Number.POSITIVE_INFINITY): Promise<void> {
+    const giveUpAt = performance.now() + withinMs;
     while (this.inFlight.size > 0 || this.queue.length > 0) {
+      const left = giveUpAt - performance.now();
+      if (left <= 0) {
+        const failure = { kind: "failed", error: new Error("the service is shutting down") } as const;
+        for (const pending of this.queue.splice(0)) settle(pending, failure);
+        return;
+      }
       clearTimeout(this.timer);
       this.timer = undefined;
       this.flush();
-      await Promise.race(this.inFlight.keys());
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([Promise.race(this.inFlight.keys()), new Promise((resolve) => (timer = setTimeout(resolve, left)))]);
+      clearTimeout(timer);
     }
   }
 

@@ -17,43 +17,78 @@ export interface CloseRequest {
   close: true;
 }
 
-const db = openSqliteDatabase((workerData as { file: string }).file);
+/**
+ * While another process holds the write lock, a commit is tried again every `busyRetryMs` for up
+ * to `busyPatienceMs`. SQLite's own busy handler would wait inside one native call, deaf to a
+ * close request and impossible to terminate: shutdown then overran its grace period and the
+ * process aborted on exit.
+ */
+const busyTimeoutMs = 20;
+const busyRetryMs = 20;
+const busyPatienceMs = 5000;
+
+const db = openSqliteDatabase((workerData as { file: string }).file, busyTimeoutMs);
 const commit = sqliteBatchCommit(db);
 
 const port = parentPort!;
+let committing = false;
+let closing = false;
+const queued: WriteRequest[] = [];
 
-// Group commit across batches: the batches that queued up while the last commit ran go
-// together in the next one, with one fsync; each batch gets its own outcomes back.
-port.on("message", (first: WriteRequest | CloseRequest) => {
-  if ("close" in first) return close();
-  const requests = [first];
-  let closing = false;
-  for (let next = receiveMessageOnPort(port); next; next = receiveMessageOnPort(port)) {
-    const message = next.message as WriteRequest | CloseRequest;
-    if ("close" in message) closing = true;
-    else requests.push(message);
-  }
-  try {
-    const merged: RowBatch =
-      requests.length === 1
-        ? first
-        : { traces: requests.flatMap((r) => r.traces), idempotencyKeys: requests.flatMap((r) => r.idempotencyKeys) };
-    const duplicates = commit(merged, requests[requests.length - 1]!.now);
-    let start = 0;
-    for (const { id, traces } of requests) {
-      const end = start + traces.length;
-      const reply: WriteReply = { id, duplicates: duplicates.filter((i) => i >= start && i < end).map((i) => i - start) };
-      port.postMessage(reply);
-      start = end;
-    }
-  } catch (error) {
-    for (const { id } of requests) {
-      const reply: WriteReply = { id, error: error instanceof Error ? error.message : String(error) };
-      port.postMessage(reply);
-    }
-  }
-  if (closing) close();
+port.on("message", (message: WriteRequest | CloseRequest) => {
+  take(message);
+  if (!committing) commitQueued();
 });
+
+function take(message: WriteRequest | CloseRequest): void {
+  if ("close" in message) closing = true;
+  else queued.push(message);
+}
+
+/**
+ * Group commit across batches: the batches that queued up while the last commit ran go together
+ * in the next one, with one fsync; each batch gets its own outcomes back.
+ */
+function commitQueued(): void {
+  for (let next = receiveMessageOnPort(port); next; next = receiveMessageOnPort(port)) take(next.message as WriteRequest | CloseRequest);
+  if (queued.length === 0) {
+    if (closing) close();
+    return;
+  }
+  const requests = queued.splice(0);
+  const merged: RowBatch =
+    requests.length === 1
+      ? requests[0]!
+      : { traces: requests.flatMap((r) => r.traces), idempotencyKeys: requests.flatMap((r) => r.idempotencyKeys) };
+  const giveUpAt = Date.now() + busyPatienceMs;
+  committing = true;
+  const attempt = (): void => {
+    try {
+      reply(requests, commit(merged, requests[requests.length - 1]!.now));
+    } catch (error) {
+      if (isBusy(error) && !closing && Date.now() < giveUpAt) return void setTimeout(attempt, busyRetryMs);
+      const text = error instanceof Error ? error.message : String(error);
+      for (const { id } of requests) port.postMessage({ id, error: text } satisfies WriteReply);
+    }
+    committing = false;
+    commitQueued();
+  };
+  attempt();
+}
+
+function reply(requests: WriteRequest[], duplicates: number[]): void {
+  let start = 0;
+  for (const { id, traces } of requests) {
+    const end = start + traces.length;
+    port.postMessage({ id, duplicates: duplicates.filter((i) => i >= start && i < end).map((i) => i - start) } satisfies WriteReply);
+    start = end;
+  }
+}
+
+function isBusy(error: unknown): boolean {
+  const code = (error as { code?: string } | undefined)?.code;
+  return code === "SQLITE_BUSY" || code === "SQLITE_BUSY_SNAPSHOT" || code === "SQLITE_LOCKED";
+}
 
 /**
  * Closing the database before the thread ends finalizes its statements while the thread is
