@@ -30,7 +30,8 @@ export function runClusterPrimary(config: Pick<Config, "workers" | "redisUrl" | 
       }
       return;
     }
-    logger.error({ pid: worker.process.pid, code, signal }, "worker died");
+    // `pid` is the primary's own, on every line: the worker's is `workerPid`.
+    logger.error({ workerPid: worker.process.pid, code, signal }, "worker died");
     if (Date.now() - started > crashLoopMs) fork();
     else if (startedAt.size === 0) process.exit(1);
   });

@@ -1,5 +1,6 @@
 import type { Redis } from "ioredis";
 import { RateLimiterCluster, RateLimiterMemory, RateLimiterRedis, RLWrapperTimeouts, type RateLimiterAbstract } from "rate-limiter-flexible";
+import type { Logger } from "../log/logger.js";
 import type { RedisHealth } from "./redis-health.js";
 
 /** Where counters live: this process, or a Redis shared by every instance. */
@@ -12,9 +13,22 @@ export function memoryBackend(): LimiterBackend {
   return { limiter: (options) => new RateLimiterMemory(options) };
 }
 
-/** Counters held by the primary of `serve --workers N` (its RateLimiterClusterMaster), shared by every worker. */
-export function clusterBackend(): LimiterBackend {
-  return { limiter: (options) => new RateLimiterCluster({ ...options, timeoutMs: 1000 }) };
+/** Longest a worker waits for the primary's counters before its insurance limiter answers. */
+const clusterTimeoutMs = 1000;
+
+/**
+ * Counters held by the primary of `serve --workers N` (its RateLimiterClusterMaster), shared by
+ * every worker; insured like Redis, so a stalled primary slows no request past clusterTimeoutMs
+ * and fails none: the worker counts on its own meanwhile (logged at most once a minute).
+ */
+export function clusterBackend(logger: Logger): LimiterBackend {
+  let lastLogged = 0;
+  const insuranceUsed = () => {
+    if (Date.now() - lastLogged < 60_000) return;
+    lastLogged = Date.now();
+    logger.warn({ timeoutMs: clusterTimeoutMs }, "the cluster primary did not answer in time: limits are counted in this worker");
+  };
+  return { limiter: (options) => insured(new RateLimiterCluster({ ...options, timeoutMs: clusterTimeoutMs }), options, clusterTimeoutMs, insuranceUsed) };
 }
 
 export interface RedisBackendOptions {
@@ -31,15 +45,23 @@ export interface RedisBackendOptions {
  */
 export function redisBackend({ redis, timeoutMs, health }: RedisBackendOptions): LimiterBackend {
   return {
-    limiter(options) {
-      const insurance = new RateLimiterMemory(options);
-      const consume = insurance.consume.bind(insurance);
-      insurance.consume = (...args: Parameters<RateLimiterMemory["consume"]>) => {
-        health.insuranceUsed();
-        return consume(...args);
-      };
-      const limiter = new RateLimiterRedis({ ...options, storeClient: redis, rejectIfRedisNotReady: true });
-      return new RLWrapperTimeouts({ limiter, timeoutMs, insuranceLimiter: insurance });
-    },
+    limiter: (options) =>
+      insured(new RateLimiterRedis({ ...options, storeClient: redis, rejectIfRedisNotReady: true }), options, timeoutMs, health.insuranceUsed),
   };
+}
+
+/** `limiter`, answered by an in-process limiter with the same limits when it fails or takes longer than timeoutMs. */
+function insured(
+  limiter: RateLimiterAbstract,
+  options: { keyPrefix: string; points: number; duration: number },
+  timeoutMs: number,
+  insuranceUsed: () => void,
+): RLWrapperTimeouts {
+  const insurance = new RateLimiterMemory(options);
+  const consume = insurance.consume.bind(insurance);
+  insurance.consume = (...args: Parameters<RateLimiterMemory["consume"]>) => {
+    insuranceUsed();
+    return consume(...args);
+  };
+  return new RLWrapperTimeouts({ limiter, timeoutMs, insuranceLimiter: insurance });
 }

@@ -40,7 +40,7 @@ export function openLimits(
   let redis: Redis | undefined;
   let degradation = (): string | undefined => undefined;
   // A worker of `serve --workers N` shares its counters with the other workers through the primary.
-  let backend = cluster.isWorker ? clusterBackend() : memoryBackend();
+  let backend = cluster.isWorker ? clusterBackend(logger) : memoryBackend();
   if (config.redisUrl !== undefined) {
     // No offline queue and one attempt per command: a command Redis cannot take fails at once
     // and the insurance limiter answers; ioredis keeps reconnecting in the background.

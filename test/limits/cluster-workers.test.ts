@@ -1,4 +1,4 @@
-import { request } from "node:http";
+import { Agent, request } from "node:http";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -17,6 +17,19 @@ function postOnNewConnection(url: string, key: string): Promise<{ status: number
     req.on("response", (res) => {
       res.resume();
       res.on("end", () => resolve({ status: res.statusCode!, remaining: String(res.headers["x-ratelimit-remaining"]) }));
+    });
+    req.on("error", reject);
+    req.end(JSON.stringify(traceBody(key)));
+  });
+}
+
+/** One POST over `agent`'s keep-alive connections; answers the status. */
+function postOn(agent: Agent, url: string, key: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = request(`${url}/v1/traces`, { method: "POST", agent, headers: { authorization: `Bearer ${key}`, "content-type": "application/json" } });
+    req.on("response", (res) => {
+      res.resume();
+      res.on("end", () => resolve(res.statusCode!));
     });
     req.on("error", reject);
     req.end(JSON.stringify(traceBody(key)));
@@ -50,5 +63,31 @@ describe("serve --workers N without Redis", () => {
     }
     const stored = runCli(["traces", "export", "--data-dir", dataDir]).trim().split("\n");
     expect(stored).toHaveLength(10);
+  });
+
+  it("a primary that stalls for longer than the workers wait for it makes no request fail: the workers count on their own meanwhile", async () => {
+    const dataDir = tempDir();
+    const key = runCli(["keys", "create", "--plan", "pro", "--data-dir", dataDir]).trim();
+    const server = await startServiceProcess(["--workers", "2", "--data-dir", dataDir]);
+    try {
+      const deadline = Date.now() + 30_000;
+      while (server.lines.filter((l) => l.includes('"msg":"listening"')).length < 2 && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      // Connections the workers already hold (the primary hands out new ones, so it must not be needed).
+      const agent = new Agent({ keepAlive: true, maxSockets: 10 });
+      expect((await Promise.all(Array.from({ length: 10 }, () => postOn(agent, server.url, key)))).every((s) => s === 202)).toBe(true);
+      // The primary holds the shared counters; stopped, it answers nobody for 1.5 s.
+      process.kill(server.child.pid!, "SIGSTOP");
+      const stalled = Promise.all(Array.from({ length: 10 }, () => postOn(agent, server.url, key)));
+      await new Promise((r) => setTimeout(r, 1500));
+      process.kill(server.child.pid!, "SIGCONT");
+      expect(await stalled).toEqual(Array.from({ length: 10 }, () => 202));
+      agent.destroy();
+    } finally {
+      process.kill(server.child.pid!, "SIGCONT");
+      server.child.kill("SIGTERM");
+      expect(await server.exited).toBe(0);
+    }
   });
 });
