@@ -42,26 +42,29 @@ class CallShape:
         return self.id
 
 
-def _openai_chat(client: Any, stream: bool) -> Any:
+# `options` are further keyword arguments of the call (calltrace= in tests of it).
+
+
+def _openai_chat(client: Any, stream: bool, **options: Any) -> Any:
     if stream:
         # The fake is not api.openai.com, so usage is asked for here.
         return client.chat.completions.create(
-            model="gpt-4o", messages=MESSAGES, stream=True, stream_options={"include_usage": True}
+            model="gpt-4o", messages=MESSAGES, stream=True, stream_options={"include_usage": True}, **options
         )
-    return client.chat.completions.create(model="gpt-4o", messages=MESSAGES)
+    return client.chat.completions.create(model="gpt-4o", messages=MESSAGES, **options)
 
 
-def _openai_responses(client: Any, stream: bool) -> Any:
-    return client.responses.create(model="gpt-4o", input="Say hello", stream=stream)
+def _openai_responses(client: Any, stream: bool, **options: Any) -> Any:
+    return client.responses.create(model="gpt-4o", input="Say hello", stream=stream, **options)
 
 
-def _anthropic(client: Any, stream: bool) -> Any:
-    return client.messages.create(model="claude-haiku-4-5", max_tokens=64, messages=MESSAGES, stream=stream)
+def _anthropic(client: Any, stream: bool, **options: Any) -> Any:
+    return client.messages.create(model="claude-haiku-4-5", max_tokens=64, messages=MESSAGES, stream=stream, **options)
 
 
-def _gemini(client: Any, stream: bool) -> Any:
+def _gemini(client: Any, stream: bool, **options: Any) -> Any:
     method = client.models.generate_content_stream if stream else client.models.generate_content
-    return method(model="gemini-2.0-flash", contents="Say hello")
+    return method(model="gemini-2.0-flash", contents="Say hello", **options)
 
 
 SHAPES = [
@@ -87,11 +90,11 @@ SHAPES = [
 CONSUME = ("all", "break", "close", "with")
 
 
-def run(shape: CallShape, url: str, stream: bool, asynchronous: bool, consume: str = "all") -> Any:
+def run(shape: CallShape, url: str, stream: bool, asynchronous: bool, consume: str = "all", **options: Any) -> Any:
     if asynchronous:
-        return asyncio.run(_run_async(shape, url, stream, consume))
+        return asyncio.run(run_async(shape, url, stream, consume, **options))
     client = shape.sync_client(url)  # held: a collected genai client closes its connections
-    result = shape.call(client, stream)
+    result = shape.call(client, stream, **options)
     if not stream:
         return result
     if consume == "all":
@@ -108,9 +111,9 @@ def run(shape: CallShape, url: str, stream: bool, asynchronous: bool, consume: s
         return next(opened)
 
 
-async def _run_async(shape: CallShape, url: str, stream: bool, consume: str) -> Any:
+async def run_async(shape: CallShape, url: str, stream: bool, consume: str = "all", **options: Any) -> Any:
     client = shape.async_client(url)
-    result = await shape.call(client, stream)
+    result = await shape.call(client, stream, **options)
     if not stream:
         return result
     if consume == "all":

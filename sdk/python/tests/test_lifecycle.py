@@ -51,13 +51,43 @@ def test_init_patches_the_imported_libraries_and_unpatch_restores_them(collector
     assert openai.resources.chat.completions.Completions.create is original
 
 
-def test_without_an_api_key_nothing_is_patched(monkeypatch, caplog):
+@pytest.mark.parametrize(
+    "switch",
+    [
+        pytest.param({}, id="no-key"),
+        pytest.param({"api_key": API_KEY, "enabled": False}, id="enabled-false"),
+        pytest.param({"api_key": API_KEY, "env": "1"}, id="CALLTRACE_DISABLED"),
+    ],
+)
+def test_switched_off_nothing_is_traced_and_calls_with_the_calltrace_option_still_work(
+    switch, provider, collector, monkeypatch, caplog
+):
     monkeypatch.delenv("CALLTRACE_API_KEY", raising=False)
-    original = openai.resources.chat.completions.Completions.create
-    with caplog.at_level(logging.WARNING, logger="calltrace"):
-        assert calltrace.init() == []
-    assert openai.resources.chat.completions.Completions.create is original
-    assert "no API key" in caplog.text
+    monkeypatch.setenv("CALLTRACE_ENDPOINT", collector.endpoint)
+    if "env" in switch:
+        monkeypatch.setenv("CALLTRACE_DISABLED", switch.pop("env"))
+    try:
+        with caplog.at_level(logging.INFO, logger="calltrace"):
+            assert calltrace.init(**switch) == []
+        completion = openai_client(provider.url).chat.completions.create(
+            model="gpt-4o", messages=MESSAGES, calltrace={"user_id": "u-1"}
+        )
+        assert completion.usage.prompt_tokens == 1234
+        assert calltrace.flush(1)
+        assert collector.requests == [] and calltrace.stats()["sent"] == 0
+        assert ("no API key" if not switch else "disabled") in caplog.text
+    finally:
+        calltrace.unpatch()
+
+
+def test_an_explicit_enabled_true_overrides_calltrace_disabled(provider, collector, monkeypatch):
+    monkeypatch.setenv("CALLTRACE_DISABLED", "1")
+    try:
+        assert calltrace.init(api_key=API_KEY, endpoint=collector.endpoint, enabled=True) != []
+        chat(provider)
+        collector.wait_for(1)
+    finally:
+        calltrace.shutdown(2)
 
 
 def test_the_key_and_endpoint_come_from_the_environment(provider, collector, monkeypatch):
@@ -99,7 +129,7 @@ def test_after_shutdown_calls_are_not_traced(provider, collector):
 
 
 def test_shutdown_waits_at_most_its_timeout_and_drops_what_is_left(provider, collector):
-    calltrace.init(api_key=API_KEY, endpoint=collector.endpoint)
+    calltrace.init(api_key=API_KEY, endpoint=collector.endpoint, concurrency=1)
     collector.default = (202, {"status": "ok"}, {}, 2.0)
     try:
         for _ in range(3):
@@ -121,6 +151,18 @@ def test_at_exit_pending_traces_are_delivered(provider, collector):
     assert len(collector.requests) == 3
     assert [t["model"] for t in collector.traces()] == ["gpt-4o-2024-08-06"] * 3  # openai, patched on import
     assert flush_took < 10
+
+
+def test_at_exit_1500_traces_reach_a_service_answering_in_50_ms_within_the_exit_window(provider, collector):
+    # One trace per round trip delivered 264 of these: senders now work concurrently.
+    collector.default = (202, {"status": "ok"}, {}, 0.05)
+    try:
+        flush_took, _ = run_exit_app(provider, collector.endpoint, calls=1500)
+    finally:
+        collector.default = ACCEPTED
+    assert len(collector.requests) == 1500
+    assert len({r.headers["Idempotency-Key"] for r in collector.requests}) == 1500
+    assert flush_took < 10, flush_took
 
 
 def test_at_exit_a_service_that_never_answers_holds_the_process_at_most_10_seconds(provider, collector):

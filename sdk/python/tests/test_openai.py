@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 
 import httpx2
 import openai
+import pytest
 
 import calltrace
 from clients import openai_async, openai_client
-from shapes import MESSAGES
+from shapes import MESSAGES, SHAPES, run_async
 
 
 class ToFake(httpx2.HTTPTransport):
@@ -65,12 +67,38 @@ def test_a_callers_own_include_usage_is_respected_and_its_usage_chunk_is_deliver
     assert [t["tokens_out"] for t in tracing.traces()] == [567, 0]
 
 
-def test_other_base_urls_get_the_request_unchanged(provider, tracing):
-    stream_chat(openai_client(provider.url))
+def test_azure_openai_is_asked_for_stream_usage_too(provider, tracing):
+    client = openai.AzureOpenAI(api_key="az-test", api_version="2024-10-21", azure_endpoint=provider.url, max_retries=0)
+
+    chunks = stream_chat(client)
+
+    assert provider.requests[-1]["path"].startswith("/openai/deployments/gpt-4o/chat/completions")
+    assert provider.requests[-1]["body"]["stream_options"] == {"include_usage": True}
+    assert chunks and all(chunk.choices for chunk in chunks)
+    trace = tracing.wait_for(1)[0].body
+    assert (trace["tokens_in"], trace["tokens_out"]) == (1234, 567) and "metadata" not in trace
+
+
+def test_other_hosts_get_the_request_unchanged_and_their_traces_say_the_usage_is_missing(provider, tracing, caplog):
+    with caplog.at_level(logging.WARNING, logger="calltrace"):
+        stream_chat(openai_client(provider.url))
+        stream_chat(openai_client(provider.url))
 
     assert "stream_options" not in provider.requests[-1]["body"]
-    tracing.wait_for(1)
-    assert tracing.traces()[0]["tokens_out"] == 0  # the server reported no usage
+    traces = [r.body for r in tracing.wait_for(2)]
+    for trace in traces:
+        assert (trace["tokens_in"], trace["tokens_out"], trace["cost_usd"]) == (0, 0, 0)  # the server reported no usage
+        assert trace["metadata"] == {"calltrace.usage": "missing"}
+    [warning] = [r.getMessage() for r in caplog.records if "include_usage" in r.getMessage()]
+    assert "127.0.0.1" in warning
+
+
+def test_a_stream_with_usage_asked_for_is_not_marked(provider, tracing, caplog):
+    with caplog.at_level(logging.WARNING, logger="calltrace"):
+        stream_chat(openai_client(provider.url), stream_options={"include_usage": True})
+
+    assert "metadata" not in tracing.wait_for(1)[0].body
+    assert not [r for r in caplog.records if "include_usage" in r.getMessage()]
 
 
 def test_traced_streams_still_are_the_librarys_stream_types(provider, tracing):
@@ -122,6 +150,25 @@ def test_an_async_stream_left_by_break_is_reported_while_the_loop_still_runs(pro
     assert counts["sent"] + counts["queued"] == 1
     tracing.wait_for(1)
     assert tracing.traces()[0]["status"] == "success"
+
+
+# google-genai's async streams print the same error untraced too (their own
+# nested generators), so only the Stainless-made clients' streams are checked.
+@pytest.mark.parametrize("shape", [s for s in SHAPES if s.provider != "gemini"], ids=repr)
+def test_an_async_stream_left_by_break_is_closed_cleanly(shape, provider, tracing):
+    errors = []
+
+    async def main():
+        asyncio.get_running_loop().set_exception_handler(lambda loop, context: errors.append(context))
+        for _ in range(3):
+            await run_async(shape, provider.url, True, "break")
+        await asyncio.sleep(0.05)
+
+    asyncio.run(main())
+    # Left to the garbage collector, the provider stream's generators were closed
+    # concurrently: "aclose(): asynchronous generator is already running".
+    assert [str(e.get("exception", e.get("message"))) for e in errors] == []
+    tracing.wait_for(3)
 
 
 def test_raw_response_calls_work_as_before_and_are_traced_without_token_counts(provider, tracing):

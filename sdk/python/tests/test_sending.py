@@ -146,7 +146,7 @@ def test_a_slow_service_does_not_slow_the_caller(provider, collector):
 
 
 def test_when_the_queue_is_full_the_oldest_traces_are_dropped_and_counted(provider, collector):
-    init(collector.endpoint, max_queue_size=3)
+    init(collector.endpoint, max_queue_size=3, concurrency=1)
     collector.script((202, {"status": "ok"}, {}, 1.5))  # holds the sender while 7 more calls queue up
     try:
         for n in range(1, 9):

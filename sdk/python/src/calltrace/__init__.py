@@ -3,7 +3,10 @@
     import calltrace
     calltrace.init()   # key from CALLTRACE_API_KEY
 
-Traces are sent from a daemon thread; at exit pending traces get up to 10 s.
+    with calltrace.attributes(user_id="u-42", tags=["search"]):
+        client.chat.completions.create(..., calltrace={"metadata": {"step": "rank"}})
+
+Traces are sent from daemon threads; at exit pending traces get up to 10 s.
 """
 
 from __future__ import annotations
@@ -12,9 +15,10 @@ import atexit
 import logging
 import os
 import threading
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, Iterable, List, Mapping, Optional
 
 from . import _tracer
+from ._attributes import MAX_ENVIRONMENT, Attributes, attributes, clean_text, untraced
 from ._patching import patch_installed, unpatch_all
 from ._pricing import Pricing, load_table, table_path
 from ._retry import RetryPolicy
@@ -22,7 +26,7 @@ from ._sender import Sender
 from ._tracer import Tracer
 
 __version__ = "0.1.0"
-__all__ = ["init", "unpatch", "flush", "shutdown", "stats"]
+__all__ = ["init", "attributes", "untraced", "unpatch", "flush", "shutdown", "stats"]
 
 logger = logging.getLogger("calltrace")
 
@@ -49,7 +53,13 @@ def init(
     endpoint: Optional[str] = None,
     *,
     prices: Optional[Mapping[str, Mapping[str, Mapping[str, Any]]]] = None,
-    max_queue_size: int = 1000,
+    environment: Optional[str] = None,
+    tags: Optional[Iterable[str]] = None,
+    metadata: Optional[Mapping[str, str]] = None,
+    sample_rate: float = 1.0,
+    enabled: Optional[bool] = None,
+    max_queue_size: int = 10000,
+    concurrency: int = 16,
     timeout: float = 5.0,
     max_retries: int = 5,
     retry_base_delay: float = 0.5,
@@ -65,7 +75,12 @@ def init(
         added to or overriding the shared price table; "cached_input", "cache_write" and
         "tiers" may be given as in sdk/pricing/models.json (cached and written input
         default to the input rate).
+    environment, tags, metadata: attributes of every trace (scopes and calls add to them).
+    sample_rate: the share of successful calls traced, 0.0 to 1.0; failed calls are always traced.
+    enabled: False traces nothing (calltrace= options are still removed from calls);
+        default: off when CALLTRACE_DISABLED is 1 or true.
     max_queue_size: traces waiting to be sent; when full the oldest is dropped.
+    concurrency: traces sent at once, each on its own kept-alive connection.
     timeout: seconds for one request to the service.
     max_retries: retries of one trace after 429, 5xx or a network error.
     retry_base_delay, retry_max_delay: exponential backoff bounds in seconds; a
@@ -73,19 +88,31 @@ def init(
 
     Calling init again replaces the previous configuration entirely.
     """
+    if not 0.0 <= sample_rate <= 1.0:
+        raise ValueError(f"calltrace: sample_rate must be between 0 and 1, got {sample_rate!r}")
     key = api_key or os.environ.get("CALLTRACE_API_KEY")
     url = endpoint or os.environ.get("CALLTRACE_ENDPOINT") or DEFAULT_ENDPOINT
+    if enabled is None:
+        enabled = os.environ.get("CALLTRACE_DISABLED", "").strip().lower() not in ("1", "true", "yes")
     with _lock:
         _deactivate()
+        # Patched even when not tracing, so that calls passing calltrace= keep working.
+        providers = patch_installed()
+        if not enabled:
+            logger.info("calltrace: disabled; not tracing")
+            return []
         if not key:
             logger.warning("calltrace: no API key (pass api_key or set CALLTRACE_API_KEY); not tracing")
             return []
         if not url.rstrip("/").endswith("/v1/traces"):
             logger.warning("calltrace: endpoint %r does not end in /v1/traces", url)
-        _SENDER.configure(max_queue_size, RetryPolicy(max_retries, retry_base_delay, retry_max_delay), timeout)
+        policy = RetryPolicy(max_retries, retry_base_delay, retry_max_delay)
+        _SENDER.configure(max_queue_size, policy, timeout, concurrency)
         _SENDER.restart()
-        _tracer.active = Tracer(key, url, Pricing(_TABLE, prices), _SENDER)
-        return patch_installed()
+        defaults = Attributes.given(tags=tags, metadata=metadata)
+        environment = clean_text(environment, MAX_ENVIRONMENT, "environment")
+        _tracer.active = Tracer(key, url, Pricing(_TABLE, prices), _SENDER, defaults, environment, sample_rate)
+        return providers
 
 
 def unpatch() -> None:
@@ -109,7 +136,8 @@ def shutdown(timeout: float = 10.0) -> bool:
 
 
 def stats() -> Dict[str, int]:
-    """Counts since init: sent, dropped (queue full), failed (rejected or given up), and queued now."""
+    """Counts since init: sent, dropped (queue full), failed (rejected or given up),
+    sampled_out (successful calls left out by sample_rate), and queued now."""
     counts = dict(_SENDER.counts)
     counts["queued"] = _SENDER.pending()
     return counts

@@ -15,6 +15,7 @@ import time
 from typing import Any, Callable, Dict, Optional
 
 from . import _tracer
+from ._attributes import Attributes, call_option, scope, untraced_block
 from ._streams import (
     TracedAsyncStream,
     TracedAsyncStreamManager,
@@ -23,14 +24,24 @@ from ._streams import (
     traced_aiter,
     traced_iter,
 )
+from ._threads import current, run_with, run_with_async
 from ._tracer import Tracer, Usage, describe
 
 logger = logging.getLogger("calltrace")
+
+# The keyword argument carrying one call's attributes; removed before the
+# provider library sees the call.
+OPTION = "calltrace"
 
 class Shape:
     """How one provider method's calls read; subclassed per method in providers/."""
 
     provider = ""
+
+    # Makes no trace itself: the method makes its requests through other
+    # traced methods, which trace each request (Gemini's automatic function
+    # calling). It only lends them the caller's scope and call option.
+    outer = False
 
     # The method returns a context manager that makes the streamed request
     # when entered and gives a helper reading the provider's stream
@@ -57,12 +68,15 @@ class Shape:
 
 
 class Call:
-    __slots__ = ("tracer", "shape", "usage", "streaming", "injected", "started", "handed_out", "done")
+    __slots__ = ("tracer", "shape", "usage", "attributes", "streaming", "injected", "started", "handed_out", "done")
 
-    def __init__(self, tracer: Tracer, shape: Shape, usage: Usage, streaming: bool, injected: bool) -> None:
+    def __init__(
+        self, tracer: Tracer, shape: Shape, usage: Usage, attributes: Attributes, streaming: bool, injected: bool
+    ) -> None:
         self.tracer = tracer
         self.shape = shape
         self.usage = usage
+        self.attributes = attributes
         self.streaming = streaming
         self.injected = injected
         self.handed_out = False  # a stream was given to the caller
@@ -74,7 +88,7 @@ class Call:
             return
         self.done = True
         try:
-            self.tracer.record(self.shape.provider, self.usage, self.started, error)
+            self.tracer.record(self.shape.provider, self.usage, self.started, error, self.attributes, self.streaming)
         except Exception:
             logger.debug("calltrace: could not record a trace", exc_info=True)
 
@@ -145,16 +159,29 @@ class Call:
             self.ended()
 
 
-def _start(shape: Shape, args: Any, kwargs: Dict[str, Any]):
+def _option(kwargs: Dict[str, Any]) -> Optional[Attributes]:
+    """Removes the calltrace= option from a call's arguments; its attributes."""
+    try:
+        return call_option(kwargs.pop(OPTION))
+    except Exception:
+        logger.debug("calltrace: unreadable calltrace= option", exc_info=True)
+        return None
+
+
+def _start(shape: Shape, args: Any, kwargs: Dict[str, Any], option: Optional[Attributes]):
     """The Call for this invocation, or None when tracing is off or cannot start."""
     tracer = _tracer.active
-    if tracer is None:
+    if tracer is None or untraced_block.get():
         return None
     try:
+        attributes = tracer.defaults
+        for level in (scope.get(), option):
+            if level is not None:
+                attributes = level.under(attributes)
         injected = shape.prepare(args[0] if args else None, kwargs)
         model = kwargs.get("model")
         usage = Usage(model if isinstance(model, str) else None)
-        return Call(tracer, shape, usage, shape.streaming(kwargs), injected)
+        return Call(tracer, shape, usage, attributes, shape.streaming(kwargs), injected)
     except Exception:
         logger.debug("calltrace: could not start tracing a call", exc_info=True)
         return None
@@ -174,7 +201,10 @@ def wrap(original: Callable[..., Any], shape: Shape) -> Callable[..., Any]:
 
     @functools.wraps(original)
     def traced(*args: Any, **kwargs: Any) -> Any:
-        call = _start(shape, args, kwargs)
+        option = _option(kwargs) if OPTION in kwargs else None
+        if shape.outer:
+            return _lend_scope(option, original, args, kwargs)
+        call = _start(shape, args, kwargs, option)
         if call is None:
             return original(*args, **kwargs)
         try:
@@ -197,3 +227,51 @@ def wrap(original: Callable[..., Any], shape: Shape) -> Callable[..., Any]:
         return await traced(*args, **kwargs)
 
     return traced_async
+
+
+def _lend_scope(option: Optional[Attributes], original: Callable[..., Any], args: Any, kwargs: Dict[str, Any]) -> Any:
+    """Runs an outer method with the caller's scope (and call option) as of now,
+    also for the parts that run later, while its stream is read."""
+    values = current()
+    if option is not None:
+        values = (option.under(values[0]), values[1])
+    result = run_with(values, original, *args, **kwargs)
+    if inspect.iscoroutine(result):
+        return _awaited_with(values, result)
+    return _with_scope(values, result)
+
+
+def _with_scope(values: Any, result: Any) -> Any:
+    if inspect.isgenerator(result):
+        return _iter_with(values, result)
+    if inspect.isasyncgen(result):
+        return _aiter_with(values, result)
+    return result
+
+
+async def _awaited_with(values: Any, pending: Any) -> Any:
+    return _with_scope(values, await run_with_async(values, pending))
+
+
+def _iter_with(values: Any, source: Any) -> Any:
+    try:
+        while True:
+            try:
+                item = run_with(values, next, source)
+            except StopIteration:
+                return
+            yield item
+    finally:
+        run_with(values, source.close)
+
+
+async def _aiter_with(values: Any, source: Any) -> Any:
+    try:
+        while True:
+            try:
+                item = await run_with_async(values, source.__anext__())
+            except StopAsyncIteration:
+                return
+            yield item
+    finally:
+        await run_with_async(values, source.aclose())

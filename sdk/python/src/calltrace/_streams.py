@@ -44,6 +44,13 @@ async def traced_aiter(source: Any, call: Any) -> AsyncIterator[Any]:
         # held when the loop ends is cancelled instead. Either way the caller
         # stopped reading: the provider did not fail.
         call.ended()
+        # Close the source now, as `async with` would. Left to the garbage
+        # collector, a provider stream's nested generators are closed by
+        # concurrent finaliser tasks, and httpx reports "aclose(): asynchronous
+        # generator is already running".
+        aclose = getattr(source, "aclose", None)
+        if aclose is not None:
+            await aclose()
         raise
     except BaseException as exc:
         call.failed(exc)

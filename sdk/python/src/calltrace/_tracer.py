@@ -2,62 +2,135 @@
 
 from __future__ import annotations
 
+import random
 import time
-from typing import Optional
+from typing import Any, Dict, Optional
 
+from ._attributes import MAX_METADATA, Attributes
 from ._pricing import Pricing
 from ._sender import Outgoing, Sender
 
-# Wire limits (decisions D5): counts are int32, model 1-256 characters,
-# error at most 4096. A trace outside them would be rejected, i.e. lost.
+# Wire limits (the contract, proto/calltrace/v1/trace.proto): counts are
+# int32, model 1-256 characters, error at most 4096. A trace outside them
+# would be rejected, i.e. lost.
 MAX_COUNT = 2147483647
 MAX_MODEL = 256
 MAX_ERROR = 4096
+
+# The metadata entry of a trace whose call reported no usage (its tokens are
+# 0 because they are unknown, not because there were none).
+USAGE_MISSING = ("calltrace.usage", "missing")
 
 
 class Usage:
     """What a call reported, filled in as its response (or stream) is read."""
 
-    __slots__ = ("model", "tokens_in", "tokens_out", "error")
+    __slots__ = (
+        "model",
+        "tokens_in",
+        "tokens_out",
+        "tokens_cached_in",
+        "tokens_cache_write",
+        "tokens_reasoning",
+        "reported",
+        "first_output",
+        "error",
+    )
 
     def __init__(self, model: Optional[str]) -> None:
         self.model = model
         self.tokens_in = 0
         self.tokens_out = 0
+        # Parts of tokens_in / tokens_out; None when the provider does not say.
+        self.tokens_cached_in: Optional[int] = None
+        self.tokens_cache_write: Optional[int] = None
+        self.tokens_reasoning: Optional[int] = None
+        self.reported = False  # the provider's usage was seen
+        # perf_counter() of the first streamed item carrying generated output.
+        self.first_output: Optional[float] = None
         # A failure the provider reported inside an otherwise normal stream.
         self.error: Optional[str] = None
 
+    def output_seen(self) -> None:
+        if self.first_output is None:
+            self.first_output = time.perf_counter()
+
 
 class Tracer:
-    def __init__(self, api_key: str, endpoint: str, pricing: Pricing, sender: Sender) -> None:
+    def __init__(
+        self,
+        api_key: str,
+        endpoint: str,
+        pricing: Pricing,
+        sender: Sender,
+        defaults: Attributes,
+        environment: Optional[str],
+        sample_rate: float,
+    ) -> None:
         self.api_key = api_key
         self.endpoint = endpoint
         self.pricing = pricing
         self.sender = sender
+        self.defaults = defaults
+        self.environment = environment
+        self.sample_rate = sample_rate
 
-    def record(self, provider: str, usage: Usage, started: float, error: Optional[str]) -> None:
+    def record(
+        self, provider: str, usage: Usage, started: float, error: Optional[str], attributes: Attributes, streamed: bool
+    ) -> None:
         """Queues the trace of a call that started at `started` (perf_counter) and ends now."""
-        latency_ms = _count(round((time.perf_counter() - started) * 1000))
+        ended = time.perf_counter()
+        if error is None and self.sample_rate < 1.0 and random.random() >= self.sample_rate:
+            self.sender.count("sampled_out")  # errors are always kept
+            return
+        latency_ms = _count(round((ended - started) * 1000))
         model = (usage.model or "unknown")[:MAX_MODEL]
         tokens_in = _count(usage.tokens_in)
         tokens_out = _count(usage.tokens_out)
-        trace = {
+        # The parts never exceed their whole, as the contract requires.
+        cached = _part(usage.tokens_cached_in, tokens_in)
+        cache_write = _part(usage.tokens_cache_write, tokens_in - (cached or 0))
+        reasoning = _part(usage.tokens_reasoning, tokens_out)
+        trace: Dict[str, Any] = {
             "provider": provider,
             "model": model,
             "tokens_in": tokens_in,
             "tokens_out": tokens_out,
             "latency_ms": latency_ms,
-            "cost_usd": self.pricing.cost(provider, model, tokens_in, tokens_out),
+            "cost_usd": self.pricing.cost(provider, model, tokens_in, tokens_out, cached or 0, cache_write or 0),
             "api_key": self.api_key,
             "status": "success" if error is None else "error",
         }
         if error is not None:
             trace["error"] = error[:MAX_ERROR]
+        for name, value in (("tokens_cached_in", cached), ("tokens_cache_write", cache_write), ("tokens_reasoning", reasoning)):
+            if value is not None:
+                trace[name] = value
+        if streamed and usage.first_output is not None:
+            trace["ttft_ms"] = min(latency_ms, _count(round((usage.first_output - started) * 1000)))
+        if self.environment is not None:
+            trace["environment"] = self.environment
+        attributes.fill(trace)
+        if not usage.reported and error is None:
+            trace["metadata"] = _with_entry(attributes.metadata, *USAGE_MISSING)
         self.sender.submit(Outgoing(self.endpoint, self.api_key, trace))
 
 
 def _count(value: int) -> int:
     return min(MAX_COUNT, max(0, int(value)))
+
+
+def _with_entry(metadata: Dict[str, str], key: str, value: str) -> Dict[str, str]:
+    """A copy of metadata with key set, making room if it is full: ours is the one that must not be lost."""
+    entries = dict(metadata)
+    if key not in entries and len(entries) >= MAX_METADATA:
+        entries.pop(list(entries)[-1])
+    entries[key] = value
+    return entries
+
+
+def _part(value: Optional[int], whole: int) -> Optional[int]:
+    return None if value is None else min(whole, _count(value))
 
 
 def describe(exc: BaseException) -> str:

@@ -1,14 +1,18 @@
 """A fake of the three providers' HTTP APIs, with bodies shaped like the real ones.
 
-Routes: OpenAI POST /v1/chat/completions and /v1/responses, Anthropic POST
+Routes: OpenAI POST /v1/chat/completions (also Azure's
+/openai/deployments/{name}/chat/completions) and /v1/responses, Anthropic POST
 /v1/messages, Gemini POST /v1beta/models/{model}:generateContent (or /v1/...) and
 :streamGenerateContent?alt=sse. Each answers as JSON or as an SSE stream
-(chunked), and can be told to fail:
+(chunked), `event_delay` seconds before each event, and can be told to fail:
 
 - `fail_status`: the next request gets this HTTP status with the provider's error body;
 - `stream_failure`: "event" sends the provider's in-band error event mid-stream,
   "disconnect" drops the connection mid-stream; for OpenAI responses,
   "response.failed" ends the stream with that event.
+
+A Gemini request offering tools whose last turn is not a function response is
+answered with a call of the first tool, as the real API does.
 """
 
 from __future__ import annotations
@@ -45,14 +49,14 @@ class ProviderHandler(Handler):
         path = self.path.split("?", 1)[0]
         status = fake.take_failure()
         gemini = re.fullmatch(r"/v1(?:beta)?/models/([^:]+):(generateContent|streamGenerateContent)", path)
-        if path == "/v1/chat/completions":
+        if path == "/v1/chat/completions" or re.fullmatch(r"/openai/deployments/[^/]+/chat/completions", path):
             self.openai_chat(fake, body, status)
         elif path == "/v1/responses":
             self.openai_responses(fake, body, status)
         elif path == "/v1/messages":
             self.anthropic(fake, body, status)
         elif gemini:
-            self.gemini(fake, gemini.group(1), gemini.group(2) == "streamGenerateContent", status)
+            self.gemini(fake, gemini.group(1), gemini.group(2) == "streamGenerateContent", status, body)
         else:
             self.send_json(404, {"error": {"message": f"no route {path}"}})
 
@@ -264,7 +268,7 @@ class ProviderHandler(Handler):
 
     # --- Gemini ---------------------------------------------------------
 
-    def gemini(self, fake: "FakeProvider", model: str, streamed: bool, status: Optional[int]) -> None:
+    def gemini(self, fake: "FakeProvider", model: str, streamed: bool, status: Optional[int], body: Dict[str, Any]) -> None:
         if status:
             states = {400: "INVALID_ARGUMENT", 403: "PERMISSION_DENIED", 429: "RESOURCE_EXHAUSTED", 503: "UNAVAILABLE"}
             return self.send_json(
@@ -281,8 +285,8 @@ class ProviderHandler(Handler):
         tokens_in, tokens_out = fake.tokens
         response_id = fake.unique("mMjJaOPDBZ2hz7IP")
 
-        def chunk(text: str, out: int, finish: Optional[str] = None) -> Dict[str, Any]:
-            candidate: Dict[str, Any] = {"content": {"parts": [{"text": text}], "role": "model"}, "index": 0}
+        def chunk(text: str, out: int, finish: Optional[str] = None, part: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+            candidate: Dict[str, Any] = {"content": {"parts": [part or {"text": text}], "role": "model"}, "index": 0}
             if finish:
                 candidate["finishReason"] = finish
             # Gemini counts thoughts apart from the candidates (total = prompt + candidates + thoughts)
@@ -306,6 +310,11 @@ class ProviderHandler(Handler):
                 "responseId": response_id,
             }
 
+        tools = [f for tool in body.get("tools") or [] for f in tool.get("functionDeclarations") or []]
+        last = (body.get("contents") or [{}])[-1].get("parts") or [{}]
+        if tools and "functionResponse" not in last[0]:
+            call = chunk("", tokens_out, "STOP", {"functionCall": {"name": tools[0]["name"], "args": {}}})
+            return self.send_sse([sse(call)]) if streamed else self.send_json(200, call)
         if not streamed:
             return self.send_json(200, chunk("".join(TEXT), tokens_out, "STOP"))
         events = [sse(chunk(piece, 0)) for piece in TEXT[:-1]]
@@ -320,7 +329,7 @@ class ProviderHandler(Handler):
         failure = fake.take_stream_failure()
         if failure == "event":
             events = events[:2] + [failure_event]
-        self.send_sse(events, disconnect_after=2 if failure == "disconnect" else None, headers=headers)
+        self.send_sse(events, disconnect_after=2 if failure == "disconnect" else None, headers=headers, delay=fake.event_delay)
 
 
 class FakeProvider(Server):
@@ -336,6 +345,7 @@ class FakeProvider(Server):
         # reasoning tokens (OpenAI: part of completion_tokens; Gemini: thoughtsTokenCount, apart).
         self.cached_in = 0
         self.reasoning = 0
+        self.event_delay = 0.0
         self.fail_status: Optional[int] = None
         self.stream_failure: Optional[str] = None
 
@@ -366,5 +376,6 @@ class FakeProvider(Server):
             self.anthropic_cache = (0, 0)
             self.cached_in = 0
             self.reasoning = 0
+            self.event_delay = 0.0
             self.fail_status = None
             self.stream_failure = None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import socket
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Dict, Iterable, Optional, Type
 
@@ -38,8 +39,14 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def send_sse(self, events: Iterable[str], disconnect_after: Optional[int] = None, headers: Optional[Dict[str, str]] = None) -> None:
-        """Streams pre-rendered SSE events with chunked encoding; optionally drops the connection mid-body."""
+    def send_sse(
+        self,
+        events: Iterable[str],
+        disconnect_after: Optional[int] = None,
+        headers: Optional[Dict[str, str]] = None,
+        delay: float = 0.0,
+    ) -> None:
+        """Streams pre-rendered SSE events with chunked encoding, `delay` seconds before each; optionally drops the connection mid-body."""
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")
@@ -51,6 +58,8 @@ class Handler(BaseHTTPRequestHandler):
                 self.close_connection = True
                 self.wfile.flush()
                 return  # no terminating chunk: the client sees a broken body
+            if delay:
+                time.sleep(delay)
             data = event.encode()
             self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
             self.wfile.flush()

@@ -8,11 +8,21 @@ from .._calls import Shape
 from .._tracer import Usage
 
 
-def _input_tokens(counts: Any, default: int) -> int:
-    """Input tokens including cache writes and reads, which the price table prices as input."""
-    if counts.input_tokens is None:
-        return default
-    return counts.input_tokens + (counts.cache_creation_input_tokens or 0) + (counts.cache_read_input_tokens or 0)
+def _read_counts(counts: Any, usage: Usage) -> None:
+    """Anthropic's input_tokens leave out cache reads and writes; tokens_in counts them all.
+
+    Stream events restate the counts cumulatively, and may leave some out:
+    a count not given keeps its earlier value.
+    """
+    usage.reported = True
+    if counts.cache_read_input_tokens is not None:
+        usage.tokens_cached_in = counts.cache_read_input_tokens
+    if counts.cache_creation_input_tokens is not None:
+        usage.tokens_cache_write = counts.cache_creation_input_tokens
+    if counts.input_tokens is not None:
+        usage.tokens_in = counts.input_tokens + (usage.tokens_cached_in or 0) + (usage.tokens_cache_write or 0)
+    if counts.output_tokens is not None:
+        usage.tokens_out = counts.output_tokens
 
 
 class Messages(Shape):
@@ -20,17 +30,16 @@ class Messages(Shape):
 
     def read(self, response: Any, usage: Usage) -> None:
         usage.model = response.model or usage.model
-        usage.tokens_in = _input_tokens(response.usage, 0)
-        usage.tokens_out = response.usage.output_tokens or 0
+        _read_counts(response.usage, usage)
 
     def observe(self, item: Any, usage: Usage) -> bool:
         kind = getattr(item, "type", None)
-        if kind == "message_start":
+        if kind == "content_block_delta":
+            usage.output_seen()
+        elif kind == "message_start":
             self.read(item.message, usage)
         elif kind == "message_delta":
-            # Counts here are cumulative; input may be restated or left out.
-            usage.tokens_in = _input_tokens(item.usage, usage.tokens_in)
-            usage.tokens_out = item.usage.output_tokens or usage.tokens_out
+            _read_counts(item.usage, usage)
         return False
 
 
