@@ -10,6 +10,7 @@ import { openLimits } from "./limits/open-limits.js";
 import type { Logger } from "./log/logger.js";
 import { instrumentedStore } from "./observability/instrumented-store.js";
 import { createMetrics } from "./observability/metrics.js";
+import { watchWriteHealth } from "./observability/write-health.js";
 import { listen } from "./server/listen.js";
 import { listenForMetrics } from "./server/metrics-endpoint.js";
 import { createRequestHandler } from "./server/request-handler.js";
@@ -32,7 +33,8 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
   const plans = loadPlans(config.plansFile);
   const store = await openStore(config, logger);
   const metrics = createMetrics();
-  const writer = new BatchingWriter(instrumentedStore(store, metrics), {
+  const writeHealth = watchWriteHealth(logger);
+  const writer = new BatchingWriter(instrumentedStore(store, metrics, writeHealth), {
     maxBatch: Math.min(config.writerMaxBatch, store.handover?.batchSize ?? Number.POSITIVE_INFINITY),
     maxQueue: config.writerMaxQueue,
     maxWaitMs: config.writerMaxWaitMs,
@@ -54,6 +56,8 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     pipeline,
     ready: async (): Promise<Record<string, string>> => {
       await store.ping();
+      const failing = writeHealth.problem();
+      if (failing) throw new Error(failing);
       const degraded = limits.degradation();
       return degraded ? { limits: degraded } : {};
     },
