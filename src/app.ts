@@ -43,8 +43,9 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
   });
   metrics.gauge("calltrace_writer_queue_depth", "Traces waiting for a group commit", () => writer.depth);
   const limits = openLimits(config, store, logger);
+  const verifier = createKeyVerifier(store.keys);
   const pipeline = createIngestPipeline({
-    verifier: createKeyVerifier(store.keys),
+    verifier,
     limiter: limits.limiter,
     authFailures: limits.authFailures,
     quota: limits.quota,
@@ -75,6 +76,8 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       sessionTtlSeconds: config.sessionTtl,
       trustProxy: config.trustProxy,
       logger,
+      limits: config,
+      onKeysRevoked: (hashes) => verifier.forget(hashes),
     }),
   });
   const tls =

@@ -1,5 +1,5 @@
 import type { KeyStore } from "../store/key-store.js";
-import type { ApiKeyRecord } from "../store/records.js";
+import { isActiveKey, type ApiKeyRecord } from "../store/records.js";
 import { hashApiKey, looksLikeApiKey } from "./api-key.js";
 
 export interface KeyVerifierOptions {
@@ -10,8 +10,10 @@ export interface KeyVerifierOptions {
 }
 
 export interface KeyVerifier {
-  /** The active key for this plaintext, or undefined when it is malformed, unknown or revoked. */
+  /** The active key for this plaintext, or undefined when it is malformed, unknown, revoked or expired. */
   verify(plaintext: string): Promise<ApiKeyRecord | undefined>;
+  /** Drops cached answers for these key hashes, so a key revoked here stops working at once in this process. */
+  forget(hashes: string[]): void;
 }
 
 /** Verifies keys against the store, caching each answer briefly so the hot path rarely touches the store. */
@@ -26,13 +28,16 @@ export function createKeyVerifier(keys: KeyStore, options: KeyVerifierOptions = 
       const hash = hashApiKey(plaintext);
       const now = Date.now();
       const cached = cache.get(hash);
-      if (cached && cached.expiresAt > now) return cached.key;
+      if (cached && cached.expiresAt > now) return cached.key && isActiveKey(cached.key) ? cached.key : undefined;
       const found = await keys.findKeyByHash(hash);
-      const key = found && found.revokedAt === undefined ? found : undefined;
+      const key = found && isActiveKey(found) ? found : undefined;
       cache.delete(hash);
       if (cache.size >= maxEntries) cache.delete(cache.keys().next().value!);
       cache.set(hash, { key, expiresAt: now + ttlMs });
       return key;
+    },
+    forget(hashes) {
+      for (const hash of hashes) cache.delete(hash);
     },
   };
 }

@@ -1,26 +1,34 @@
 import { text } from "node:stream/consumers";
 import { parseCommandArgs, resolveConfig } from "../config/config.js";
 import { loadPlans, type Plans } from "../config/plans.js";
+import { isDeliverableEmail, normalizeEmail } from "../dashboard/email-address.js";
 import { hashPassword } from "../dashboard/password-hash.js";
 import { openStore } from "../store/open-store.js";
 import type { Store } from "../store/store.js";
 import { EmailTakenError } from "../store/user-store.js";
 import { UsageError } from "./usage-error.js";
 
-/** `calltrace accounts list|set-plan|create`: dashboard accounts, against whichever store is configured. */
+/** `calltrace accounts list|set-plan|create|set-password|delete`: dashboard accounts, against whichever store is configured. */
 export async function accountsCommand(argv: string[]): Promise<void> {
   const { values, positionals } = parseCommandArgs(argv, {
     json: { type: "boolean" },
     email: { type: "string" },
     plan: { type: "string" },
     "password-stdin": { type: "boolean" },
+    yes: { type: "boolean" },
   });
   const config = resolveConfig(values);
   const plans = loadPlans(config.plansFile);
   const [action, ...args] = positionals;
-  if (action !== "list" && action !== "set-plan" && action !== "create")
-    throw new UsageError("accounts needs one of: list, set-plan, create");
+  if (action !== "list" && action !== "set-plan" && action !== "create" && action !== "set-password" && action !== "delete")
+    throw new UsageError("accounts needs one of: list, set-plan, create, set-password, delete");
   if (action === "set-plan" && args.length !== 2) throw new UsageError("accounts set-plan needs <account-id> <plan>");
+  if (action === "set-password" && (args.length !== 1 || values["password-stdin"] !== true)) {
+    throw new UsageError("accounts set-password needs <email> --password-stdin (the new password is read from standard input)");
+  }
+  if (action === "delete" && (args.length !== 1 || values.yes !== true)) {
+    throw new UsageError("accounts delete needs <account-id> --yes: it deletes the account's users, keys and traces for good");
+  }
   if (action === "create" && (values.email === undefined || values["password-stdin"] !== true)) {
     throw new UsageError("accounts create needs --email EMAIL --password-stdin (the password is read from standard input)");
   }
@@ -28,6 +36,8 @@ export async function accountsCommand(argv: string[]): Promise<void> {
   try {
     if (action === "list") return await listAccounts(store, values.json === true);
     if (action === "set-plan") return await setPlan(store, plans, args[0]!, args[1]!);
+    if (action === "set-password") return await setPassword(store, args[0]!);
+    if (action === "delete") return await deleteAccount(store, args[0]!);
     return await createAccount(store, plans, values.email!, values.plan ?? "free");
   } finally {
     await store.close();
@@ -76,12 +86,38 @@ async function setPlan(store: Store, plans: Plans, accountId: string, plan: stri
   console.log(`account ${account.id} is now on plan ${account.plan}`);
 }
 
+/** A password from standard input (one trailing newline dropped), at least 10 characters as for sign-up. */
+async function passwordFromStdin(): Promise<string> {
+  const password = (await text(process.stdin)).replace(/\r?\n$/, "");
+  if (password.length < 10) throw new UsageError("the password must be at least 10 characters");
+  return password;
+}
+
+/** For a user who lost their password: a new one, and every session of theirs ends. */
+async function setPassword(store: Store, email: string): Promise<void> {
+  const user = await store.users.findUserByEmail(normalizeEmail(email));
+  if (!user) throw new UsageError(`no user with email ${normalizeEmail(email)}`);
+  await store.users.setPasswordHash(user.id, await hashPassword(await passwordFromStdin()));
+  const ended = await store.users.deleteUserSessions(user.id);
+  console.log(`password of ${user.email} changed; ${ended} session${ended === 1 ? "" : "s"} ended`);
+}
+
+/**
+ * Deletes an account with everything of it. A running server's key cache may accept the
+ * account's keys for up to 2 seconds more; traces they bring in then belong to no account and
+ * are never shown (run the command again to sweep them).
+ */
+async function deleteAccount(store: Store, accountId: string): Promise<void> {
+  if (!(await store.users.deleteAccount(accountId))) throw new UsageError(`no account ${accountId}`);
+  console.log(`deleted account ${accountId} with its users, sessions, keys and traces`);
+}
+
 /** For installs with sign-up closed: the operator creates each account and its first user. */
 async function createAccount(store: Store, plans: Plans, email: string, plan: string): Promise<void> {
   if (!plans.has(plan)) throw new UsageError(`unknown plan ${plan}; configured: ${[...plans.keys()].join(", ")}`);
-  const password = (await text(process.stdin)).replace(/\r?\n$/, "");
-  if (password.length < 10) throw new UsageError("the password must be at least 10 characters");
-  const normalized = email.trim().toLowerCase();
+  const password = await passwordFromStdin();
+  const normalized = normalizeEmail(email);
+  if (!isDeliverableEmail(normalized)) throw new UsageError(`${normalized} is not an email address such as name@example.com`);
   try {
     const { account } = await store.users.createUserWithAccount({
       email: normalized,

@@ -1,6 +1,7 @@
 import { mintApiKey } from "../auth/api-key.js";
 import { parseCommandArgs, resolveConfig } from "../config/config.js";
-import { loadPlans } from "../config/plans.js";
+import { defaultMaxKeys, loadPlans } from "../config/plans.js";
+import { KeyLimitError } from "../store/key-store.js";
 import { openStore } from "../store/open-store.js";
 import type { AccountRecord, ApiKeyRecord } from "../store/records.js";
 import type { Store } from "../store/store.js";
@@ -39,7 +40,8 @@ async function createKey(
   plans: ReturnType<typeof loadPlans>,
   options: { plan?: string; name?: string; account?: string; json?: boolean },
 ): Promise<void> {
-  const name = options.name ?? "";
+  const name = options.name?.trim() ?? "";
+  if (options.name !== undefined && !name) throw new UsageError("--name must not be blank");
   let account: AccountRecord | undefined;
   if (options.account !== undefined) {
     account = await store.keys.getAccount(options.account);
@@ -53,7 +55,13 @@ async function createKey(
     account = await store.keys.createAccount({ name, plan: options.plan });
   }
   const minted = mintApiKey();
-  const key = await store.keys.createKey({ accountId: account.id, name, hash: minted.hash, prefix: minted.prefix });
+  const maxKeys = plans.get(account.plan)?.maxKeys ?? defaultMaxKeys.free;
+  const key = await store.keys.createKey({ accountId: account.id, name, hash: minted.hash, prefix: minted.prefix, maxActive: maxKeys }).catch((error: unknown) => {
+    if (error instanceof KeyLimitError) {
+      throw new UsageError(`account ${account.id} has ${maxKeys} active keys, the most its plan ${account.plan} allows (max_keys); revoke one first`);
+    }
+    throw error;
+  });
   if (options.json) {
     console.log(
       JSON.stringify({ id: key.id, key: minted.plaintext, prefix: key.prefix, plan: key.plan, name: key.name, account: key.accountId, created: key.createdAt.toISOString() }),

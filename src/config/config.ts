@@ -31,6 +31,24 @@ export interface Config {
   signupOpen: boolean;
   /** Dashboard session lifetime in seconds. */
   sessionTtl: number;
+  /** Log-in attempts for one email from one address per LOGIN_WINDOW; past it 429 until the window ends. */
+  loginMaxPerEmailAddress: number;
+  /** Log-in attempts from one address, whatever the email, per LOGIN_WINDOW; past it 429. */
+  loginMaxPerAddress: number;
+  /** Log-in attempts for one email from everywhere per LOGIN_WINDOW; past it each attempt is slowed down, never refused. */
+  loginSlowPerEmail: number;
+  /** How long each log-in attempt past LOGIN_SLOW_PER_EMAIL waits before its password is checked, in ms. */
+  loginSlowDownMs: number;
+  /** The log-in limits' window, in seconds. */
+  loginWindow: number;
+  /** Sign-ups from one address per SIGNUP_WINDOW. */
+  signupMaxPerAddress: number;
+  /** Sign-ups from everywhere per SIGNUP_WINDOW. */
+  signupMaxTotal: number;
+  /** The sign-up limits' window, in seconds. */
+  signupWindow: number;
+  /** Most password hashes (scrypt) computed at once; log-ins go before sign-ups in the queue. */
+  passwordHashConcurrency: number;
   /** Days a trace is kept after it was received, in either store; 0 keeps traces forever. */
   retentionDays: number;
   /** Most traces waiting to be written; beyond it requests get 503 at once (D13). */
@@ -86,6 +104,15 @@ export const configOptions = {
   tlsKeyFile: { env: "TLS_KEY_FILE", flag: "tls-key-file", kind: "string", describe: "PEM private key for TLS" },
   signupOpen: { env: "SIGNUP_OPEN", flag: "signup-open", kind: "boolean", fallback: "true", describe: "allow dashboard sign-up (false for private installs)" },
   sessionTtl: { env: "SESSION_TTL", flag: "session-ttl", kind: "integer", fallback: "604800", describe: "dashboard session lifetime in seconds" },
+  loginMaxPerEmailAddress: { env: "LOGIN_MAX_PER_EMAIL_ADDRESS", flag: "login-max-per-email-address", kind: "integer", fallback: "5", describe: "log-in attempts for one email from one address per window (then 429)" },
+  loginMaxPerAddress: { env: "LOGIN_MAX_PER_ADDRESS", flag: "login-max-per-address", kind: "integer", fallback: "50", describe: "log-in attempts from one address per window (then 429)" },
+  loginSlowPerEmail: { env: "LOGIN_SLOW_PER_EMAIL", flag: "login-slow-per-email", kind: "integer", fallback: "100", describe: "log-in attempts for one email from all addresses per window before each further one is slowed (never refused)" },
+  loginSlowDownMs: { env: "LOGIN_SLOW_DOWN_MS", flag: "login-slow-down-ms", kind: "integer", fallback: "2000", describe: "delay of each log-in attempt past LOGIN_SLOW_PER_EMAIL, in ms" },
+  loginWindow: { env: "LOGIN_WINDOW", flag: "login-window", kind: "integer", fallback: "900", describe: "window of the log-in limits, in seconds" },
+  signupMaxPerAddress: { env: "SIGNUP_MAX_PER_ADDRESS", flag: "signup-max-per-address", kind: "integer", fallback: "5", describe: "sign-ups from one address per window (then 429)" },
+  signupMaxTotal: { env: "SIGNUP_MAX_TOTAL", flag: "signup-max-total", kind: "integer", fallback: "100", describe: "sign-ups from all addresses per window (then 429)" },
+  signupWindow: { env: "SIGNUP_WINDOW", flag: "signup-window", kind: "integer", fallback: "3600", describe: "window of the sign-up limits, in seconds" },
+  passwordHashConcurrency: { env: "PASSWORD_HASH_CONCURRENCY", flag: "password-hash-concurrency", kind: "integer", fallback: "2", describe: "password hashes computed at once (log-ins queue before sign-ups)" },
   retentionDays: { env: "RETENTION_DAYS", flag: "retention-days", kind: "integer", fallback: "90", describe: "days traces are kept (0: forever)" },
   writerMaxQueue: { env: "WRITER_MAX_QUEUE", flag: "writer-max-queue", kind: "integer", fallback: "20000", describe: "traces waiting to be written before 503" },
   writerMaxBatch: { env: "WRITER_MAX_BATCH", flag: "writer-max-batch", kind: "integer", fallback: "1000", describe: "most traces handed to the store in one batch (MongoDB: one insertMany)" },

@@ -1,33 +1,65 @@
 import { create } from "@bufbuild/protobuf";
-import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
+import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
 import {
   type AccountService,
   ApiKeySchema,
+  ChangePasswordResponseSchema,
   CreateKeyResponseSchema,
+  DeleteAccountResponseSchema,
   GetAccountResponseSchema,
   ListKeysResponseSchema,
+  ListSessionsResponseSchema,
+  LogOutEverywhereResponseSchema,
+  RenameKeyResponseSchema,
   RevokeKeyResponseSchema,
+  SessionInfoSchema,
   type ApiKey,
 } from "../../gen/calltrace/v1/account_service_pb.js";
 import { TraceFilterSchema } from "../../gen/calltrace/v1/query_pb.js";
 import { mintApiKey } from "../auth/api-key.js";
-import type { Plans } from "../config/plans.js";
-import type { KeyStore } from "../store/key-store.js";
-import type { ApiKeyRecord } from "../store/records.js";
+import { defaultMaxKeys, type Plans } from "../config/plans.js";
+import type { Logger } from "../log/logger.js";
+import { KeyLimitError, type KeyStore } from "../store/key-store.js";
+import { isActiveKey, type ApiKeyRecord } from "../store/records.js";
 import type { TraceReader } from "../store/trace-reader.js";
+import type { UserStore } from "../store/user-store.js";
+import { clientAddress } from "./auth-service.js";
 import { calendarMonth } from "./calendar-month.js";
+import type { HashingGate } from "./hashing-gate.js";
+import type { PasswordCheck } from "./password-check.js";
+import { hashPassword } from "./password-hash.js";
+import { setCookies } from "./response-cookies.js";
+import { sessionIdOf, type Sessions, type SignedIn } from "./sessions.js";
 import { signedIn } from "./signed-in.js";
 
 export interface AccountServiceDeps {
   keys: KeyStore;
+  users: UserStore;
   reader: TraceReader;
   plans: Plans;
+  sessions: Sessions;
+  checkPassword: PasswordCheck;
+  gate: HashingGate;
+  isSecure: (context: HandlerContext) => boolean;
+  /** Told the hashes of keys that stopped working here, so this process's key cache forgets them at once. */
+  onKeysRevoked?: (hashes: string[]) => void;
+  logger?: Logger;
   now?: () => Date;
 }
 
-/** AccountService: the caller's plan, usage and keys. Keys are looked up within the caller's account only. */
-export function accountService({ keys, reader, plans, now = () => new Date() }: AccountServiceDeps): ServiceImpl<typeof AccountService> {
+/**
+ * After an account is deleted, traces its keys sent just before (still in a write queue, or
+ * accepted by another instance whose key cache had not yet expired) may land; one more sweep
+ * after this long removes them.
+ */
+const stragglerSweepMs = 15_000;
+
+const blankName = () => new ConnectError("name: must not be blank", Code.InvalidArgument);
+
+/** AccountService: the caller's plan, usage and keys, and the signed-in user's password, sessions and account. */
+export function accountService(deps: AccountServiceDeps): ServiceImpl<typeof AccountService> {
+  const { keys, users, reader, plans, now = () => new Date() } = deps;
   /** Traces this calendar month (UTC), the window of the monthly quota (D11). */
   const callsThisMonth = async (accountId: string, keyId = "") => {
     const { start, end } = calendarMonth(now());
@@ -39,13 +71,29 @@ export function accountService({ keys, reader, plans, now = () => new Date() }: 
     if (!key) throw new ConnectError("no such key in this account", Code.NotFound);
     return key;
   };
+  const planOf = async (accountId: string) => {
+    const account = await keys.getAccount(accountId);
+    if (!account) throw new ConnectError("the account no longer exists", Code.NotFound);
+    const plan = plans.get(account.plan);
+    return { account, plan, maxKeys: plan?.maxKeys ?? defaultMaxKeys.free };
+  };
+  /** The signed-in user's password, checked under the log-in limits; PERMISSION_DENIED when wrong. */
+  const confirmPassword = async (context: HandlerContext, user: SignedIn, password: string) => {
+    const record = await users.getUser(user.userId);
+    const ok = await deps.checkPassword({ email: user.email, address: clientAddress(context), password, storedHash: record?.passwordHash });
+    if (!ok) throw new ConnectError("the password is wrong", Code.PermissionDenied);
+  };
+  const trimmedName = (name: string) => {
+    const trimmed = name.trim();
+    if (!trimmed) throw blankName();
+    return trimmed;
+  };
 
   return {
     async getAccount(_request, context) {
       const { accountId } = signedIn(context);
-      const account = await keys.getAccount(accountId);
-      if (!account) throw new ConnectError("the account no longer exists", Code.NotFound);
-      const plan = plans.get(account.plan);
+      const { account, plan, maxKeys } = await planOf(accountId);
+      const at = now();
       return create(GetAccountResponseSchema, {
         accountId,
         name: account.name,
@@ -53,7 +101,9 @@ export function accountService({ keys, reader, plans, now = () => new Date() }: 
         planPerMinute: BigInt(plan?.perMinute ?? 0),
         planPerMonth: BigInt(plan?.perMonth ?? 0),
         callsThisMonth: await callsThisMonth(accountId),
-        monthResetsAt: timestampFromDate(calendarMonth(now()).end),
+        monthResetsAt: timestampFromDate(calendarMonth(at).end),
+        planMaxKeys: BigInt(maxKeys),
+        activeKeys: BigInt((await keys.listKeys(accountId)).filter((k) => isActiveKey(k, at)).length),
       });
     },
     async listKeys(_request, context) {
@@ -64,18 +114,90 @@ export function accountService({ keys, reader, plans, now = () => new Date() }: 
     },
     async createKey(request, context) {
       const { accountId } = signedIn(context);
+      const name = trimmedName(request.name);
+      const expiresAt = request.expiresAt ? timestampDate(request.expiresAt) : undefined;
+      if (expiresAt && expiresAt.getTime() <= now().getTime())
+        throw new ConnectError("expires_at: must be in the future", Code.InvalidArgument);
+      const { account, maxKeys } = await planOf(accountId);
       const minted = mintApiKey();
-      const key = await keys.createKey({ accountId, name: request.name.trim(), hash: minted.hash, prefix: minted.prefix });
-      return create(CreateKeyResponseSchema, { key: apiKey(key, 0n), plaintext: minted.plaintext });
+      try {
+        const key = await keys.createKey({ accountId, name, hash: minted.hash, prefix: minted.prefix, expiresAt, maxActive: maxKeys });
+        return create(CreateKeyResponseSchema, { key: apiKey(key, 0n), plaintext: minted.plaintext });
+      } catch (error) {
+        if (error instanceof KeyLimitError) throw keyLimitReached(account.plan, maxKeys);
+        throw error;
+      }
     },
     async revokeKey(request, context) {
       const { accountId } = signedIn(context);
       const key = await ownKey(accountId, request.keyId);
       const revoked = key.revokedAt ? key : await keys.revokeKey(key.id);
       if (!revoked) throw new ConnectError("no such key in this account", Code.NotFound);
+      deps.onKeysRevoked?.([key.hash]);
       return create(RevokeKeyResponseSchema, { key: apiKey(revoked, await callsThisMonth(accountId, key.id)) });
     },
+    async renameKey(request, context) {
+      const { accountId } = signedIn(context);
+      const name = trimmedName(request.name);
+      const key = await ownKey(accountId, request.keyId);
+      const renamed = await keys.renameKey(key.id, name);
+      if (!renamed) throw new ConnectError("no such key in this account", Code.NotFound);
+      return create(RenameKeyResponseSchema, { key: apiKey(renamed, await callsThisMonth(accountId, key.id)) });
+    },
+    async listSessions(_request, context) {
+      const user = signedIn(context);
+      const at = now().getTime();
+      const live = (await users.listSessions(user.userId)).filter((s) => s.expiresAt.getTime() > at);
+      return create(ListSessionsResponseSchema, {
+        sessions: live.map((s) =>
+          create(SessionInfoSchema, {
+            id: sessionIdOf(s.tokenHash),
+            createdAt: timestampFromDate(s.createdAt),
+            expiresAt: timestampFromDate(s.expiresAt),
+            current: s.tokenHash === user.tokenHash,
+            userAgent: s.userAgent,
+          }),
+        ),
+      });
+    },
+    async logOutEverywhere(_request, context) {
+      const user = signedIn(context);
+      const ended = await users.deleteUserSessions(user.userId);
+      setCookies(context, deps.sessions.clearCookies(deps.isSecure(context)));
+      return create(LogOutEverywhereResponseSchema, { ended });
+    },
+    async changePassword(request, context) {
+      const user = signedIn(context);
+      await confirmPassword(context, user, request.currentPassword);
+      const hash = await deps.gate.run("login", () => hashPassword(request.newPassword));
+      await users.setPasswordHash(user.userId, hash);
+      const ended = await users.deleteUserSessions(user.userId, user.tokenHash);
+      return create(ChangePasswordResponseSchema, { otherSessionsEnded: ended });
+    },
+    async deleteAccount(request, context) {
+      const user = signedIn(context);
+      await confirmPassword(context, user, request.password);
+      const accountKeys = await keys.listKeys(user.accountId);
+      await users.deleteAccount(user.accountId);
+      deps.onKeysRevoked?.(accountKeys.map((k) => k.hash));
+      setTimeout(() => {
+        users
+          .deleteAccount(user.accountId)
+          .catch((error: unknown) => deps.logger?.warn({ err: error }, "second sweep of a deleted account failed"));
+      }, stragglerSweepMs).unref();
+      deps.logger?.info({ accountId: user.accountId, keys: accountKeys.length }, "account deleted");
+      setCookies(context, deps.sessions.clearCookies(deps.isSecure(context)));
+      return create(DeleteAccountResponseSchema);
+    },
   };
+}
+
+/** The refusal when an account holds as many active keys as its plan allows. */
+export function keyLimitReached(plan: string, maxKeys: number): ConnectError {
+  return new ConnectError(
+    `the ${plan} plan allows ${maxKeys} active keys per account; revoke a key you no longer use, or move to a larger plan`,
+    Code.FailedPrecondition,
+  );
 }
 
 /** A key as shown to its owner: never the hash. */
@@ -87,6 +209,7 @@ function apiKey(key: ApiKeyRecord, callsThisMonth: bigint): ApiKey {
     createdAt: timestampFromDate(key.createdAt),
     ...(key.lastUsedAt ? { lastUsedAt: timestampFromDate(key.lastUsedAt) } : {}),
     ...(key.revokedAt ? { revokedAt: timestampFromDate(key.revokedAt) } : {}),
+    ...(key.expiresAt ? { expiresAt: timestampFromDate(key.expiresAt) } : {}),
     callsThisMonth,
   });
 }

@@ -8,18 +8,24 @@ import {
   SessionSchema,
   SignUpResponseSchema,
 } from "../../gen/calltrace/v1/auth_service_pb.js";
-import { RetryInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { clientAddressKey } from "../ingest/trace-service.js";
 import { EmailTakenError, type UserStore } from "../store/user-store.js";
-import type { LoginThrottle } from "./login-throttle.js";
-import { decoyPasswordHash, hashPassword, verifyPassword } from "./password-hash.js";
+import { isDeliverableEmail, normalizeEmail } from "./email-address.js";
+import { HashingBusyError, type HashingGate } from "./hashing-gate.js";
+import type { PasswordCheck } from "./password-check.js";
+import { hashPassword } from "./password-hash.js";
+import { setCookies } from "./response-cookies.js";
 import { assertSameOrigin } from "./same-origin.js";
 import type { Sessions } from "./sessions.js";
+import type { createSignupLimit } from "./signup-limit.js";
+import { tooManyAttempts } from "./too-many-attempts.js";
 
 export interface AuthServiceDeps {
   users: UserStore;
   sessions: Sessions;
-  throttle: LoginThrottle;
+  checkPassword: PasswordCheck;
+  signupLimit: ReturnType<typeof createSignupLimit>;
+  gate: HashingGate;
   /** Whether anyone may sign up (SIGNUP_OPEN); closed for private installs. */
   signupOpen: boolean;
   /** The plan of accounts created by sign-up. */
@@ -30,44 +36,54 @@ export interface AuthServiceDeps {
 
 const wrongCredentials = () => new ConnectError("wrong email or password", Code.Unauthenticated);
 
+/** The client's address as the limits count it (X-Forwarded-For only behind TRUST_PROXY). */
+export function clientAddress(context: HandlerContext): string {
+  return context.values.get(clientAddressKey) ?? "unknown";
+}
+
 /** AuthService: sign-up, log-in and log-out with cookie sessions. */
 export function authService(deps: AuthServiceDeps): ServiceImpl<typeof AuthService> {
-  const { users, sessions, throttle } = deps;
-  const setCookies = (context: HandlerContext, cookies: string[]) => {
-    for (const cookie of cookies) context.responseHeader.append("set-cookie", cookie);
-  };
+  const { users, sessions } = deps;
+  const startSession = async (context: HandlerContext, user: { id: string; accountId: string }) =>
+    setCookies(context, await sessions.start(user, deps.isSecure(context), context.requestHeader.get("user-agent")));
 
   return {
     async signUp(request, context) {
       assertSameOrigin(context.requestHeader, context.url);
       if (!deps.signupOpen) throw new ConnectError("sign-up is closed on this installation", Code.PermissionDenied);
       const email = normalizeEmail(request.email);
-      const passwordHash = await hashPassword(request.password);
+      if (!isDeliverableEmail(email)) throw new ConnectError("email: enter an address such as name@example.com", Code.InvalidArgument);
+      // Taken before hashing, and kept whatever the outcome: probing for registered emails costs attempts too.
+      const wait = await deps.signupLimit.reserve(clientAddress(context));
+      if (wait > 0) throw tooManyAttempts("too many sign-ups", wait);
+      const passwordHash = await deps.gate
+        .run("signup", () => hashPassword(request.password))
+        .catch((error: unknown) => {
+          if (error instanceof HashingBusyError) throw tooManyAttempts(error.message, 60);
+          throw error;
+        });
       const created = await users
         .createUserWithAccount({ email, passwordHash, accountName: email, plan: deps.signupPlan })
         .catch((error: unknown) => {
           if (error instanceof EmailTakenError) throw new ConnectError("an account with this email exists already", Code.AlreadyExists);
           throw error;
         });
-      setCookies(context, await sessions.start(created.user, deps.isSecure(context)));
+      await startSession(context, created.user);
       return create(SignUpResponseSchema, { session: { email, accountId: created.account.id } });
     },
 
     async logIn(request, context) {
       assertSameOrigin(context.requestHeader, context.url);
       const email = normalizeEmail(request.email);
-      const address = context.values.get(clientAddressKey) ?? "unknown";
-      const wait = await throttle.blockedFor(email, address);
-      if (wait > 0) throw tooManyAttempts(wait);
       const user = await users.findUserByEmail(email);
-      // An unknown email costs the same scrypt run as a wrong password.
-      const ok = await verifyPassword(request.password, user?.passwordHash ?? (await decoyPasswordHash()));
-      if (!user || !ok) {
-        await throttle.failed(email, address);
-        throw wrongCredentials();
-      }
-      await throttle.succeeded(email, address);
-      setCookies(context, await sessions.start(user, deps.isSecure(context)));
+      const ok = await deps.checkPassword({
+        email,
+        address: clientAddress(context),
+        password: request.password,
+        storedHash: user?.passwordHash,
+      });
+      if (!user || !ok) throw wrongCredentials();
+      await startSession(context, user);
       return create(LogInResponseSchema, { session: { email, accountId: user.accountId } });
     },
 
@@ -86,16 +102,4 @@ export function authService(deps: AuthServiceDeps): ServiceImpl<typeof AuthServi
       });
     },
   };
-}
-
-/** Emails compare case-insensitively. */
-function normalizeEmail(email: string): string {
-  return email.trim().toLowerCase();
-}
-
-function tooManyAttempts(wait: number): ConnectError {
-  const retry = create(RetryInfoSchema, { retryDelay: { seconds: BigInt(wait) } });
-  return new ConnectError(`too many failed log-ins; try again in ${wait} s`, Code.ResourceExhausted, { "retry-after": String(wait) }, [
-    { desc: RetryInfoSchema, value: retry },
-  ]);
 }

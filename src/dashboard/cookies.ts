@@ -3,9 +3,18 @@ export function readCookie(header: string | null | undefined, name: string): str
   if (!header) return undefined;
   for (const part of header.split(";")) {
     const eq = part.indexOf("=");
-    if (eq > 0 && part.slice(0, eq).trim() === name) return decodeURIComponent(part.slice(eq + 1).trim());
+    if (eq > 0 && part.slice(0, eq).trim() === name) return decodeSafely(part.slice(eq + 1).trim());
   }
   return undefined;
+}
+
+/** A value that is not valid percent-encoding is no value: a malformed cookie is no cookie. */
+function decodeSafely(value: string): string | undefined {
+  try {
+    return decodeURIComponent(value);
+  } catch {
+    return undefined;
+  }
 }
 
 export interface CookieOptions {

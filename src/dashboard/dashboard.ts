@@ -3,6 +3,7 @@ import type { ConnectRouter, HandlerContext } from "@connectrpc/connect";
 import { AccountService } from "../../gen/calltrace/v1/account_service_pb.js";
 import { AuthService } from "../../gen/calltrace/v1/auth_service_pb.js";
 import { QueryService } from "../../gen/calltrace/v1/query_service_pb.js";
+import type { Config } from "../config/config.js";
 import type { Plans } from "../config/plans.js";
 import type { Logger } from "../log/logger.js";
 import { sendJson } from "../server/json-response.js";
@@ -12,10 +13,13 @@ import type { TraceReader } from "../store/trace-reader.js";
 import type { UserStore } from "../store/user-store.js";
 import { accountService } from "./account-service.js";
 import { authService } from "./auth-service.js";
-import { createLoginThrottle, type LoginThrottleOptions } from "./login-throttle.js";
+import { createHashingGate } from "./hashing-gate.js";
+import { createLoginThrottle } from "./login-throttle.js";
+import { createPasswordCheck } from "./password-check.js";
 import { queryService } from "./query-service.js";
 import { sessionInterceptor } from "./session-interceptor.js";
 import { createSessions } from "./sessions.js";
+import { createSignupLimit } from "./signup-limit.js";
 import { staticAssets } from "./static-assets.js";
 import { traceDownload } from "./trace-download.js";
 import { validationInterceptor } from "./validation-interceptor.js";
@@ -34,10 +38,25 @@ export interface DashboardOptions {
   logger: Logger;
   /** Vite's output directory; defaults to web/dist in this checkout. */
   webRoot?: string;
-  /** Limits on failed log-ins; defaults in login-throttle.ts. */
-  loginThrottle?: LoginThrottleOptions;
+  /** The log-in, sign-up and hashing limits (docs/dashboard.md). */
+  limits: DashboardLimits;
+  /** Told the hashes of keys revoked or deleted here, so this process's key cache forgets them at once. */
+  onKeysRevoked?: (hashes: string[]) => void;
   now?: () => Date;
 }
+
+export type DashboardLimits = Pick<
+  Config,
+  | "loginMaxPerEmailAddress"
+  | "loginMaxPerAddress"
+  | "loginSlowPerEmail"
+  | "loginSlowDownMs"
+  | "loginWindow"
+  | "signupMaxPerAddress"
+  | "signupMaxTotal"
+  | "signupWindow"
+  | "passwordHashConcurrency"
+>;
 
 /** The web dashboard: its Connect services and the paths the web app is served from. */
 export interface Dashboard {
@@ -59,6 +78,17 @@ export function createDashboard(options: DashboardOptions): Dashboard {
   const guarded = { interceptors: [sessionInterceptor(sessions), validationInterceptor()] };
   const assets = staticAssets(options.webRoot ?? defaultWebRoot, mount);
   const download = traceDownload(options.reader, sessions);
+  const { limits } = options;
+  const gate = createHashingGate({ concurrency: limits.passwordHashConcurrency });
+  const throttle = createLoginThrottle({
+    perEmailAndAddress: limits.loginMaxPerEmailAddress,
+    perAddress: limits.loginMaxPerAddress,
+    slowPerEmail: limits.loginSlowPerEmail,
+    slowDownMs: limits.loginSlowDownMs,
+    windowSeconds: limits.loginWindow,
+  });
+  const checkPassword = createPasswordCheck(throttle, gate);
+  const signupLimit = createSignupLimit({ perAddress: limits.signupMaxPerAddress, total: limits.signupMaxTotal, windowSeconds: limits.signupWindow });
 
   return {
     routes(router) {
@@ -67,7 +97,9 @@ export function createDashboard(options: DashboardOptions): Dashboard {
         authService({
           users: options.users,
           sessions,
-          throttle: createLoginThrottle(options.loginThrottle),
+          checkPassword,
+          signupLimit,
+          gate,
           signupOpen: options.signupOpen,
           signupPlan,
           isSecure,
@@ -76,7 +108,19 @@ export function createDashboard(options: DashboardOptions): Dashboard {
       );
       router.service(
         AccountService,
-        accountService({ keys: options.keys, reader: options.reader, plans: options.plans, ...(options.now ? { now: options.now } : {}) }),
+        accountService({
+          keys: options.keys,
+          users: options.users,
+          reader: options.reader,
+          plans: options.plans,
+          sessions,
+          checkPassword,
+          gate,
+          isSecure,
+          logger: options.logger,
+          ...(options.onKeysRevoked ? { onKeysRevoked: options.onKeysRevoked } : {}),
+          ...(options.now ? { now: options.now } : {}),
+        }),
         guarded,
       );
       router.service(QueryService, queryService(options.reader), guarded);

@@ -1,50 +1,53 @@
-import { RateLimiterMemory } from "rate-limiter-flexible";
+import { attemptWindow } from "./attempt-window.js";
 
 export interface LoginThrottleOptions {
-  /** Failed log-ins allowed for one email from one address per window. */
-  perEmailAndAddress?: number;
-  /** Failed log-ins allowed from one address, whatever the email, per window. */
-  perAddress?: number;
-  /** Failed log-ins allowed for one email from anywhere per window (distributed guessing). */
-  perEmail?: number;
-  windowSeconds?: number;
+  /** Attempts for one email from one address per window; past it they are refused. */
+  perEmailAndAddress: number;
+  /** Attempts from one address, whatever the email, per window; past it they are refused. */
+  perAddress: number;
+  /** Attempts for one email from everywhere per window; past it each attempt is slowed, never refused. */
+  slowPerEmail: number;
+  /** The slow-down of each attempt past `slowPerEmail`, in milliseconds. */
+  slowDownMs: number;
+  windowSeconds: number;
 }
 
+/** What to do with a log-in attempt: refuse it for some seconds, or check the password after a delay (often 0). */
+export type LoginDecision = { refusedFor: number } | { delayMs: number };
+
 export interface LoginThrottle {
-  /** Seconds to wait when this email or address has failed too often; 0 when it may try. */
-  blockedFor(email: string, address: string): Promise<number>;
-  /** Counts a failed attempt. */
-  failed(email: string, address: string): Promise<void>;
-  /** A success clears the email's count from that address (not the others). */
+  /** Reserves the attempt before its password is checked, so no more than the limits are ever checked. */
+  reserve(email: string, address: string): Promise<LoginDecision>;
+  /** A success gives its attempts back and clears the email's count from that address. */
   succeeded(email: string, address: string): Promise<void>;
 }
 
 /**
- * Limits password guessing: only failures count, in fixed windows, per email and address, per
- * address and per email. Blocked attempts are refused before the password is checked, so a
- * guess made while blocked tells nothing. In-process: each instance counts on its own.
+ * Limits password guessing so that a lock-out hurts the guesser, not the account's owner. Hard
+ * limits apply per email and address and per address: a guesser locks out only their own
+ * address. The per-email limit, which counts guesses from everywhere (a botnet), is soft: past
+ * it attempts are slowed down, so the owner can still log in from their own address.
  */
-export function createLoginThrottle(options: LoginThrottleOptions = {}): LoginThrottle {
-  const duration = options.windowSeconds ?? 15 * 60;
-  const limiters = [
-    { limiter: new RateLimiterMemory({ points: options.perEmailAndAddress ?? 5, duration }), key: (e: string, a: string) => `${e}\n${a}` },
-    { limiter: new RateLimiterMemory({ points: options.perAddress ?? 50, duration }), key: (_e: string, a: string) => a },
-    { limiter: new RateLimiterMemory({ points: options.perEmail ?? 100, duration }), key: (e: string) => e },
-  ];
+export function createLoginThrottle(options: LoginThrottleOptions): LoginThrottle {
+  const pair = attemptWindow(options.perEmailAndAddress, options.windowSeconds);
+  const address = attemptWindow(options.perAddress, options.windowSeconds);
+  const email = attemptWindow(options.slowPerEmail, options.windowSeconds);
+  const pairKey = (e: string, a: string) => `${e}\n${a}`;
   return {
-    async blockedFor(email, address) {
-      let wait = 0;
-      for (const { limiter, key } of limiters) {
-        const res = await limiter.get(key(email, address));
-        if (res && res.consumedPoints >= limiter.points) wait = Math.max(wait, Math.ceil(res.msBeforeNext / 1000));
+    async reserve(e, a) {
+      const pairWait = await pair.take(pairKey(e, a));
+      if (pairWait > 0) return { refusedFor: pairWait };
+      const addressWait = await address.take(a);
+      if (addressWait > 0) {
+        await pair.giveBack(pairKey(e, a));
+        return { refusedFor: addressWait };
       }
-      return wait;
+      return { delayMs: (await email.take(e)) > 0 ? options.slowDownMs : 0 };
     },
-    async failed(email, address) {
-      for (const { limiter, key } of limiters) await limiter.penalty(key(email, address), 1);
-    },
-    async succeeded(email, address) {
-      await limiters[0]!.limiter.delete(limiters[0]!.key(email, address));
+    async succeeded(e, a) {
+      await pair.clear(pairKey(e, a));
+      await address.giveBack(a);
+      await email.giveBack(e);
     },
   };
 }

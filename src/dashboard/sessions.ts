@@ -25,8 +25,8 @@ export interface SessionsOptions {
 }
 
 export interface Sessions {
-  /** Starts a session for the user; answers the two Set-Cookie values. */
-  start(user: { id: string; accountId: string }, secure: boolean): Promise<string[]>;
+  /** Starts a session for the user from a browser (its User-Agent); answers the two Set-Cookie values. */
+  start(user: { id: string; accountId: string }, secure: boolean, userAgent?: string | null): Promise<string[]>;
   /**
    * The signed-in user of a request: UNAUTHENTICATED without a live session; with `requireCsrf`,
    * PERMISSION_DENIED unless the `x-csrf-token` header carries the session's CSRF token.
@@ -36,6 +36,13 @@ export interface Sessions {
   find(header: Headers): Promise<SignedIn | undefined>;
   /** Ends the session; answers the Set-Cookie values that clear the cookies. */
   end(session: SignedIn, secure: boolean): Promise<string[]>;
+  /** The Set-Cookie values that clear this browser's cookies. */
+  clearCookies(secure: boolean): string[];
+}
+
+/** A session's public name: a digest of its token's digest, so it can be shown and still not be used. */
+export function sessionIdOf(tokenHash: string): string {
+  return sha256(`session id ${tokenHash}`).slice(0, 16);
 }
 
 const notSignedIn = () => new ConnectError("not signed in, or the session has expired", Code.Unauthenticated);
@@ -65,12 +72,19 @@ export function createSessions(users: UserStore, options: SessionsOptions): Sess
   }
 
   return {
-    async start(user, secure) {
+    async start(user, secure, userAgent) {
       const token = randomBytes(32).toString("base64url");
       const createdAt = now();
       const expiresAt = new Date(createdAt.getTime() + options.ttlSeconds * 1000);
       await users.deleteExpiredSessions(createdAt);
-      await users.createSession({ tokenHash: sha256(token), userId: user.id, accountId: user.accountId, createdAt, expiresAt });
+      await users.createSession({
+        tokenHash: sha256(token),
+        userId: user.id,
+        accountId: user.accountId,
+        createdAt,
+        expiresAt,
+        userAgent: (userAgent ?? "").slice(0, 200),
+      });
       return [
         setCookie(sessionCookie, token, { maxAge: options.ttlSeconds, httpOnly: true, secure }),
         setCookie(csrfCookie, csrfTokenOf(token), { maxAge: options.ttlSeconds, httpOnly: false, secure }),
@@ -89,6 +103,9 @@ export function createSessions(users: UserStore, options: SessionsOptions): Sess
     },
     async end(session, secure) {
       await users.deleteSession(session.tokenHash);
+      return this.clearCookies(secure);
+    },
+    clearCookies(secure) {
       return [sessionCookie, csrfCookie].map((name) => setCookie(name, "", { maxAge: 0, httpOnly: name === sessionCookie, secure }));
     },
   };

@@ -19,4 +19,11 @@ export interface ApiKeyRecord {
   createdAt: Date;
   revokedAt: Date | undefined;
   lastUsedAt: Date | undefined;
+  /** When the key stops working by itself; undefined for never. */
+  expiresAt: Date | undefined;
+}
+
+/** Whether a key still works at `now`: neither revoked nor expired. */
+export function isActiveKey(key: ApiKeyRecord, now: Date = new Date()): boolean {
+  return key.revokedAt === undefined && (key.expiresAt === undefined || key.expiresAt.getTime() > now.getTime());
 }

@@ -18,6 +18,8 @@ export interface SessionRecord {
   accountId: string;
   createdAt: Date;
   expiresAt: Date;
+  /** The browser's User-Agent at log-in, cut short; "" when unknown. */
+  userAgent: string;
 }
 
 /** An account with the emails of its users, for `calltrace accounts list`. */
@@ -49,6 +51,18 @@ export interface UserStore {
   deleteSession(tokenHash: string): Promise<void>;
   /** Forgets sessions that expired before `now`. */
   deleteExpiredSessions(now: Date): Promise<void>;
+  /** The user's sessions, expired or not, newest first. */
+  listSessions(userId: string): Promise<SessionRecord[]>;
+  /** Ends every session of the user but the one with `keepTokenHash`; answers how many ended. */
+  deleteUserSessions(userId: string, keepTokenHash?: string): Promise<number>;
+  /** Replaces the user's password hash; false when there is no such user. */
+  setPasswordHash(userId: string, passwordHash: string): Promise<boolean>;
+  /**
+   * Deletes the account and everything of it: users, sessions, keys, traces and every roll-up
+   * or other record that names the account or its keys. False when there was no such account
+   * (the rest is deleted all the same, so it can be run again to sweep stragglers).
+   */
+  deleteAccount(accountId: string): Promise<boolean>;
   /** Every account, oldest first, with its users' emails. */
   listAccounts(): Promise<AccountSummary[]>;
   /** Moves an account to another plan; undefined when there is no such account. */

@@ -32,20 +32,25 @@ describe("configuration (D21)", () => {
 });
 
 describe("plans (D19)", () => {
-  it("without PLANS_FILE: free 100/minute 50,000/month and pro 1,000/minute 500,000/month", () => {
+  it("without PLANS_FILE: free 100/minute 50,000/month 10 keys and pro 1,000/minute 500,000/month 100 keys", () => {
     const plans = loadPlans(undefined);
     expect([...plans.values()]).toEqual([
-      { name: "free", perMinute: 100, perMonth: 50_000 },
-      { name: "pro", perMinute: 1000, perMonth: 500_000 },
+      { name: "free", perMinute: 100, perMonth: 50_000, maxKeys: 10 },
+      { name: "pro", perMinute: 1000, perMonth: 500_000, maxKeys: 100 },
     ]);
   });
 
   it("PLANS_FILE replaces them, and a bad file is refused with the reason", () => {
     const dir = tempDir();
     const good = join(dir, "plans.json");
+    const bad = join(dir, "bad.json");
     writeFileSync(good, JSON.stringify({ internal: { per_minute: 1_000_000, per_month: 1_000_000_000 } }));
     expect([...loadPlans(good).keys()]).toEqual(["internal"]);
-    const bad = join(dir, "bad.json");
+    // max_keys defaults to 10 for a plan named free and 100 for any other, and the file can set it.
+    writeFileSync(good, JSON.stringify({ free: { per_minute: 1, per_month: 1 }, team: { per_minute: 1, per_month: 1 }, big: { per_minute: 1, per_month: 1, max_keys: 3 } }));
+    expect([...loadPlans(good).values()].map((p) => p.maxKeys)).toEqual([10, 100, 3]);
+    writeFileSync(bad, JSON.stringify({ big: { per_minute: 1, per_month: 1, max_keys: 0 } }));
+    expect(() => loadPlans(bad)).toThrow("plan big: max_keys must be a whole number > 0");
     writeFileSync(bad, JSON.stringify({ free: { per_minute: -1, per_month: 10 } }));
     expect(() => loadPlans(bad)).toThrow("plan free needs per_minute and per_month as whole numbers > 0");
     expect(() => loadPlans(join(dir, "missing.json"))).toThrow(ConfigError);

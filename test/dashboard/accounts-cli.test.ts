@@ -1,7 +1,13 @@
 import { spawnSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
 import { calltraceBin, repoRoot, runCli, runCliRaw } from "../support/cli.js";
+import { openSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import { tempDir } from "../support/temp-dir.js";
+
+/** Runs the CLI with `input` on standard input. */
+function withStdin(args: string[], env: Record<string, string>, input: string) {
+  return spawnSync(process.execPath, [calltraceBin, ...args], { cwd: repoRoot, env: { ...process.env, ...env }, input, encoding: "utf8" });
+}
 
 describe("calltrace accounts", () => {
   it("creates an account with its first user (password from stdin), lists it, and moves it to another plan", () => {
@@ -33,5 +39,51 @@ describe("calltrace accounts", () => {
     const unknownAccount = runCliRaw(["accounts", "set-plan", "acc_nope", "pro"], env);
     expect(unknownAccount.status).toBe(2);
     expect(unknownAccount.stderr).toContain("no account acc_nope");
+  });
+
+  it("set-password replaces a user's password and ends their sessions; delete removes the account with its keys and traces", async () => {
+    const dataDir = tempDir();
+    const env = { DATA_DIR: dataDir };
+    const created = withStdin(["accounts", "create", "--email", "lost@example.com", "--password-stdin"], env, "the first password\n");
+    const accountId = /created account (acc_\S+)/.exec(created.stdout)![1]!;
+    const store = openSqliteStore(dataDir);
+    try {
+      const user = (await store.users.findUserByEmail("lost@example.com"))!;
+      await store.users.createSession({ tokenHash: "t1", userId: user.id, accountId, createdAt: new Date(), expiresAt: new Date(Date.now() + 60_000), userAgent: "" });
+
+      expect(runCliRaw(["accounts", "set-password", "lost@example.com"], env).stderr).toContain("--password-stdin");
+      expect(withStdin(["accounts", "set-password", "nobody@example.com", "--password-stdin"], env, "a new password here").stderr).toContain("no user with email nobody@example.com");
+      const set = withStdin(["accounts", "set-password", "LOST@example.com", "--password-stdin"], env, "a new password here\n");
+      expect(set.status, set.stderr).toBe(0);
+      expect(set.stdout).toContain("password of lost@example.com changed; 1 session ended");
+      expect((await store.users.getUser(user.id))!.passwordHash).not.toBe(user.passwordHash);
+      expect(await store.users.listSessions(user.id)).toEqual([]);
+
+      const key = runCli(["keys", "create", "--account", accountId, "--name", "doomed"], env).trim();
+      expect(key).toMatch(/^ct_/);
+      expect(runCliRaw(["accounts", "delete", accountId], env).stderr).toContain("--yes");
+      expect(runCli(["accounts", "delete", accountId, "--yes"], env)).toContain(`deleted account ${accountId}`);
+      expect(await store.keys.getAccount(accountId)).toBeUndefined();
+      expect(await store.users.findUserByEmail("lost@example.com")).toBeUndefined();
+      expect(await store.keys.listKeys(accountId)).toEqual([]);
+      expect(runCliRaw(["accounts", "delete", accountId, "--yes"], env).stderr).toContain(`no account ${accountId}`);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("keys create refuses a blank name and more active keys than the account's plan allows (max_keys)", () => {
+    const dataDir = tempDir();
+    const plansFile = `${dataDir}/plans.json`;
+    spawnSync("sh", ["-c", `echo '{"free":{"per_minute":10,"per_month":100,"max_keys":2}}' > ${plansFile}`]);
+    const env = { DATA_DIR: dataDir, PLANS_FILE: plansFile };
+    const created = withStdin(["accounts", "create", "--email", "few@example.com", "--password-stdin"], env, "long enough password");
+    const accountId = /created account (acc_\S+)/.exec(created.stdout)![1]!;
+    expect(runCliRaw(["keys", "create", "--account", accountId, "--name", "   "], env).stderr).toContain("--name must not be blank");
+    runCli(["keys", "create", "--account", accountId, "--name", "one"], env);
+    runCli(["keys", "create", "--account", accountId, "--name", "two"], env);
+    const third = runCliRaw(["keys", "create", "--account", accountId, "--name", "three"], env);
+    expect(third.status).toBe(2);
+    expect(third.stderr).toContain(`account ${accountId} has 2 active keys, the most its plan free allows (max_keys); revoke one first`);
   });
 });

@@ -6,7 +6,7 @@ import { startRedis } from "../support/redis-server.js";
 import { postTrace, startTestService, traceBody } from "../support/test-service.js";
 import { tempDir } from "../support/temp-dir.js";
 
-const plan = { name: "metered", perMinute: 100, perMonth: 2 };
+const plan = { name: "metered", perMinute: 100, perMonth: 2, maxKeys: 10 };
 const key = { id: "key_month", accountId: "acc_month" };
 
 describe("monthly quota counters (D11)", () => {

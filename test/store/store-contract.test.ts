@@ -10,6 +10,7 @@ import { openSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import type { Store } from "../../src/store/store.js";
 import { InvalidCursorError } from "../../src/store/trace-cursor.js";
 import type { TraceWrite } from "../../src/store/trace-store.js";
+import { KeyLimitError } from "../../src/store/key-store.js";
 import { EmailTakenError } from "../../src/store/user-store.js";
 import { startMongoTestServer, type MongoTestServer } from "../support/ferretdb.js";
 import { tempDir } from "../support/temp-dir.js";
@@ -380,12 +381,89 @@ describe.each(adapters)("store contract: %s", (_name, open) => {
     expect(await store.users.findUserByEmail(email)).toEqual(user);
     expect(await store.keys.getAccount(account.id)).toEqual(account);
     await expect(store.users.createUserWithAccount({ email, passwordHash: "y", accountName: "Other", plan: "free" })).rejects.toBeInstanceOf(EmailTakenError);
-    const session = { tokenHash: `t-${email}`, userId: user.id, accountId: account.id, createdAt: new Date(), expiresAt: new Date(Date.now() - 1000) };
+    const session = { tokenHash: `t-${email}`, userId: user.id, accountId: account.id, createdAt: new Date(), expiresAt: new Date(Date.now() - 1000), userAgent: "" };
     await store.users.createSession(session);
     expect(await store.users.findSession(session.tokenHash)).toEqual(session);
     await store.users.deleteExpiredSessions(new Date());
     expect(await store.users.findSession(session.tokenHash)).toBeUndefined();
     expect((await store.users.setAccountPlan(account.id, "pro"))!.plan).toBe("pro");
+  });
+
+  it("creates no more active keys than the limit however many are created at once; revoked and expired keys do not count", async () => {
+    const account = await store.keys.createAccount({ name: "limited", plan: "free" });
+    const attempt = (i: number) =>
+      store.keys.createKey({ accountId: account.id, name: `k${i}`, hash: `lim-${account.id}-${i}`, prefix: `l${i}`, maxActive: 3 }).then(
+        (k) => k,
+        (error: unknown) => (error instanceof KeyLimitError ? "refused" : Promise.reject(error)),
+      );
+    const results = await Promise.all(Array.from({ length: 12 }, (_, i) => attempt(i)));
+    expect(results.filter((r) => r !== "refused")).toHaveLength(3);
+    expect(await store.keys.listKeys(account.id)).toHaveLength(3);
+    const [first] = await store.keys.listKeys(account.id);
+    await store.keys.revokeKey(first!.id);
+    expect(await attempt(100)).not.toBe("refused");
+    expect(await attempt(101)).toBe("refused");
+
+    const other = await store.keys.createAccount({ name: "expiring", plan: "free" });
+    const soon = new Date(Date.now() + 300);
+    const expiring = await store.keys.createKey({ accountId: other.id, name: "short", hash: `exp-${other.id}`, prefix: "e1", expiresAt: soon, maxActive: 1 });
+    expect(expiring.expiresAt).toEqual(soon);
+    expect((await store.keys.findKeyByHash(`exp-${other.id}`))!.expiresAt).toEqual(soon);
+    await new Promise((r) => setTimeout(r, 400));
+    await store.keys.createKey({ accountId: other.id, name: "next", hash: `exp2-${other.id}`, prefix: "e2", maxActive: 1 });
+
+    expect(await store.keys.renameKey(expiring.id, "renamed")).toMatchObject({ id: expiring.id, name: "renamed" });
+    expect(await store.keys.renameKey("key_none", "x")).toBeUndefined();
+  });
+
+  it("lists a user's sessions, ends the others or all, and changes the password hash", async () => {
+    const { user, account } = await store.users.createUserWithAccount({ email: `sess-${Date.now()}@example.com`, passwordHash: "old", accountName: "S", plan: "free" });
+    const at = Date.now();
+    for (const [i, agent] of ["Firefox", "Chromium", "curl"].entries()) {
+      await store.users.createSession({ tokenHash: `s${i}-${user.id}`, userId: user.id, accountId: account.id, createdAt: new Date(at + i), expiresAt: new Date(at + day), userAgent: agent });
+    }
+    expect((await store.users.listSessions(user.id)).map((s) => s.userAgent)).toEqual(["curl", "Chromium", "Firefox"]);
+    expect(await store.users.deleteUserSessions(user.id, `s1-${user.id}`)).toBe(2);
+    expect((await store.users.listSessions(user.id)).map((s) => s.tokenHash)).toEqual([`s1-${user.id}`]);
+    expect(await store.users.deleteUserSessions(user.id)).toBe(1);
+    expect(await store.users.listSessions(user.id)).toEqual([]);
+    expect(await store.users.setPasswordHash(user.id, "new")).toBe(true);
+    expect((await store.users.getUser(user.id))!.passwordHash).toBe("new");
+    expect(await store.users.setPasswordHash("usr_none", "x")).toBe(false);
+  });
+
+  it("deletes an account with its users, sessions, keys, traces and daily roll-ups, and nothing of another account", async () => {
+    const make = async (name: string) => {
+      const { user, account } = await store.users.createUserWithAccount({ email: `${name}-${Date.now()}@example.com`, passwordHash: "h", accountName: name, plan: "free" });
+      const key = await store.keys.createKey({ accountId: account.id, name, hash: `del-${account.id}`, prefix: "d" });
+      await store.users.createSession({ tokenHash: `del-${user.id}`, userId: user.id, accountId: account.id, createdAt: new Date(), expiresAt: new Date(Date.now() + day), userAgent: "" });
+      // Whole days in the past are read from the roll-ups, today from the traces.
+      const writes = [5 * day, 2 * day, 1000].map((ago) => write(trace({ accountId: account.id, keyId: key.id, at: Date.now() - ago })));
+      await store.writeBatch(writes);
+      return { user, account, key };
+    };
+    const gone = await make("gone");
+    const kept = await make("kept");
+    const everything = create(TraceFilterSchema, { since: timestampFromMs(Date.now() - 10 * day) });
+    expect((await store.usageTotals(gone.account.id, everything)).calls).toBe(3n);
+
+    expect(await store.users.deleteAccount(gone.account.id)).toBe(true);
+    expect(await store.keys.getAccount(gone.account.id)).toBeUndefined();
+    expect(await store.users.getUser(gone.user.id)).toBeUndefined();
+    expect(await store.users.findSession(`del-${gone.user.id}`)).toBeUndefined();
+    expect(await store.keys.findKeyByHash(`del-${gone.account.id}`)).toBeUndefined();
+    expect((await store.listTraces(gone.account.id, everything, { pageSize: 10 })).traces).toEqual([]);
+    expect((await store.usageTotals(gone.account.id, everything)).calls).toBe(0n);
+    expect(await store.usageByDay(gone.account.id, everything)).toEqual([]);
+    expect(await store.usageByCountry(gone.account.id, everything)).toEqual([]);
+    const exported: StoredTrace[] = [];
+    for await (const t of store.exportTraces({ accountId: gone.account.id })) exported.push(t);
+    expect(exported).toEqual([]);
+    expect(await store.users.deleteAccount(gone.account.id)).toBe(false);
+
+    expect((await store.usageTotals(kept.account.id, everything)).calls).toBe(3n);
+    expect(await store.users.getUser(kept.user.id)).toBeDefined();
+    expect(await store.keys.findKeyByHash(`del-${kept.account.id}`)).toBeDefined();
   });
 });
 

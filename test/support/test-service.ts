@@ -21,7 +21,7 @@ export interface TestService extends RunningService {
  * Starts the real service in this process on a free loopback port with a fresh embedded store,
  * and stops it after the test file.
  */
-export async function startTestService(overrides: Partial<Config> & { plans?: Record<string, { per_minute: number; per_month: number }> } = {}): Promise<TestService> {
+export async function startTestService(overrides: Partial<Config> & { plans?: Record<string, { per_minute: number; per_month: number; max_keys?: number }> } = {}): Promise<TestService> {
   const dataDir = tempDir();
   const { plans, ...configOverrides } = overrides;
   let plansFile: string | undefined;

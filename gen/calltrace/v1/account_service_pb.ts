@@ -13,7 +13,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file calltrace/v1/account_service.proto.
  */
 export const file_calltrace_v1_account_service: GenFile = /*@__PURE__*/
-  fileDesc("CiJjYWxsdHJhY2UvdjEvYWNjb3VudF9zZXJ2aWNlLnByb3RvEgxjYWxsdHJhY2UudjEiEwoRR2V0QWNjb3VudFJlcXVlc3QixAEKEkdldEFjY291bnRSZXNwb25zZRISCgphY2NvdW50X2lkGAEgASgJEgwKBG5hbWUYAiABKAkSDAoEcGxhbhgDIAEoCRIXCg9wbGFuX3Blcl9taW51dGUYBCABKAMSFgoOcGxhbl9wZXJfbW9udGgYBSABKAMSGAoQY2FsbHNfdGhpc19tb250aBgGIAEoAxIzCg9tb250aF9yZXNldHNfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIt4BCgZBcGlLZXkSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIOCgZwcmVmaXgYAyABKAkSLgoKY3JlYXRlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMAoMbGFzdF91c2VkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpyZXZva2VkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIYChBjYWxsc190aGlzX21vbnRoGAcgASgDIhEKD0xpc3RLZXlzUmVxdWVzdCI2ChBMaXN0S2V5c1Jlc3BvbnNlEiIKBGtleXMYASADKAsyFC5jYWxsdHJhY2UudjEuQXBpS2V5IiwKEENyZWF0ZUtleVJlcXVlc3QSGAoEbmFtZRgBIAEoCUIKukgHyAEBcgIYZCJJChFDcmVhdGVLZXlSZXNwb25zZRIhCgNrZXkYASABKAsyFC5jYWxsdHJhY2UudjEuQXBpS2V5EhEKCXBsYWludGV4dBgCIAEoCSIqChBSZXZva2VLZXlSZXF1ZXN0EhYKBmtleV9pZBgBIAEoCUIGukgDyAEBIjYKEVJldm9rZUtleVJlc3BvbnNlEiEKA2tleRgBIAEoCzIULmNhbGx0cmFjZS52MS5BcGlLZXkyyAIKDkFjY291bnRTZXJ2aWNlEk8KCkdldEFjY291bnQSHy5jYWxsdHJhY2UudjEuR2V0QWNjb3VudFJlcXVlc3QaIC5jYWxsdHJhY2UudjEuR2V0QWNjb3VudFJlc3BvbnNlEkkKCExpc3RLZXlzEh0uY2FsbHRyYWNlLnYxLkxpc3RLZXlzUmVxdWVzdBoeLmNhbGx0cmFjZS52MS5MaXN0S2V5c1Jlc3BvbnNlEkwKCUNyZWF0ZUtleRIeLmNhbGx0cmFjZS52MS5DcmVhdGVLZXlSZXF1ZXN0Gh8uY2FsbHRyYWNlLnYxLkNyZWF0ZUtleVJlc3BvbnNlEkwKCVJldm9rZUtleRIeLmNhbGx0cmFjZS52MS5SZXZva2VLZXlSZXF1ZXN0Gh8uY2FsbHRyYWNlLnYxLlJldm9rZUtleVJlc3BvbnNlYgZwcm90bzM", [file_buf_validate_validate, file_google_protobuf_timestamp]);
+  fileDesc("CiJjYWxsdHJhY2UvdjEvYWNjb3VudF9zZXJ2aWNlLnByb3RvEgxjYWxsdHJhY2UudjEiEwoRR2V0QWNjb3VudFJlcXVlc3Qi8AEKEkdldEFjY291bnRSZXNwb25zZRISCgphY2NvdW50X2lkGAEgASgJEgwKBG5hbWUYAiABKAkSDAoEcGxhbhgDIAEoCRIXCg9wbGFuX3Blcl9taW51dGUYBCABKAMSFgoOcGxhbl9wZXJfbW9udGgYBSABKAMSGAoQY2FsbHNfdGhpc19tb250aBgGIAEoAxIzCg9tb250aF9yZXNldHNfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhUKDXBsYW5fbWF4X2tleXMYCCABKAMSEwoLYWN0aXZlX2tleXMYCSABKAMijgIKBkFwaUtleRIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEg4KBnByZWZpeBgDIAEoCRIuCgpjcmVhdGVkX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIwCgxsYXN0X3VzZWRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnJldm9rZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhgKEGNhbGxzX3RoaXNfbW9udGgYByABKAMSLgoKZXhwaXJlc19hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiEQoPTGlzdEtleXNSZXF1ZXN0IjYKEExpc3RLZXlzUmVzcG9uc2USIgoEa2V5cxgBIAMoCzIULmNhbGx0cmFjZS52MS5BcGlLZXkiXAoQQ3JlYXRlS2V5UmVxdWVzdBIYCgRuYW1lGAEgASgJQgq6SAfIAQFyAhhkEi4KCmV4cGlyZXNfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIkkKEUNyZWF0ZUtleVJlc3BvbnNlEiEKA2tleRgBIAEoCzIULmNhbGx0cmFjZS52MS5BcGlLZXkSEQoJcGxhaW50ZXh0GAIgASgJIioKEFJldm9rZUtleVJlcXVlc3QSFgoGa2V5X2lkGAEgASgJQga6SAPIAQEiNgoRUmV2b2tlS2V5UmVzcG9uc2USIQoDa2V5GAEgASgLMhQuY2FsbHRyYWNlLnYxLkFwaUtleSJEChBSZW5hbWVLZXlSZXF1ZXN0EhYKBmtleV9pZBgBIAEoCUIGukgDyAEBEhgKBG5hbWUYAiABKAlCCrpIB8gBAXICGGQiNgoRUmVuYW1lS2V5UmVzcG9uc2USIQoDa2V5GAEgASgLMhQuY2FsbHRyYWNlLnYxLkFwaUtleSIVChNMaXN0U2Vzc2lvbnNSZXF1ZXN0Ip4BCgtTZXNzaW9uSW5mbxIKCgJpZBgBIAEoCRIuCgpjcmVhdGVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpleHBpcmVzX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIPCgdjdXJyZW50GAQgASgIEhIKCnVzZXJfYWdlbnQYBSABKAkiQwoUTGlzdFNlc3Npb25zUmVzcG9uc2USKwoIc2Vzc2lvbnMYASADKAsyGS5jYWxsdHJhY2UudjEuU2Vzc2lvbkluZm8iGQoXTG9nT3V0RXZlcnl3aGVyZVJlcXVlc3QiKQoYTG9nT3V0RXZlcnl3aGVyZVJlc3BvbnNlEg0KBWVuZGVkGAEgASgFIl0KFUNoYW5nZVBhc3N3b3JkUmVxdWVzdBIiChBjdXJyZW50X3Bhc3N3b3JkGAEgASgJQgi6SAVyAxiACBIgCgxuZXdfcGFzc3dvcmQYAiABKAlCCrpIB3IFEAoYgAgiNgoWQ2hhbmdlUGFzc3dvcmRSZXNwb25zZRIcChRvdGhlcl9zZXNzaW9uc19lbmRlZBgBIAEoBSIyChREZWxldGVBY2NvdW50UmVxdWVzdBIaCghwYXNzd29yZBgBIAEoCUIIukgFcgMYgAgiFwoVRGVsZXRlQWNjb3VudFJlc3BvbnNlMocGCg5BY2NvdW50U2VydmljZRJPCgpHZXRBY2NvdW50Eh8uY2FsbHRyYWNlLnYxLkdldEFjY291bnRSZXF1ZXN0GiAuY2FsbHRyYWNlLnYxLkdldEFjY291bnRSZXNwb25zZRJJCghMaXN0S2V5cxIdLmNhbGx0cmFjZS52MS5MaXN0S2V5c1JlcXVlc3QaHi5jYWxsdHJhY2UudjEuTGlzdEtleXNSZXNwb25zZRJMCglDcmVhdGVLZXkSHi5jYWxsdHJhY2UudjEuQ3JlYXRlS2V5UmVxdWVzdBofLmNhbGx0cmFjZS52MS5DcmVhdGVLZXlSZXNwb25zZRJMCglSZXZva2VLZXkSHi5jYWxsdHJhY2UudjEuUmV2b2tlS2V5UmVxdWVzdBofLmNhbGx0cmFjZS52MS5SZXZva2VLZXlSZXNwb25zZRJMCglSZW5hbWVLZXkSHi5jYWxsdHJhY2UudjEuUmVuYW1lS2V5UmVxdWVzdBofLmNhbGx0cmFjZS52MS5SZW5hbWVLZXlSZXNwb25zZRJVCgxMaXN0U2Vzc2lvbnMSIS5jYWxsdHJhY2UudjEuTGlzdFNlc3Npb25zUmVxdWVzdBoiLmNhbGx0cmFjZS52MS5MaXN0U2Vzc2lvbnNSZXNwb25zZRJhChBMb2dPdXRFdmVyeXdoZXJlEiUuY2FsbHRyYWNlLnYxLkxvZ091dEV2ZXJ5d2hlcmVSZXF1ZXN0GiYuY2FsbHRyYWNlLnYxLkxvZ091dEV2ZXJ5d2hlcmVSZXNwb25zZRJbCg5DaGFuZ2VQYXNzd29yZBIjLmNhbGx0cmFjZS52MS5DaGFuZ2VQYXNzd29yZFJlcXVlc3QaJC5jYWxsdHJhY2UudjEuQ2hhbmdlUGFzc3dvcmRSZXNwb25zZRJYCg1EZWxldGVBY2NvdW50EiIuY2FsbHRyYWNlLnYxLkRlbGV0ZUFjY291bnRSZXF1ZXN0GiMuY2FsbHRyYWNlLnYxLkRlbGV0ZUFjY291bnRSZXNwb25zZWIGcHJvdG8z", [file_buf_validate_validate, file_google_protobuf_timestamp]);
 
 /**
  * @generated from message calltrace.v1.GetAccountRequest
@@ -74,6 +74,20 @@ export type GetAccountResponse = Message<"calltrace.v1.GetAccountResponse"> & {
    * @generated from field: google.protobuf.Timestamp month_resets_at = 7;
    */
   monthResetsAt?: Timestamp | undefined;
+
+  /**
+   * The most active keys the plan allows (`max_keys`); CreateKey refuses more.
+   *
+   * @generated from field: int64 plan_max_keys = 8;
+   */
+  planMaxKeys: bigint;
+
+  /**
+   * Keys neither revoked nor expired.
+   *
+   * @generated from field: int64 active_keys = 9;
+   */
+  activeKeys: bigint;
 };
 
 /**
@@ -131,6 +145,13 @@ export type ApiKey = Message<"calltrace.v1.ApiKey"> & {
    * @generated from field: int64 calls_this_month = 7;
    */
   callsThisMonth: bigint;
+
+  /**
+   * When the key stops working by itself; unset for a key that never expires.
+   *
+   * @generated from field: google.protobuf.Timestamp expires_at = 8;
+   */
+  expiresAt?: Timestamp | undefined;
 };
 
 /**
@@ -180,6 +201,13 @@ export type CreateKeyRequest = Message<"calltrace.v1.CreateKeyRequest"> & {
    * @generated from field: string name = 1;
    */
   name: string;
+
+  /**
+   * Optional: when the key stops working by itself; must be in the future.
+   *
+   * @generated from field: google.protobuf.Timestamp expires_at = 2;
+   */
+  expiresAt?: Timestamp | undefined;
 };
 
 /**
@@ -190,6 +218,10 @@ export const CreateKeyRequestSchema: GenMessage<CreateKeyRequest> = /*@__PURE__*
   messageDesc(file_calltrace_v1_account_service, 5);
 
 /**
+ * CreateKey errors: INVALID_ARGUMENT for a blank name (names are trimmed) or
+ * an expiry in the past; FAILED_PRECONDITION when the account already has as
+ * many active keys as its plan's `max_keys`.
+ *
  * @generated from message calltrace.v1.CreateKeyResponse
  */
 export type CreateKeyResponse = Message<"calltrace.v1.CreateKeyResponse"> & {
@@ -248,9 +280,233 @@ export const RevokeKeyResponseSchema: GenMessage<RevokeKeyResponse> = /*@__PURE_
   messageDesc(file_calltrace_v1_account_service, 8);
 
 /**
+ * @generated from message calltrace.v1.RenameKeyRequest
+ */
+export type RenameKeyRequest = Message<"calltrace.v1.RenameKeyRequest"> & {
+  /**
+   * @generated from field: string key_id = 1;
+   */
+  keyId: string;
+
+  /**
+   * Trimmed; a blank name is refused.
+   *
+   * @generated from field: string name = 2;
+   */
+  name: string;
+};
+
+/**
+ * Describes the message calltrace.v1.RenameKeyRequest.
+ * Use `create(RenameKeyRequestSchema)` to create a new message.
+ */
+export const RenameKeyRequestSchema: GenMessage<RenameKeyRequest> = /*@__PURE__*/
+  messageDesc(file_calltrace_v1_account_service, 9);
+
+/**
+ * @generated from message calltrace.v1.RenameKeyResponse
+ */
+export type RenameKeyResponse = Message<"calltrace.v1.RenameKeyResponse"> & {
+  /**
+   * @generated from field: calltrace.v1.ApiKey key = 1;
+   */
+  key?: ApiKey | undefined;
+};
+
+/**
+ * Describes the message calltrace.v1.RenameKeyResponse.
+ * Use `create(RenameKeyResponseSchema)` to create a new message.
+ */
+export const RenameKeyResponseSchema: GenMessage<RenameKeyResponse> = /*@__PURE__*/
+  messageDesc(file_calltrace_v1_account_service, 10);
+
+/**
+ * @generated from message calltrace.v1.ListSessionsRequest
+ */
+export type ListSessionsRequest = Message<"calltrace.v1.ListSessionsRequest"> & {
+};
+
+/**
+ * Describes the message calltrace.v1.ListSessionsRequest.
+ * Use `create(ListSessionsRequestSchema)` to create a new message.
+ */
+export const ListSessionsRequestSchema: GenMessage<ListSessionsRequest> = /*@__PURE__*/
+  messageDesc(file_calltrace_v1_account_service, 11);
+
+/**
+ * SessionInfo is one live dashboard session of the signed-in user.
+ *
+ * @generated from message calltrace.v1.SessionInfo
+ */
+export type SessionInfo = Message<"calltrace.v1.SessionInfo"> & {
+  /**
+   * Names the session; not its token, and useless for signing in.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp created_at = 2;
+   */
+  createdAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp expires_at = 3;
+   */
+  expiresAt?: Timestamp | undefined;
+
+  /**
+   * The session of this very request.
+   *
+   * @generated from field: bool current = 4;
+   */
+  current: boolean;
+
+  /**
+   * The browser's User-Agent when the session started, cut to 200 characters.
+   *
+   * @generated from field: string user_agent = 5;
+   */
+  userAgent: string;
+};
+
+/**
+ * Describes the message calltrace.v1.SessionInfo.
+ * Use `create(SessionInfoSchema)` to create a new message.
+ */
+export const SessionInfoSchema: GenMessage<SessionInfo> = /*@__PURE__*/
+  messageDesc(file_calltrace_v1_account_service, 12);
+
+/**
+ * @generated from message calltrace.v1.ListSessionsResponse
+ */
+export type ListSessionsResponse = Message<"calltrace.v1.ListSessionsResponse"> & {
+  /**
+   * @generated from field: repeated calltrace.v1.SessionInfo sessions = 1;
+   */
+  sessions: SessionInfo[];
+};
+
+/**
+ * Describes the message calltrace.v1.ListSessionsResponse.
+ * Use `create(ListSessionsResponseSchema)` to create a new message.
+ */
+export const ListSessionsResponseSchema: GenMessage<ListSessionsResponse> = /*@__PURE__*/
+  messageDesc(file_calltrace_v1_account_service, 13);
+
+/**
+ * @generated from message calltrace.v1.LogOutEverywhereRequest
+ */
+export type LogOutEverywhereRequest = Message<"calltrace.v1.LogOutEverywhereRequest"> & {
+};
+
+/**
+ * Describes the message calltrace.v1.LogOutEverywhereRequest.
+ * Use `create(LogOutEverywhereRequestSchema)` to create a new message.
+ */
+export const LogOutEverywhereRequestSchema: GenMessage<LogOutEverywhereRequest> = /*@__PURE__*/
+  messageDesc(file_calltrace_v1_account_service, 14);
+
+/**
+ * @generated from message calltrace.v1.LogOutEverywhereResponse
+ */
+export type LogOutEverywhereResponse = Message<"calltrace.v1.LogOutEverywhereResponse"> & {
+  /**
+   * How many sessions ended, this one included.
+   *
+   * @generated from field: int32 ended = 1;
+   */
+  ended: number;
+};
+
+/**
+ * Describes the message calltrace.v1.LogOutEverywhereResponse.
+ * Use `create(LogOutEverywhereResponseSchema)` to create a new message.
+ */
+export const LogOutEverywhereResponseSchema: GenMessage<LogOutEverywhereResponse> = /*@__PURE__*/
+  messageDesc(file_calltrace_v1_account_service, 15);
+
+/**
+ * @generated from message calltrace.v1.ChangePasswordRequest
+ */
+export type ChangePasswordRequest = Message<"calltrace.v1.ChangePasswordRequest"> & {
+  /**
+   * @generated from field: string current_password = 1;
+   */
+  currentPassword: string;
+
+  /**
+   * At least 10 characters.
+   *
+   * @generated from field: string new_password = 2;
+   */
+  newPassword: string;
+};
+
+/**
+ * Describes the message calltrace.v1.ChangePasswordRequest.
+ * Use `create(ChangePasswordRequestSchema)` to create a new message.
+ */
+export const ChangePasswordRequestSchema: GenMessage<ChangePasswordRequest> = /*@__PURE__*/
+  messageDesc(file_calltrace_v1_account_service, 16);
+
+/**
+ * @generated from message calltrace.v1.ChangePasswordResponse
+ */
+export type ChangePasswordResponse = Message<"calltrace.v1.ChangePasswordResponse"> & {
+  /**
+   * How many other sessions ended.
+   *
+   * @generated from field: int32 other_sessions_ended = 1;
+   */
+  otherSessionsEnded: number;
+};
+
+/**
+ * Describes the message calltrace.v1.ChangePasswordResponse.
+ * Use `create(ChangePasswordResponseSchema)` to create a new message.
+ */
+export const ChangePasswordResponseSchema: GenMessage<ChangePasswordResponse> = /*@__PURE__*/
+  messageDesc(file_calltrace_v1_account_service, 17);
+
+/**
+ * @generated from message calltrace.v1.DeleteAccountRequest
+ */
+export type DeleteAccountRequest = Message<"calltrace.v1.DeleteAccountRequest"> & {
+  /**
+   * The signed-in user's password, to confirm.
+   *
+   * @generated from field: string password = 1;
+   */
+  password: string;
+};
+
+/**
+ * Describes the message calltrace.v1.DeleteAccountRequest.
+ * Use `create(DeleteAccountRequestSchema)` to create a new message.
+ */
+export const DeleteAccountRequestSchema: GenMessage<DeleteAccountRequest> = /*@__PURE__*/
+  messageDesc(file_calltrace_v1_account_service, 18);
+
+/**
+ * @generated from message calltrace.v1.DeleteAccountResponse
+ */
+export type DeleteAccountResponse = Message<"calltrace.v1.DeleteAccountResponse"> & {
+};
+
+/**
+ * Describes the message calltrace.v1.DeleteAccountResponse.
+ * Use `create(DeleteAccountResponseSchema)` to create a new message.
+ */
+export const DeleteAccountResponseSchema: GenMessage<DeleteAccountResponse> = /*@__PURE__*/
+  messageDesc(file_calltrace_v1_account_service, 19);
+
+/**
  * AccountService is the dashboard's settings: the signed-in account's plan,
- * its usage this month, and its API keys. Every call needs the session cookie
- * and the `x-csrf-token` header (see AuthService) and acts on the caller's own
+ * its usage this month, its API keys, and the signed-in user's password,
+ * sessions and account. Every call needs the session cookie and the
+ * `x-csrf-token` header (see AuthService) and acts on the caller's own
  * account only.
  *
  * Key rotation (D20): create a new key, move applications over to it, then
@@ -299,6 +555,64 @@ export const AccountService: GenService<{
     methodKind: "unary";
     input: typeof RevokeKeyRequestSchema;
     output: typeof RevokeKeyResponseSchema;
+  },
+  /**
+   * RenameKey changes one of the account's keys' name. NOT_FOUND when the
+   * account has no such key.
+   *
+   * @generated from rpc calltrace.v1.AccountService.RenameKey
+   */
+  renameKey: {
+    methodKind: "unary";
+    input: typeof RenameKeyRequestSchema;
+    output: typeof RenameKeyResponseSchema;
+  },
+  /**
+   * ListSessions answers the signed-in user's live sessions, newest first.
+   *
+   * @generated from rpc calltrace.v1.AccountService.ListSessions
+   */
+  listSessions: {
+    methodKind: "unary";
+    input: typeof ListSessionsRequestSchema;
+    output: typeof ListSessionsResponseSchema;
+  },
+  /**
+   * LogOutEverywhere ends every session of the signed-in user, this one
+   * included, and clears this browser's cookies.
+   *
+   * @generated from rpc calltrace.v1.AccountService.LogOutEverywhere
+   */
+  logOutEverywhere: {
+    methodKind: "unary";
+    input: typeof LogOutEverywhereRequestSchema;
+    output: typeof LogOutEverywhereResponseSchema;
+  },
+  /**
+   * ChangePassword sets a new password once the current one is checked; every
+   * other session of the user ends. PERMISSION_DENIED when the current
+   * password is wrong; RESOURCE_EXHAUSTED after too many attempts (the log-in
+   * limits apply).
+   *
+   * @generated from rpc calltrace.v1.AccountService.ChangePassword
+   */
+  changePassword: {
+    methodKind: "unary";
+    input: typeof ChangePasswordRequestSchema;
+    output: typeof ChangePasswordResponseSchema;
+  },
+  /**
+   * DeleteAccount deletes the account once the password is checked (errors as
+   * for ChangePassword): its keys
+   * stop working at once, and its users, sessions, keys and traces (with every
+   * daily roll-up of them) are removed from the store. It cannot be undone.
+   *
+   * @generated from rpc calltrace.v1.AccountService.DeleteAccount
+   */
+  deleteAccount: {
+    methodKind: "unary";
+    input: typeof DeleteAccountRequestSchema;
+    output: typeof DeleteAccountResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_calltrace_v1_account_service, 0);

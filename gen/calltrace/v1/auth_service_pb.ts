@@ -193,14 +193,24 @@ export const SessionSchema: GenMessage<Session> = /*@__PURE__*/
  * Errors: INVALID_ARGUMENT (malformed email or short password),
  * ALREADY_EXISTS (email taken), UNAUTHENTICATED (wrong email or password),
  * PERMISSION_DENIED (sign-up closed, or a cross-site request),
- * RESOURCE_EXHAUSTED (too many failed log-ins; the wait travels as a
- * `google.rpc.RetryInfo` detail).
+ * RESOURCE_EXHAUSTED (too many log-in or sign-up attempts from this address,
+ * too many sign-ups in all, or too many sign-ups waiting for the server; the
+ * wait travels as a `google.rpc.RetryInfo` detail and a `retry-after`
+ * header). The limits are in docs/dashboard.md.
+ *
+ * SignUp answers ALREADY_EXISTS for a registered email: without e-mail
+ * verification there is no other honest answer. Each such answer costs the
+ * caller a sign-up attempt, so learning which emails are registered this way
+ * is as limited as guessing passwords; installations that cannot accept it
+ * close sign-up (SIGNUP_OPEN=false) and create accounts with the CLI.
  *
  * @generated from service calltrace.v1.AuthService
  */
 export const AuthService: GenService<{
   /**
-   * SignUp creates an account on the `free` plan, its first user, and a session.
+   * SignUp creates an account on the `free` plan, its first user, and a
+   * session. The email must look deliverable: a dotted domain ending in a
+   * top-level domain of letters (`a@b` and `root@localhost` are refused).
    *
    * @generated from rpc calltrace.v1.AuthService.SignUp
    */

@@ -8,6 +8,14 @@ export interface AccountDoc {
   createdAt: Date;
 }
 
+/** One of an account's `max_keys` slots, held by an active key (mongo-key-store.ts). */
+export interface KeySlotDoc {
+  /** `<account id>:<slot number>`. */
+  _id: string;
+  accountId: string;
+  keyId: string;
+}
+
 export interface KeyDoc {
   _id: string;
   accountId: string;
@@ -17,6 +25,7 @@ export interface KeyDoc {
   createdAt: Date;
   revokedAt?: Date;
   lastUsedAt?: Date;
+  expiresAt?: Date;
 }
 
 /** One claimed Idempotency-Key (D14): which trace it was claimed for, and when. */
@@ -42,6 +51,7 @@ export interface SessionDoc {
   accountId: string;
   createdAt: Date;
   expiresAt: Date;
+  userAgent?: string;
 }
 
 /** What the server turned out to support, found out at start-up (docs/mongodb.md). */
@@ -58,9 +68,12 @@ export interface MongoCapabilities {
 }
 
 export interface MongoCollections {
+  /** The database itself, for what spans every collection (deleting an account). */
+  db: Db;
   traces: Collection<TraceDoc>;
   accounts: Collection<AccountDoc>;
   keys: Collection<KeyDoc>;
+  keySlots: Collection<KeySlotDoc>;
   idempotency: Collection<IdempotencyDoc>;
   users: Collection<UserDoc>;
   sessions: Collection<SessionDoc>;
@@ -107,10 +120,11 @@ export async function prepareMongoCollections(db: Db, options: PrepareOptions): 
 
   const accounts = db.collection<AccountDoc>("accounts", journaled);
   const keys = db.collection<KeyDoc>("api_keys", journaled);
+  const keySlots = db.collection<KeySlotDoc>("key_slots", journaled);
   const idempotency = db.collection<IdempotencyDoc>("idempotency", journaled);
   const users = db.collection<UserDoc>("users", journaled);
   const sessions = db.collection<SessionDoc>("sessions", journaled);
-  for (const name of ["accounts", "api_keys", "idempotency", "users", "sessions"]) await ensureCollection(db, name);
+  for (const name of ["accounts", "api_keys", "key_slots", "idempotency", "users", "sessions"]) await ensureCollection(db, name);
   await ensureIndexes(keys, [
     { key: { hash: 1 }, name: "hash", unique: true },
     { key: { accountId: 1 }, name: "account" },
@@ -120,14 +134,19 @@ export async function prepareMongoCollections(db: Db, options: PrepareOptions): 
     { key: { email: 1 }, name: "email", unique: true },
     { key: { accountId: 1 }, name: "account" },
   ]);
-  await ensureIndexes(sessions, [{ key: { expiresAt: 1 }, name: "expires" }]);
+  await ensureIndexes(sessions, [
+    { key: { expiresAt: 1 }, name: "expires" },
+    { key: { userId: 1 }, name: "user" },
+  ]);
   await ensureIndexes(accounts, [{ key: { createdAt: 1 }, name: "created" }]);
   await ensureTtlIndex(idempotency, "createdAt", options.idempotencyWindowSeconds);
 
   return {
+    db,
     traces,
     accounts,
     keys,
+    keySlots,
     idempotency,
     users,
     sessions,

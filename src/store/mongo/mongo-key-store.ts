@@ -1,4 +1,5 @@
-import type { KeyStore } from "../key-store.js";
+import { MongoServerError } from "mongodb";
+import { KeyLimitError, type KeyStore } from "../key-store.js";
 import { newId } from "../ids.js";
 import type { ApiKeyRecord } from "../records.js";
 import type { AccountDoc, KeyDoc, MongoCollections } from "./mongo-collections.js";
@@ -26,9 +27,27 @@ export function mongoKeyStore(c: MongoCollections, { timeoutMs }: { timeoutMs: n
       const doc = await c.accounts.findOne({ _id: id });
       return doc ? toAccount(doc) : undefined;
     },
-    async createKey({ accountId, name, hash, prefix }) {
-      const doc: KeyDoc = { _id: newId("key"), accountId, name, prefix, hash, createdAt: new Date() };
+    async createKey({ accountId, name, hash, prefix, expiresAt, maxActive }) {
+      const now = new Date();
+      if (maxActive !== undefined) {
+        // Keys made before slots existed hold none: the count catches them.
+        const active = await c.keys.countDocuments({
+          accountId,
+          revokedAt: { $exists: false },
+          $or: [{ expiresAt: { $exists: false } }, { expiresAt: { $gt: now } }],
+        });
+        if (active >= maxActive) throw new KeyLimitError(maxActive);
+      }
+      const doc: KeyDoc = { _id: newId("key"), accountId, name, prefix, hash, createdAt: now, ...(expiresAt ? { expiresAt } : {}) };
       await c.keys.insertOne(doc);
+      if (maxActive !== undefined) {
+        try {
+          await takeKeySlot(c, accountId, doc._id, maxActive);
+        } catch (error) {
+          await c.keys.deleteOne({ _id: doc._id });
+          throw error;
+        }
+      }
       return (await one(doc))!;
     },
     async findKeyByHash(hash) {
@@ -47,7 +66,36 @@ export function mongoKeyStore(c: MongoCollections, { timeoutMs }: { timeoutMs: n
       await c.keys.updateOne({ _id: doc._id, revokedAt: { $exists: false } }, { $set: { revokedAt: new Date() } });
       return one(await c.keys.findOne({ _id: doc._id }));
     },
+    async renameKey(id, name) {
+      return one(await c.keys.findOneAndUpdate({ _id: id }, { $set: { name } }, { returnDocument: "after" }));
+    },
   };
+}
+
+/**
+ * Takes one of the account's `maxActive` key slots for the key (already inserted), or throws
+ * KeyLimitError. A slot is a document whose _id is `<account>:<n>`: the unique _id is the one
+ * atomic guard every MongoDB-compatible server has, so simultaneous creations on any number of
+ * instances never hold more slots than allowed. Slots of revoked, expired or deleted keys are
+ * freed when all are taken.
+ */
+async function takeKeySlot(c: MongoCollections, accountId: string, keyId: string, maxActive: number): Promise<void> {
+  for (let round = 0; round < 2; round++) {
+    for (let slot = 0; slot < maxActive; slot++) {
+      try {
+        await c.keySlots.insertOne({ _id: `${accountId}:${slot}`, accountId, keyId });
+        return;
+      } catch (error) {
+        if (!(error instanceof MongoServerError && error.code === 11000)) throw error;
+      }
+    }
+    const slots = await c.keySlots.find({ accountId }).toArray();
+    const now = new Date();
+    const holders = await c.keys.find({ _id: { $in: slots.map((s) => s.keyId) } }).toArray();
+    const active = new Set(holders.filter((k) => !k.revokedAt && (!k.expiresAt || k.expiresAt > now)).map((k) => k._id));
+    for (const s of slots) if (!active.has(s.keyId)) await c.keySlots.deleteOne({ _id: s._id, keyId: s.keyId });
+  }
+  throw new KeyLimitError(maxActive);
 }
 
 export function toAccount(doc: AccountDoc) {
@@ -66,5 +114,6 @@ function toKey(doc: KeyDoc, account: AccountDoc | undefined): ApiKeyRecord {
     createdAt: doc.createdAt,
     revokedAt: doc.revokedAt ?? undefined,
     lastUsedAt: doc.lastUsedAt ?? undefined,
+    expiresAt: doc.expiresAt ?? undefined,
   };
 }

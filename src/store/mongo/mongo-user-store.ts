@@ -1,7 +1,7 @@
 import { MongoServerError } from "mongodb";
 import { newId } from "../ids.js";
-import { EmailTakenError, type UserRecord, type UserStore } from "../user-store.js";
-import type { AccountDoc, MongoCollections, UserDoc } from "./mongo-collections.js";
+import { EmailTakenError, type SessionRecord, type UserRecord, type UserStore } from "../user-store.js";
+import type { AccountDoc, MongoCollections, SessionDoc, UserDoc } from "./mongo-collections.js";
 import { toAccount } from "./mongo-key-store.js";
 
 /** Dashboard users and sessions in ordinary collections (email unique). */
@@ -36,11 +36,43 @@ export function mongoUserStore(c: MongoCollections): UserStore {
       return doc ? toUser(doc) : undefined;
     },
     async createSession(s) {
-      await c.sessions.insertOne({ _id: s.tokenHash, userId: s.userId, accountId: s.accountId, createdAt: s.createdAt, expiresAt: s.expiresAt });
+      await c.sessions.insertOne({
+        _id: s.tokenHash,
+        userId: s.userId,
+        accountId: s.accountId,
+        createdAt: s.createdAt,
+        expiresAt: s.expiresAt,
+        userAgent: s.userAgent,
+      });
     },
     async findSession(tokenHash) {
       const doc = await c.sessions.findOne({ _id: tokenHash });
-      return doc ? { tokenHash: doc._id, userId: doc.userId, accountId: doc.accountId, createdAt: doc.createdAt, expiresAt: doc.expiresAt } : undefined;
+      return doc ? toSession(doc) : undefined;
+    },
+    async listSessions(userId) {
+      return (await c.sessions.find({ userId }).sort({ createdAt: -1 }).toArray()).map(toSession);
+    },
+    async deleteUserSessions(userId, keepTokenHash) {
+      const filter = keepTokenHash === undefined ? { userId } : { userId, _id: { $ne: keepTokenHash } };
+      return (await c.sessions.deleteMany(filter)).deletedCount;
+    },
+    async setPasswordHash(userId, passwordHash) {
+      return (await c.users.updateOne({ _id: userId }, { $set: { passwordHash } })).matchedCount > 0;
+    },
+    async deleteAccount(accountId) {
+      const keyIds = (await c.keys.find({ accountId }).project<{ _id: string }>({ _id: 1 }).toArray()).map((k) => k._id);
+      for (const keyId of keyIds) await c.idempotency.deleteMany({ _id: { $regex: `^${escapeRegex(keyId)}:` } });
+      // Every collection, not a list of them, so a roll-up added later is covered too. Traces keep
+      // the account in their meta field (a time-series collection can be filtered by it alone).
+      const known = new Set(["accounts", "users", "api_keys"]);
+      for (const info of await c.db.listCollections({}, { nameOnly: false }).toArray()) {
+        if (info.name.startsWith("system.") || info.type === "view" || known.has(info.name)) continue;
+        const fields = info.type === "timeseries" ? ["meta.accountId"] : ["meta.accountId", "accountId"];
+        for (const field of fields) await c.db.collection(info.name).deleteMany({ [field]: accountId });
+      }
+      await c.users.deleteMany({ accountId });
+      await c.keys.deleteMany({ accountId });
+      return (await c.accounts.deleteOne({ _id: accountId })).deletedCount > 0;
     },
     async deleteSession(tokenHash) {
       await c.sessions.deleteOne({ _id: tokenHash });
@@ -61,6 +93,14 @@ export function mongoUserStore(c: MongoCollections): UserStore {
       return doc ? toAccount(doc) : undefined;
     },
   };
+}
+
+function toSession(doc: SessionDoc): SessionRecord {
+  return { tokenHash: doc._id, userId: doc.userId, accountId: doc.accountId, createdAt: doc.createdAt, expiresAt: doc.expiresAt, userAgent: doc.userAgent ?? "" };
+}
+
+function escapeRegex(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 }
 
 function toUser(doc: UserDoc): UserRecord {

@@ -150,6 +150,10 @@ const migrations: string[] = [
    ALTER TABLE traces ADD COLUMN environment TEXT;
    ALTER TABLE traces ADD COLUMN ttft_ms INTEGER;
    CREATE INDEX traces_account_otlp_trace ON traces(account_id, otlp_trace_id) WHERE otlp_trace_id IS NOT NULL;`,
+  // Account management: optional key expiry, and sessions listed per user with their browser.
+  `ALTER TABLE api_keys ADD COLUMN expires_at INTEGER;
+   ALTER TABLE sessions ADD COLUMN user_agent TEXT NOT NULL DEFAULT '';
+   CREATE INDEX sessions_user ON sessions(user_id);`,
 ];
 
 /** Brings the database to the current schema; safe to run from several processes at once. */

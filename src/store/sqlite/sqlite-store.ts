@@ -1,6 +1,6 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import type { KeyStore } from "../key-store.js";
+import { KeyLimitError, type KeyStore, type NewKey } from "../key-store.js";
 import type { AccountRecord, ApiKeyRecord } from "../records.js";
 import type { Store } from "../store.js";
 import type { TraceQuery } from "../trace-store.js";
@@ -30,6 +30,7 @@ interface KeyRow {
   created_at: number;
   revoked_at: number | null;
   last_used_at: number | null;
+  expires_at: number | null;
 }
 
 /**
@@ -61,7 +62,11 @@ export function openSqliteStore(dataDir: string, options: RetentionOptions = {})
     ),
     insertAccount: db.prepare(`INSERT INTO accounts (id, name, plan, created_at) VALUES (?, ?, ?, ?)`),
     getAccount: db.prepare(`SELECT * FROM accounts WHERE id = ?`),
-    insertKey: db.prepare(`INSERT INTO api_keys (id, account_id, name, prefix, hash, created_at) VALUES (?, ?, ?, ?, ?, ?)`),
+    insertKey: db.prepare(`INSERT INTO api_keys (id, account_id, name, prefix, hash, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)`),
+    activeKeys: db.prepare(
+      `SELECT COUNT(*) FROM api_keys WHERE account_id = ? AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)`,
+    ).pluck(),
+    renameKey: db.prepare(`UPDATE api_keys SET name = ? WHERE id = ?`),
     keyByHash: db.prepare(`SELECT k.*, a.plan FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.hash = ?`),
     keyById: db.prepare(`SELECT k.*, a.plan FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.id = ?`),
     keysByPrefix: db.prepare(`SELECT k.*, a.plan FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.prefix = ?`),
@@ -71,6 +76,14 @@ export function openSqliteStore(dataDir: string, options: RetentionOptions = {})
     ),
     revokeKey: db.prepare(`UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`),
   };
+
+  const insertKey = db.transaction(({ accountId, name, hash, prefix, expiresAt, maxActive }: NewKey): KeyRow => {
+    const now = Date.now();
+    if (maxActive !== undefined && (statements.activeKeys.get(accountId, now) as number) >= maxActive) throw new KeyLimitError(maxActive);
+    const id = newId("key");
+    statements.insertKey.run(id, accountId, name, prefix, hash, now, expiresAt?.getTime() ?? null);
+    return statements.keyById.get(id) as KeyRow;
+  });
 
   const keys: KeyStore = {
     async createAccount({ name, plan }) {
@@ -82,10 +95,9 @@ export function openSqliteStore(dataDir: string, options: RetentionOptions = {})
       const row = statements.getAccount.get(id) as { id: string; name: string; plan: string; created_at: number } | undefined;
       return row && { id: row.id, name: row.name, plan: row.plan, createdAt: new Date(row.created_at) };
     },
-    async createKey({ accountId, name, hash, prefix }) {
-      const id = newId("key");
-      statements.insertKey.run(id, accountId, name, prefix, hash, Date.now());
-      return toKey(statements.keyById.get(id) as KeyRow);
+    async createKey(input) {
+      // IMMEDIATE: the count and the insert hold the write lock together, across processes too.
+      return toKey(insertKey.immediate(input));
     },
     async findKeyByHash(hash) {
       const row = statements.keyByHash.get(hash) as KeyRow | undefined;
@@ -99,6 +111,10 @@ export function openSqliteStore(dataDir: string, options: RetentionOptions = {})
       if (!row) return undefined;
       statements.revokeKey.run(Date.now(), row.id);
       return toKey(statements.keyById.get(row.id) as KeyRow);
+    },
+    async renameKey(id, name) {
+      if (statements.renameKey.run(name, id).changes === 0) return undefined;
+      return toKey(statements.keyById.get(id) as KeyRow);
     },
   };
 
@@ -173,5 +189,6 @@ function toKey(row: KeyRow): ApiKeyRecord {
     createdAt: new Date(row.created_at),
     revokedAt: row.revoked_at === null ? undefined : new Date(row.revoked_at),
     lastUsedAt: row.last_used_at === null ? undefined : new Date(row.last_used_at),
+    expiresAt: row.expires_at === null ? undefined : new Date(row.expires_at),
   };
 }

@@ -17,6 +17,7 @@ interface SessionRow {
   account_id: string;
   created_at: number;
   expires_at: number;
+  user_agent: string;
 }
 
 interface AccountRow {
@@ -34,7 +35,11 @@ export function createSqliteUserStore(db: Database.Database): UserStore {
     insertUser: db.prepare(`INSERT INTO users (id, email, password_hash, account_id, created_at) VALUES (?, ?, ?, ?, ?)`),
     userByEmail: db.prepare(`SELECT * FROM users WHERE email = ?`),
     userById: db.prepare(`SELECT * FROM users WHERE id = ?`),
-    insertSession: db.prepare(`INSERT INTO sessions (token_hash, user_id, account_id, created_at, expires_at) VALUES (?, ?, ?, ?, ?)`),
+    insertSession: db.prepare(`INSERT INTO sessions (token_hash, user_id, account_id, created_at, expires_at, user_agent) VALUES (?, ?, ?, ?, ?, ?)`),
+    sessionsOfUser: db.prepare(`SELECT * FROM sessions WHERE user_id = ? ORDER BY created_at DESC`),
+    deleteUserSessions: db.prepare(`DELETE FROM sessions WHERE user_id = @user AND token_hash IS NOT @keep`),
+    setPassword: db.prepare(`UPDATE users SET password_hash = ? WHERE id = ?`),
+    deleteAccountRow: db.prepare(`DELETE FROM accounts WHERE id = ?`),
     sessionByHash: db.prepare(`SELECT * FROM sessions WHERE token_hash = ?`),
     deleteSession: db.prepare(`DELETE FROM sessions WHERE token_hash = ?`),
     deleteExpired: db.prepare(`DELETE FROM sessions WHERE expires_at < ?`),
@@ -51,6 +56,31 @@ export function createSqliteUserStore(db: Database.Database): UserStore {
   const signUp = db.transaction((account: AccountRecord, user: UserRecord) => {
     statements.insertAccount.run(account.id, account.name, account.plan, account.createdAt.getTime());
     statements.insertUser.run(user.id, user.email, user.passwordHash, user.accountId, user.createdAt.getTime());
+  });
+
+  /**
+   * Every table that names an account or a key, found in the schema rather than listed, so a
+   * roll-up added later is deleted too. Rows naming the account's keys go first, then rows
+   * naming the account (sessions before users and keys, which they reference), then the account.
+   */
+  const tablesWith = (column: string) =>
+    db
+      .prepare(
+        `SELECT m.name FROM sqlite_master m JOIN pragma_table_info(m.name) c
+         WHERE m.type = 'table' AND c.name = ? AND m.name NOT LIKE 'sqlite_%' ORDER BY m.name`,
+      )
+      .pluck()
+      .all(column) as string[];
+  const referenced = ["users", "api_keys"];
+  const deleteAccount = db.transaction((accountId: string): boolean => {
+    const accountTables = tablesWith("account_id");
+    for (const table of tablesWith("key_id").filter((t) => !accountTables.includes(t))) {
+      db.prepare(`DELETE FROM "${table}" WHERE key_id IN (SELECT id FROM api_keys WHERE account_id = ?)`).run(accountId);
+    }
+    for (const table of [...accountTables.filter((t) => !referenced.includes(t)), ...referenced]) {
+      db.prepare(`DELETE FROM "${table}" WHERE account_id = ?`).run(accountId);
+    }
+    return statements.deleteAccountRow.run(accountId).changes > 0;
   });
 
   return {
@@ -75,7 +105,7 @@ export function createSqliteUserStore(db: Database.Database): UserStore {
       return row && toUser(row);
     },
     async createSession(s) {
-      statements.insertSession.run(s.tokenHash, s.userId, s.accountId, s.createdAt.getTime(), s.expiresAt.getTime());
+      statements.insertSession.run(s.tokenHash, s.userId, s.accountId, s.createdAt.getTime(), s.expiresAt.getTime(), s.userAgent);
     },
     async findSession(tokenHash) {
       const row = statements.sessionByHash.get(tokenHash) as SessionRow | undefined;
@@ -86,6 +116,18 @@ export function createSqliteUserStore(db: Database.Database): UserStore {
     },
     async deleteExpiredSessions(now) {
       statements.deleteExpired.run(now.getTime());
+    },
+    async listSessions(userId) {
+      return (statements.sessionsOfUser.all(userId) as SessionRow[]).map(toSession);
+    },
+    async deleteUserSessions(userId, keepTokenHash) {
+      return statements.deleteUserSessions.run({ user: userId, keep: keepTokenHash ?? null }).changes;
+    },
+    async setPasswordHash(userId, passwordHash) {
+      return statements.setPassword.run(passwordHash, userId).changes > 0;
+    },
+    async deleteAccount(accountId) {
+      return deleteAccount.immediate(accountId);
     },
     async listAccounts() {
       return (statements.listAccounts.all() as AccountRow[]).map((row) => ({
@@ -111,6 +153,7 @@ function toSession(row: SessionRow): SessionRecord {
     accountId: row.account_id,
     createdAt: new Date(row.created_at),
     expiresAt: new Date(row.expires_at),
+    userAgent: row.user_agent,
   };
 }
 
