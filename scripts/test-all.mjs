@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // The whole test suite: the service (vitest), the TypeScript SDK (vitest) and the Python SDK
-// (pytest). Installs the SDKs' test dependencies when they are missing, runs every suite even
+// (pytest). Installs the SDKs' test dependencies when they are missing (and the Python packages of
+// the OTLP interop tests, test/otlp-interop/requirements.txt, into .venv-otlp), runs every suite even
 // when an earlier one fails, then prints one total line and exits non-zero on any failure.
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync } from "node:fs";
@@ -11,8 +12,6 @@ import { fileURLToPath } from "node:url";
 const root = fileURLToPath(new URL("..", import.meta.url));
 const reports = mkdtempSync(join(tmpdir(), "calltrace-test-"));
 const python = process.env.PYTHON ?? "python3";
-const venv = join(root, ".venv-test");
-const venvPython = join(venv, "bin", "python");
 
 function run(command, args, options = {}) {
   console.log(`\n$ ${[command, ...args].join(" ")}${options.cwd ? `   (in ${options.cwd})` : ""}`);
@@ -24,6 +23,14 @@ function run(command, args, options = {}) {
 function must(command, args, options) {
   const status = run(command, args, options);
   if (status !== 0) throw new Error(`${command} ${args.join(" ")} exited ${status}`);
+}
+
+/** Makes (when missing) the virtualenv `name` under the repository and installs `pipArgs` into it; answers its python. */
+function pythonVenv(name, pipArgs) {
+  const venvPython = join(root, name, "bin", "python");
+  if (!existsSync(venvPython)) must(python, ["-m", "venv", join(root, name)]);
+  must(venvPython, ["-m", "pip", "install", "--quiet", "--disable-pip-version-check", ...pipArgs]);
+  return venvPython;
 }
 
 /** Counts from a vitest JSON report: [passed, failed, skipped]. */
@@ -48,6 +55,14 @@ const suites = [
   {
     name: "service",
     run: () => {
+      // The OTLP interop tests run an app with the real OpenTelemetry Python SDK and GenAI
+      // instrumentations, pinned in their requirements. Should this fail, those tests fail
+      // saying what is missing, and the rest of the suite still runs.
+      try {
+        pythonVenv(".venv-otlp", ["-r", "test/otlp-interop/requirements.txt"]);
+      } catch (error) {
+        console.error(`service: the OTLP interop tests' Python packages could not be installed: ${error.message}`);
+      }
       const out = join(reports, "service.json");
       const status = run("npx", ["vitest", "run", "--reporter=default", "--reporter=json", `--outputFile.json=${out}`]);
       return withStatus(vitestCounts(out), status);
@@ -66,8 +81,7 @@ const suites = [
   {
     name: "sdk/python",
     run: () => {
-      if (!existsSync(venvPython)) must(python, ["-m", "venv", venv]);
-      must(venvPython, ["-m", "pip", "install", "--quiet", "-e", "sdk/python", "-r", "sdk/python/requirements-test.txt"]);
+      const venvPython = pythonVenv(".venv-test", ["-e", "sdk/python", "-r", "sdk/python/requirements-test.txt"]);
       const out = join(reports, "sdk-python.xml");
       const status = run(venvPython, ["-m", "pytest", "sdk/python", `--junitxml=${out}`, "-q"]);
       return withStatus(junitCounts(out), status);

@@ -1,8 +1,8 @@
-import { spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { repoRoot } from "../support/cli.js";
+import { runProcess as run } from "../support/run-process.js";
 import { startTestService, type TestService } from "../support/test-service.js";
 import { tempDir } from "../support/temp-dir.js";
 import { expectServed } from "./support/attack.js";
@@ -16,37 +16,6 @@ const requirements = join(repoRoot, "test/hardening/requirements.txt");
 const schemathesisBin = join(venv, "bin/schemathesis");
 const pinned = /^schemathesis==(\S+)$/m.exec(readFileSync(requirements, "utf8"))?.[1];
 const python = process.env.PYTHON ?? "python3";
-
-interface Run {
-  status: number | null;
-  output: string;
-}
-
-function run(command: string, args: string[], options: { env?: NodeJS.ProcessEnv; cwd?: string; timeoutMs: number }): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    // Asynchronous on purpose: the service under test answers from this same process.
-    const child = spawn(command, args, {
-      cwd: options.cwd ?? repoRoot,
-      env: { ...process.env, ...options.env },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let output = "";
-    child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
-    child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
-    const timer = setTimeout(() => {
-      output += `\n[killed after ${options.timeoutMs} ms]`;
-      child.kill("SIGKILL");
-    }, options.timeoutMs);
-    child.on("error", (error) => {
-      clearTimeout(timer);
-      reject(new Error(`${command} could not be started: ${error.message}`));
-    });
-    child.on("exit", (status) => {
-      clearTimeout(timer);
-      resolve({ status, output });
-    });
-  });
-}
 
 async function ensureSchemathesis(): Promise<void> {
   if (!pinned) throw new Error(`${requirements} pins no schemathesis version`);
