@@ -15,6 +15,8 @@ import { listen } from "./server/listen.js";
 import { listenForMetrics } from "./server/metrics-endpoint.js";
 import { createRequestHandler } from "./server/request-handler.js";
 import { openStore } from "./store/open-store.js";
+import { metadataAttributeNames } from "./otlp/span-attribution.js";
+import { serverCost } from "./pricing/server-prices.js";
 
 /** How long start-up waits for Redis before serving with the in-process insurance limiters. */
 const redisConnectWaitMs = 3000;
@@ -55,6 +57,11 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
   });
   const handler = createRequestHandler({
     pipeline,
+    otlp: {
+      price: serverCost,
+      metadataAttributes: metadataAttributeNames(config.otlpMetadataAttributes),
+      storedSpans: (accountId, otlpTraceIds) => store.otlpSpans(accountId, otlpTraceIds),
+    },
     ready: async (): Promise<Record<string, string>> => {
       await store.ping();
       const failing = writeHealth.problem();

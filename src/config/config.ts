@@ -77,6 +77,8 @@ export interface Config {
   metricsPort: number | undefined;
   /** Serve Prometheus metrics at /metrics on the main port to requests bearing this token; unset: not on the main port. */
   metricsToken: string | undefined;
+  /** OTLP span attributes kept as trace metadata under their own names, comma-separated (docs/otlp.md). */
+  otlpMetadataAttributes: string | undefined;
 }
 
 interface OptionSpec {
@@ -127,6 +129,7 @@ export const configOptions = {
   maxConnections: { env: "MAX_CONNECTIONS", flag: "max-connections", kind: "integer", fallback: "10000", describe: "most open connections; more are closed at once" },
   metricsPort: { env: "METRICS_PORT", flag: "metrics-port", kind: "integer", describe: "serve Prometheus /metrics on this port (unset: none)" },
   metricsToken: { env: "METRICS_TOKEN", flag: "metrics-token", kind: "string", describe: "serve /metrics on the main port to `Authorization: Bearer` this token" },
+  otlpMetadataAttributes: { env: "OTLP_METADATA_ATTRIBUTES", flag: "otlp-metadata-attributes", kind: "string", describe: "OTLP span attributes kept as trace metadata, comma-separated ([docs/otlp.md](docs/otlp.md))" },
 } as const satisfies Record<keyof Config, OptionSpec>;
 
 export class ConfigError extends Error {}

@@ -88,6 +88,9 @@ export const keyMismatch = () => {
 /** A problem with the request body as a whole (empty, not JSON), which names no field. */
 export const bodyInvalid = (problem: string) => validationFailed([{ field: "", problem }]);
 
+export const unsupportedEncoding = (encoding: string) =>
+  refusal(Code.InvalidArgument, "UNSUPPORTED_MEDIA_TYPE", `Content-Encoding must be gzip or identity, got ${JSON.stringify(encoding)}`);
+
 export const storeUnavailable = (retryAfter: number) =>
   refusal(Code.Unavailable, "STORE_UNAVAILABLE", refusalText.unavailable, undefined, retryAfter);
 

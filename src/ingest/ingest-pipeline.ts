@@ -261,8 +261,7 @@ export function createIngestPipeline(deps: IngestPipelineDeps): IngestPipeline {
 
       const reservation = deps.quota.reserve(admission.key, admission.plan, valid.length);
       const { decision } = await reservation;
-      const headers = quotaHeaders(decision);
-      if (!decision.allowed) throw quotaExceeded(decision.retryAfter, headers);
+      if (!decision.allowed) throw quotaExceeded(decision.retryAfter, quotaHeaders(decision));
       for (const over of valid.splice(decision.granted)) rejected.push({ index: over.index, reason: refusalText.quotaExceeded });
       let stored = 0;
       try {
@@ -271,6 +270,8 @@ export function createIngestPipeline(deps: IngestPipelineDeps): IngestPipeline {
         stored = outcomes.filter((o) => o.status === "fulfilled" && o.value.kind === "stored").length;
         if (failure) throw failure.reason;
         rejected.sort((a, b) => a.index - b.index);
+        // What is left counts the duplicates given back below.
+        const headers = quotaHeaders({ ...decision, remaining: Math.min(decision.limit, decision.remaining + valid.length - stored) });
         return { headers, stored, duplicates: valid.length - stored, rejected };
       } finally {
         // Only stored traces count: duplicates and failed writes give theirs back.

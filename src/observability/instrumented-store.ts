@@ -11,6 +11,7 @@ export function instrumentedStore(store: TraceStore, metrics: Metrics, health: W
   return {
     ...(store.handover === undefined ? {} : { handover: store.handover }),
     exportTraces: (query) => store.exportTraces(query),
+    otlpSpans: (accountId, otlpTraceIds) => store.otlpSpans(accountId, otlpTraceIds),
     deleteExpired: () => store.deleteExpired(),
     writeBatch: async (writes) => {
       const started = performance.now();

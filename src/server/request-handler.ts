@@ -3,6 +3,9 @@ import { TraceService } from "../../gen/calltrace/v1/trace_service_pb.js";
 import type { Dashboard } from "../dashboard/dashboard.js";
 import type { IngestPipeline } from "../ingest/ingest-pipeline.js";
 import { clientAddressKey, traceService } from "../ingest/trace-service.js";
+import { TraceService as OtlpTraceService } from "../../gen/opentelemetry/proto/collector/trace/v1/trace_service_pb.js";
+import { createOtlpIngest, type OtlpIngestDeps } from "../otlp/otlp-ingest.js";
+import { otlpTraceService } from "../otlp/otlp-trace-service.js";
 import type { Logger } from "../log/logger.js";
 import type { Metrics, RequestProtocol } from "../observability/metrics.js";
 import { observedPipeline } from "../observability/observed-pipeline.js";
@@ -19,6 +22,8 @@ import { rpcAdapter } from "./rpc-adapter.js";
 
 export interface RequestHandlerOptions {
   pipeline: IngestPipeline;
+  /** OTLP Exports (HTTP and gRPC): how their spans become calls, and the stored spans of a trace. */
+  otlp: Omit<OtlpIngestDeps, "pipeline">;
   /** Resolves when the stores can take writes (GET /readyz), with notes such as a degradation to report. */
   ready: () => Promise<Record<string, string>>;
   maxBodyBytes: number;
@@ -43,11 +48,13 @@ const hsts = "max-age=63072000; includeSubDomains";
  */
 export function createRequestHandler(options: RequestHandlerOptions) {
   const pipeline = options.metrics ? observedPipeline(options.pipeline, options.metrics) : options.pipeline;
-  const rest = restIngest(pipeline, options);
+  const otlp = createOtlpIngest({ ...options.otlp, pipeline });
+  const rest = restIngest(pipeline, otlp, options);
   const rpcOutcomes = new WeakMap<NodeRequest, string>();
   const rpc = rpcAdapter({
     routes: (router) => {
       router.service(TraceService, traceService(pipeline));
+      router.service(OtlpTraceService, otlpTraceService(pipeline, otlp));
       options.dashboard?.routes(router);
       serveHealth(router, { ready: options.ready });
       serveReflection(router);

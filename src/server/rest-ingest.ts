@@ -1,11 +1,16 @@
 import { isUtf8 } from "node:buffer";
+import type { JsonObject } from "@bufbuild/protobuf";
 import type { Admission, IngestPipeline } from "../ingest/ingest-pipeline.js";
 import { bodyInvalid, payloadTooLarge, unsupportedMediaType } from "../ingest/ingest-errors.js";
 import { traceFromJson } from "../ingest/trace-json.js";
 import type { Logger } from "../log/logger.js";
+import type { OtlpIngest } from "../otlp/otlp-ingest.js";
+import { exportFromOtlpJson } from "../otlp/otlp-json.js";
 import { clientAddress } from "./client-address.js";
+import { decodedBody } from "./content-encoding.js";
 import { sendJson } from "./json-response.js";
 import type { NodeRequest, NodeResponse } from "./node-types.js";
+import { exportFromProtobuf, isOtlpProtobuf, type OtlpEncoding, sendOtlpExport, sendOtlpRefusal } from "./otlp-http.js";
 import { BodyTooLargeError, ClientAbortedError, readBody } from "./read-body.js";
 import { restRefusal } from "./rest-refusal.js";
 
@@ -16,11 +21,14 @@ export interface RestIngestOptions {
 }
 
 /**
- * The spec's `POST /v1/traces`: a thin edge that decodes the JSON body into the contract's
- * Trace and runs the same pipeline as TraceService.Ingest, then maps its refusals to the
- * spec's statuses and bodies.
+ * `POST /v1/traces`, a thin edge over the ingest pipeline for two protocols on one path:
+ * - the spec's JSON trace, decoded into the contract's Trace and run through the same pipeline as
+ *   TraceService.Ingest, its refusals mapped to the spec's statuses and bodies;
+ * - an OTLP/HTTP Export (`application/x-protobuf`, or JSON whose top level has `resourceSpans`),
+ *   answered as OTLP/HTTP answers, in the request's encoding.
+ * Either may be gzip-compressed.
  */
-export function restIngest(pipeline: IngestPipeline, options: RestIngestOptions) {
+export function restIngest(pipeline: IngestPipeline, otlp: OtlpIngest, options: RestIngestOptions) {
   return async (req: NodeRequest, res: NodeResponse): Promise<void> => {
     if (req.method !== "POST") {
       sendJson(res, 405, { error: "Method not allowed" }, new Headers({ allow: "POST" }));
@@ -29,8 +37,12 @@ export function restIngest(pipeline: IngestPipeline, options: RestIngestOptions)
     let admission: Admission | undefined;
     let accepting = false;
     const address = clientAddress(req.headers, req.socket?.remoteAddress, options.trustProxy);
+    const contentType = req.headers["content-type"];
+    // Known from the header for protobuf; for JSON only once the body shows `resourceSpans`.
+    let otlpEncoding: OtlpEncoding | undefined = isOtlpProtobuf(contentType) ? "protobuf" : undefined;
     try {
-      admission = await pipeline.admit(req.headers.authorization ?? null, address);
+      // An Export's traces are counted against the quota once they are known.
+      admission = await pipeline.admit(req.headers.authorization ?? null, address, otlpEncoding === undefined);
       let raw: Buffer;
       try {
         raw = await readBody(req, options.maxBodyBytes);
@@ -40,9 +52,24 @@ export function restIngest(pipeline: IngestPipeline, options: RestIngestOptions)
         if ("shouldKeepAlive" in res) res.shouldKeepAlive = false;
         throw payloadTooLarge(options.maxBodyBytes);
       }
-      const contentType = req.headers["content-type"];
+      if (req.headers["content-encoding"] !== undefined)
+        raw = await decodedBody(raw, req.headers["content-encoding"], options.maxBodyBytes);
+      if (otlpEncoding === "protobuf") {
+        const request = exportFromProtobuf(raw);
+        accepting = true;
+        sendOtlpExport(res, otlpEncoding, await otlp(admission, request, address), admission.headers);
+        return;
+      }
       if (!isJson(contentType)) throw unsupportedMediaType(contentType);
-      const { trace, problems } = traceFromJson(parseJsonObject(raw));
+      const body = parseJsonObject(raw);
+      if (Object.hasOwn(body, "resourceSpans")) {
+        otlpEncoding = "json";
+        const request = exportFromOtlpJson(body as JsonObject);
+        accepting = true;
+        sendOtlpExport(res, otlpEncoding, await otlp(admission, request, address), admission.headers);
+        return;
+      }
+      const { trace, problems } = traceFromJson(body);
       accepting = true;
       const quotaHeaders = await pipeline.accept(admission, {
         trace,
@@ -57,7 +84,8 @@ export function restIngest(pipeline: IngestPipeline, options: RestIngestOptions)
       const refusal = restRefusal(error);
       if (refusal.status === 500) options.logger.error({ err: error }, "ingest failed");
       for (const [name, value] of Object.entries(admission?.headers ?? {})) refusal.headers.set(name, value);
-      sendJson(res, refusal.status, refusal.body, refusal.headers);
+      if (otlpEncoding) sendOtlpRefusal(res, otlpEncoding, refusal, error);
+      else sendJson(res, refusal.status, refusal.body, refusal.headers);
     }
   };
 }

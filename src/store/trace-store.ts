@@ -6,6 +6,13 @@ export interface TraceWrite {
   idempotencyKey: string | undefined;
 }
 
+/** Where one stored OTLP call sits in its OTLP trace (lower-case hex; the parent empty for a root span). */
+export interface OtlpSpanIds {
+  otlpTraceId: string;
+  otlpSpanId: string;
+  otlpParentSpanId: string;
+}
+
 /** What became of one write of a batch. */
 export type WriteOutcome =
   | { kind: "stored" }
@@ -38,6 +45,11 @@ export interface TraceStore {
   writeBatch(writes: TraceWrite[]): Promise<WriteOutcome[]>;
   /** How this store wants writes handed over; without it, one batch at a time of up to WRITER_MAX_BATCH. */
   readonly handover?: BatchHandover;
+  /**
+   * The OTLP span ids (span and parent) of an account's traces that came from these OTLP trace
+   * ids, in no order: how OTLP ingest stores a call that arrives as nested spans only once.
+   */
+  otlpSpans(accountId: string, otlpTraceIds: string[]): Promise<OtlpSpanIds[]>;
   /** Traces in receive order, oldest first; never those past the retention period. */
   exportTraces(query: TraceQuery): AsyncIterable<StoredTrace>;
   /**

@@ -3,6 +3,7 @@ import type { AddressInfo } from "node:net";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { IngestPipeline } from "../../src/ingest/ingest-pipeline.js";
+import { serverCost } from "../../src/pricing/server-prices.js";
 import { createRequestHandler } from "../../src/server/request-handler.js";
 import { traceBody } from "../support/test-service.js";
 
@@ -17,7 +18,8 @@ const logged: string[] = [];
 const logger = pino({ level: "error" }, { write: (line: string) => logged.push(line) });
 
 function serve(pipeline: IngestPipeline) {
-  const server = createServer(createRequestHandler({ pipeline, ready: async () => ({}), maxBodyBytes: 65536, trustProxy: false, logger }));
+  const otlp = { price: serverCost, metadataAttributes: [], storedSpans: async () => [] };
+  const server = createServer(createRequestHandler({ pipeline, otlp, ready: async () => ({}), maxBodyBytes: 65536, trustProxy: false, logger }));
   return new Promise<{ url: string; close: () => void }>((resolve) =>
     server.listen(0, "127.0.0.1", () =>
       resolve({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => server.close() }),

@@ -321,6 +321,31 @@ describe.each(adapters)("store contract: %s", (_name, open) => {
     expect(stored.sort()).toEqual([1, 3, 4, 7]);
   });
 
+  it("finds an account's stored OTLP spans by OTLP trace id, and only that account's", async () => {
+    const now = Date.now();
+    const otlp = (accountId: string, otlpTraceId: string, otlpSpanId: string, otlpParentSpanId = "") => {
+      const t = trace({ accountId, at: now });
+      Object.assign(t, { source: TraceSource.OTLP, otlpTraceId, otlpSpanId, otlpParentSpanId });
+      return write(t);
+    };
+    const [t1, t2, t3] = ["1".repeat(32), "2".repeat(32), "3".repeat(32)];
+    await store.writeBatch([
+      otlp("acc_otlp", t1, "a".repeat(16)),
+      otlp("acc_otlp", t1, "b".repeat(16), "a".repeat(16)),
+      otlp("acc_otlp", t2, "c".repeat(16), "f".repeat(16)),
+      otlp("acc_otlp", t3, "d".repeat(16)),
+      otlp("acc_otlp_other", t1, "e".repeat(16)),
+      write(trace({ accountId: "acc_otlp", at: now })),
+    ]);
+    const found = await store.otlpSpans("acc_otlp", [t1, t2, "9".repeat(32)]);
+    expect(found.sort((a, b) => a.otlpSpanId.localeCompare(b.otlpSpanId))).toEqual([
+      { otlpTraceId: t1, otlpSpanId: "a".repeat(16), otlpParentSpanId: "" },
+      { otlpTraceId: t1, otlpSpanId: "b".repeat(16), otlpParentSpanId: "a".repeat(16) },
+      { otlpTraceId: t2, otlpSpanId: "c".repeat(16), otlpParentSpanId: "f".repeat(16) },
+    ]);
+    expect(await store.otlpSpans("acc_otlp", [])).toEqual([]);
+  });
+
   it("keeps every trace of concurrent writers on separate connections, each Idempotency-Key once", async () => {
     const others = await Promise.all([reopen(), reopen()]);
     try {

@@ -3,6 +3,7 @@ import type { Store } from "../store.js";
 import type { TraceQuery } from "../trace-store.js";
 import { retentionMs, type RetentionOptions } from "../retention.js";
 import { prepareMongoCollections } from "./mongo-collections.js";
+import { mongoOtlpSpans } from "./mongo-otlp-spans.js";
 import { mongoKeyStore } from "./mongo-key-store.js";
 import { traceFromDoc } from "./mongo-trace-doc.js";
 import { mongoTraceReader, traceMatch } from "./mongo-trace-reader.js";
@@ -65,6 +66,7 @@ export async function openMongoStore(uri: string, options: MongoStoreOptions = {
       ...mongoTraceReader(c, keepMs),
       keys: mongoKeyStore(c, { timeoutMs: writeTimeoutMs }),
       users: mongoUserStore(c),
+      otlpSpans: mongoOtlpSpans(c),
       writeBatch: mongoTraceWriter(c, { idempotencyWindowMs, inFlightMs: 2 * writeTimeoutMs, timeoutMs: writeTimeoutMs }),
       async *exportTraces(query: TraceQuery) {
         const since = Math.max(query.since?.getTime() ?? 0, keepMs === 0 ? 0 : Date.now() - keepMs);

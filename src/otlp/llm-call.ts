@@ -1,0 +1,183 @@
+import { createHash } from "node:crypto";
+import { create } from "@bufbuild/protobuf";
+import { PriceCheck, TraceSchema, TraceSource } from "../../gen/calltrace/v1/trace_pb.js";
+import { type Span, Status_StatusCode } from "../../gen/opentelemetry/proto/trace/v1/trace_pb.js";
+import type { CallSubmission } from "../ingest/ingest-pipeline.js";
+import type { serverCost } from "../pricing/server-prices.js";
+import { calltraceProvider } from "./genai-provider.js";
+import { attributesOf, type Attributes, countOf, SpanRejection, textOf } from "./span-attributes.js";
+import { attributionOf } from "./span-attribution.js";
+
+/** What a span is to calltrace: not an LLM call (skipped silently), an LLM call, or one it cannot store. */
+export type SpanVerdict = { kind: "skip" } | { kind: "call"; call: SpanCall } | { kind: "reject"; reason: string };
+
+/** An LLM call read off a span, with what it takes to tell whether another span reports the same call. */
+export interface SpanCall {
+  submission: CallSubmission;
+  /** The instrumentation scope that made the span. */
+  scope: string;
+  startNs: bigint;
+  endNs: bigint;
+  /** The provider's id of the response (`gen_ai.response.id`), when the span has one. */
+  responseId: string | undefined;
+}
+
+/** The resource a span came from, read once per ResourceSpans. */
+export interface SpanResource {
+  attributes: Attributes;
+  serviceName: string;
+}
+
+export interface LlmCallOptions {
+  /** The server's price of a call (undefined: the table does not know the model). */
+  price: typeof serverCost;
+  /** Span attributes kept as metadata (OTLP_METADATA_ATTRIBUTES). */
+  metadataAttributes: readonly string[];
+}
+
+/** `gen_ai.operation.name` values that are one call to a model (not agent or tool spans). */
+const callOperations = new Set(["chat", "text_completion", "generate_content", "embeddings", "completion", "embedding", "responses"]);
+
+const inputNames = ["gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.usage.prompt_tokens"];
+const outputNames = ["gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens", "llm.usage.completion_tokens"];
+const cacheReadNames = [
+  "gen_ai.usage.cache_read.input_tokens",
+  "gen_ai.usage.cache_read_input_tokens",
+  "gen_ai.usage.input_tokens.cached",
+  "gen_ai.usage.input_tokens_details.cached_tokens",
+];
+const cacheWriteNames = [
+  "gen_ai.usage.cache_creation.input_tokens",
+  "gen_ai.usage.cache_write.input_tokens",
+  "gen_ai.usage.cache_creation_input_tokens",
+  "gen_ai.usage.input_tokens.cache_write",
+];
+const reasoningNames = [
+  "gen_ai.usage.reasoning.output_tokens",
+  "gen_ai.usage.reasoning_tokens",
+  "gen_ai.usage.output_tokens.reasoning",
+  "gen_ai.usage.output_tokens_details.reasoning_tokens",
+  "llm.usage.reasoning_tokens",
+];
+
+/** The contract's longest error text. */
+const maxErrorLength = 4096;
+const int32Max = 2_147_483_647;
+
+/** Lower-case hex of an id's bytes (empty for an unset parent). */
+export function hexId(bytes: Uint8Array): string {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("hex");
+}
+
+/**
+ * Maps one span (the table in docs/otlp.md). A span is an LLM call when its operation is a model
+ * call, or when it names a provider and carries usage; its trace is built with the contract's
+ * fields (validated later by the pipeline like any other) and priced by the server.
+ */
+export function llmCallOf(span: Span, scope: string, resource: SpanResource, options: LlmCallOptions): SpanVerdict {
+  const attributes = attributesOf(span.attributes);
+  const operation = textOf(attributes, "gen_ai.operation.name", "llm.request.type")?.toLowerCase();
+  const providerName = textOf(attributes, "gen_ai.provider.name", "gen_ai.system");
+  const hasUsage = [...inputNames, ...outputNames].some((name) => attributes.has(name));
+  if (operation !== undefined ? !callOperations.has(operation) : providerName === undefined || !hasUsage) return { kind: "skip" };
+
+  const traceId = hexId(span.traceId);
+  const spanId = hexId(span.spanId);
+  const where = `span ${spanId || "(no id)"}`;
+  if (traceId.length !== 32 || spanId.length !== 16)
+    return { kind: "reject", reason: `${where}: trace and span ids must be 16 and 8 bytes` };
+  if (providerName === undefined) return { kind: "reject", reason: `${where}: no gen_ai.provider.name (or gen_ai.system)` };
+  const provider = calltraceProvider(providerName);
+  if (provider === undefined)
+    return { kind: "reject", reason: `${where}: provider ${JSON.stringify(providerName)} is not supported (openai, anthropic or gemini)` };
+
+  try {
+    const model = textOf(attributes, "gen_ai.response.model", "gen_ai.request.model") ?? "";
+    let tokensIn = countOf(attributes, ...inputNames) ?? 0;
+    const tokensOut = countOf(attributes, ...outputNames) ?? 0;
+    const tokensCachedIn = countOf(attributes, ...cacheReadNames);
+    const tokensCacheWrite = countOf(attributes, ...cacheWriteNames);
+    const tokensReasoning = countOf(attributes, ...reasoningNames);
+    // tokens_in counts every input token. Anthropic's input_tokens leaves cache reads and writes
+    // out, and some instrumentations pass it on as is: when the cache parts exceed the input, add them.
+    const cached = (tokensCachedIn ?? 0) + (tokensCacheWrite ?? 0);
+    if (cached > tokensIn) tokensIn = Math.min(int32Max, tokensIn + cached);
+    const error = errorOf(span, attributes);
+    const latencyMs = latencyOf(span);
+    const ttftMs = ttftOf(attributes, latencyMs);
+    const responseId = textOf(attributes, "gen_ai.response.id");
+    const serverCostUsd = options.price({ provider, model, tokensIn, tokensOut, tokensCachedIn, tokensCacheWrite });
+    const trace = create(TraceSchema, {
+      provider,
+      model,
+      tokensIn,
+      tokensOut,
+      latencyMs,
+      costUsd: serverCostUsd ?? 0,
+      status: error === undefined ? "success" : "error",
+      ...(error ? { error } : {}),
+      ...(tokensCachedIn === undefined ? {} : { tokensCachedIn }),
+      ...(tokensCacheWrite === undefined ? {} : { tokensCacheWrite }),
+      ...(tokensReasoning === undefined ? {} : { tokensReasoning }),
+      ...(ttftMs === undefined ? {} : { ttftMs }),
+      ...attributionOf(attributes, resource.attributes, options.metadataAttributes),
+    });
+    const submission: CallSubmission = {
+      trace,
+      origin: {
+        source: TraceSource.OTLP,
+        priceCheck: serverCostUsd === undefined ? PriceCheck.UNPRICED : PriceCheck.SERVER,
+        ...(serverCostUsd === undefined ? {} : { serverCostUsd }),
+        otlpTraceId: traceId,
+        otlpSpanId: spanId,
+        otlpParentSpanId: hexId(span.parentSpanId),
+        serviceName: resource.serviceName,
+      },
+      idempotencyKey: idempotencyKeyOf(provider, responseId, traceId, spanId),
+    };
+    return { kind: "call", call: { submission, scope, startNs: span.startTimeUnixNano, endNs: span.endTimeUnixNano, responseId } };
+  } catch (error) {
+    if (error instanceof SpanRejection) return { kind: "reject", reason: `${where}: ${error.message}` };
+    throw error;
+  }
+}
+
+/**
+ * Stores a call at most once within 24 hours (D14), whichever Export brings it again: a retried
+ * Export has the same trace and span ids, and two instrumentations of one call (the anthropic SDK's
+ * own span beside OpenLLMetry's) report the same response id.
+ */
+function idempotencyKeyOf(provider: string, responseId: string | undefined, traceId: string, spanId: string): string {
+  if (responseId === undefined) return `otlp:${traceId}:${spanId}`;
+  const key = `otlp:${provider}:${responseId}`;
+  return key.length <= 128 ? key : `otlp:${provider}:sha256:${createHash("sha256").update(responseId).digest("hex")}`;
+}
+
+/** Streams: `gen_ai.response.time_to_first_chunk` (seconds) in whole milliseconds, at most the latency. */
+function ttftOf(attributes: Attributes, latencyMs: number): number | undefined {
+  const value = attributes.get("gen_ai.response.time_to_first_chunk");
+  const seconds = value?.case === "doubleValue" || value?.case === "intValue" ? Number(value.value) : Number.NaN;
+  return Number.isFinite(seconds) && seconds >= 0 ? Math.min(latencyMs, Math.round(seconds * 1000)) : undefined;
+}
+
+/** End minus start in whole milliseconds; a span that ends before it starts took 0. */
+function latencyOf(span: Span): number {
+  const nanos = span.endTimeUnixNano - span.startTimeUnixNano;
+  if (nanos <= 0n) return 0;
+  return Math.min(int32Max, Math.round(Number(nanos) / 1e6));
+}
+
+/**
+ * undefined for a successful call. A failed one (span status ERROR, or `error.type` set) is
+ * described by the status message, else `error.type`, else its exception event's message; "" when
+ * none says anything.
+ */
+function errorOf(span: Span, attributes: Attributes): string | undefined {
+  const errorType = textOf(attributes, "error.type");
+  if (span.status?.code !== Status_StatusCode.ERROR && errorType === undefined) return undefined;
+  const exception = span.events.find((e) => e.name === "exception");
+  const text = span.status?.message || errorType || (exception && textOf(attributesOf(exception.attributes), "exception.message")) || "";
+  const cut = text.slice(0, maxErrorLength);
+  // Never half a surrogate pair: the contract refuses lone surrogates.
+  return /[\uD800-\uDBFF]$/.test(cut) ? cut.slice(0, -1) : cut;
+}

@@ -1,0 +1,56 @@
+import type { AnyValue, KeyValue } from "../../gen/opentelemetry/proto/common/v1/common_pb.js";
+
+/** A span's or resource's attributes by name (the last one wins when a name repeats). */
+export type Attributes = Map<string, AnyValue["value"]>;
+
+export function attributesOf(list: KeyValue[] | undefined): Attributes {
+  const map: Attributes = new Map();
+  for (const { key, value } of list ?? []) if (value) map.set(key, value.value);
+  return map;
+}
+
+/** A span that is an LLM call but cannot be stored as one; the reason goes into partial_success. */
+export class SpanRejection extends Error {}
+
+/** The first of `names` that is set, as text (numbers and booleans in their usual form); undefined when none is. */
+export function textOf(attributes: Attributes, ...names: string[]): string | undefined {
+  for (const name of names) {
+    const value = attributes.get(name);
+    switch (value?.case) {
+      case "stringValue":
+        if (value.value !== "") return value.value;
+        break;
+      case "intValue":
+      case "doubleValue":
+      case "boolValue":
+        return String(value.value);
+    }
+  }
+  return undefined;
+}
+
+const int32Max = 2_147_483_647;
+
+/**
+ * The first of `names` that is set, as a token count: a whole number from 0 to 2^31-1, sent as an
+ * int, a whole double or a numeric string (instrumentations differ). Anything else rejects the span.
+ */
+export function countOf(attributes: Attributes, ...names: string[]): number | undefined {
+  for (const name of names) {
+    const value = attributes.get(name);
+    if (value?.case === undefined) continue;
+    const count =
+      value.case === "intValue"
+        ? Number(value.value)
+        : value.case === "doubleValue"
+          ? value.value
+          : value.case === "stringValue" && /^\d{1,10}$/.test(value.value)
+            ? Number(value.value)
+            : Number.NaN;
+    if (!Number.isInteger(count) || count < 0 || count > int32Max) {
+      throw new SpanRejection(`${name}: must be a whole number from 0 to ${int32Max}`);
+    }
+    return count;
+  }
+  return undefined;
+}

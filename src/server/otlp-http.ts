@@ -1,0 +1,65 @@
+import { create, fromBinary, type DescMessage, type MessageShape, toBinary, toJsonString } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
+import {
+  type ExportTraceServiceRequest,
+  ExportTraceServiceRequestSchema,
+  ExportTraceServiceResponseSchema,
+} from "../../gen/opentelemetry/proto/collector/trace/v1/trace_service_pb.js";
+import { StatusSchema } from "../../gen/google/rpc/status_pb.js";
+import { bodyInvalid } from "../ingest/ingest-errors.js";
+import type { OtlpExportResult } from "../otlp/otlp-ingest.js";
+import type { NodeResponse } from "./node-types.js";
+import type { RestRefusal } from "./rest-refusal.js";
+
+/** The two OTLP/HTTP encodings; answers go back in the request's. */
+export type OtlpEncoding = "protobuf" | "json";
+
+const contentTypes: Record<OtlpEncoding, string> = { protobuf: "application/x-protobuf", json: "application/json" };
+
+/** OTLP/HTTP's binary encoding: `application/x-protobuf` (parameters allowed). */
+export function isOtlpProtobuf(contentType: string | undefined): boolean {
+  return contentType !== undefined && contentType.split(";")[0]!.trim().toLowerCase() === "application/x-protobuf";
+}
+
+/** An ExportTraceServiceRequest in protobuf; anything that does not decode as one is the client's fault (400). */
+export function exportFromProtobuf(body: Buffer): ExportTraceServiceRequest {
+  try {
+    return fromBinary(ExportTraceServiceRequestSchema, body);
+  } catch (error) {
+    throw bodyInvalid(`request body is not a valid protobuf ExportTraceServiceRequest (${(error as Error).message})`);
+  }
+}
+
+/** 200 with the ExportTraceServiceResponse (partial_success when spans were rejected). */
+export function sendOtlpExport(res: NodeResponse, encoding: OtlpEncoding, result: OtlpExportResult, headers: Record<string, string>): void {
+  send(res, 200, encoding, ExportTraceServiceResponseSchema, result.response, { ...headers, ...result.headers });
+}
+
+/**
+ * A refusal as OTLP/HTTP answers it: the status the spec's REST edge uses (401, 413, 415, 400,
+ * 429 and 503 with Retry-After, 500), with a google.rpc.Status body carrying the refusal's code and text.
+ */
+export function sendOtlpRefusal(res: NodeResponse, encoding: OtlpEncoding, refusal: RestRefusal, error: unknown): void {
+  const status =
+    error instanceof ConnectError && refusal.status !== 500
+      ? create(StatusSchema, { code: error.code, message: error.rawMessage })
+      : create(StatusSchema, { code: Code.Internal, message: "Internal error" });
+  send(res, refusal.status, encoding, StatusSchema, status, refusal.headers);
+}
+
+function send<Desc extends DescMessage>(
+  res: NodeResponse,
+  status: number,
+  encoding: OtlpEncoding,
+  schema: Desc,
+  message: MessageShape<Desc>,
+  headers: Headers | Record<string, string>,
+): void {
+  if (res.headersSent || res.destroyed) return;
+  const payload = encoding === "protobuf" ? toBinary(schema, message) : Buffer.from(toJsonString(schema, message));
+  for (const [name, value] of headers instanceof Headers ? headers : Object.entries(headers)) res.setHeader(name, value);
+  res.setHeader("content-type", contentTypes[encoding]);
+  res.setHeader("content-length", payload.byteLength);
+  res.writeHead(status);
+  res.end(payload);
+}
