@@ -167,6 +167,44 @@ describe.each(adapters)("store contract: %s", (_name, open) => {
     }
   });
 
+  it("trace ids and cursors reveal neither order nor how many traces other accounts sent, and stay stable across connections", async () => {
+    const at = Date.now() - 60_000;
+    // Ten traces of one account with a burst of another account's traffic in the middle.
+    await store.writeBatch(Array.from({ length: 5 }, (_, i) => write(trace({ accountId: "acc_ids", at: at + i }))));
+    await store.writeBatch(Array.from({ length: 200 }, (_, i) => write(trace({ accountId: "acc_burst", at: at + 10 + i }))));
+    await store.writeBatch(Array.from({ length: 5 }, (_, i) => write(trace({ accountId: "acc_ids", at: at + 300 + i }))));
+    const page = await store.listTraces("acc_ids", filter(), { pageSize: 10 });
+    const ids = page.traces.map((t) => t.id);
+    expect(ids).toHaveLength(10);
+    expect(new Set(ids).size).toBe(10);
+    for (const id of ids) {
+      expect(id).toMatch(/^[A-Za-z0-9_-]{22}$/);
+      expect(id).not.toMatch(/^\d+$/); // no row number
+      expect(id).not.toMatch(/^[0-9a-f]{24}$/); // no ObjectId with its counter
+    }
+    // The ids are not in order, as a counter's would be (10 random ids are sorted by chance 1 in 3.6 million).
+    const sorted = [...ids].sort();
+    expect(ids.join() === sorted.join() || ids.join() === [...sorted].reverse().join()).toBe(false);
+    // The cursor carries no plain position either, and works from another connection.
+    const first = await store.listTraces("acc_ids", filter(), { pageSize: 4 });
+    expect(Buffer.from(first.nextCursor, "base64url").toString()).not.toMatch(/\.\d+$|\.[0-9a-f]{24}$/);
+    const other = await reopen();
+    try {
+      const second = await other.listTraces("acc_ids", filter(), { pageSize: 4, cursor: first.nextCursor });
+      expect(second.traces.map((t) => t.id)).toEqual(ids.slice(4, 8));
+      const exported: string[] = [];
+      for await (const t of other.exportTraces({ accountId: "acc_ids" })) exported.push(t.id);
+      expect([...exported].sort()).toEqual(sorted);
+    } finally {
+      await other.close();
+    }
+    // An id altered by one character is no id of this store.
+    for (const altered of [`${ids[0]!.startsWith("A") ? "B" : "A"}${ids[0]!.slice(1)}`, `${ids[0]!.slice(0, 21)}${ids[0]!.endsWith("A") ? "B" : "A"}`]) {
+      const forged = Buffer.from(`${at}.${altered}`).toString("base64url");
+      await expect(store.listTraces("acc_ids", filter(), { pageSize: 4, cursor: forged })).rejects.toBeInstanceOf(InvalidCursorError);
+    }
+  });
+
   it("pages newest first with an opaque cursor: no trace twice, none missed, even at equal receive times", async () => {
     const base = Date.now() - hour;
     // Three traces share each instant: the cursor must order them by id too.

@@ -1,4 +1,5 @@
 import { MongoServerError, type Collection, type Db, type Document, type IndexDescription } from "mongodb";
+import { newTraceIdKey } from "../trace-id.js";
 import type { TraceDoc } from "./mongo-trace-doc.js";
 
 export interface AccountDoc {
@@ -77,6 +78,8 @@ export interface MongoCollections {
   idempotency: Collection<IdempotencyDoc>;
   users: Collection<UserDoc>;
   sessions: Collection<SessionDoc>;
+  /** The key of this database's trace ids (src/store/trace-id.ts), made once by whichever instance starts first. */
+  traceIdKey: Buffer;
   capabilities: MongoCapabilities;
 }
 
@@ -150,6 +153,7 @@ export async function prepareMongoCollections(db: Db, options: PrepareOptions): 
     idempotency,
     users,
     sessions,
+    traceIdKey: await ensureTraceIdKey(db),
     capabilities: { timeSeries, ttl, manyAccumulators: await groupsComputeEveryAccumulator(db) },
   };
 }
@@ -227,6 +231,14 @@ async function ensureTtlIndex<T extends Document>(collection: Collection<T>, fie
     return false;
   }
   return true;
+}
+
+/** The database's trace id key: inserted if missing (the first instance's wins), then read. */
+async function ensureTraceIdKey(db: Db): Promise<Buffer> {
+  const settings = db.collection<{ _id: string; value: string }>("settings", journaled);
+  await settings.updateOne({ _id: "trace_id_key" }, { $setOnInsert: { value: newTraceIdKey().toString("hex") } }, { upsert: true });
+  const doc = await settings.findOne({ _id: "trace_id_key" });
+  return Buffer.from(doc!.value, "hex");
 }
 
 /** Tries a two-accumulator $group on a scratch collection (see MongoCapabilities.manyAccumulators). */

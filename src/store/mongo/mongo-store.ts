@@ -5,7 +5,7 @@ import { retentionMs, type RetentionOptions } from "../retention.js";
 import { prepareMongoCollections } from "./mongo-collections.js";
 import { mongoOtlpSpans } from "./mongo-otlp-spans.js";
 import { mongoKeyStore } from "./mongo-key-store.js";
-import { traceFromDoc } from "./mongo-trace-doc.js";
+import { objectIdIds, traceFromDoc } from "./mongo-trace-doc.js";
 import { mongoTraceReader, traceMatch } from "./mongo-trace-reader.js";
 import { mongoTraceWriter } from "./mongo-trace-writer.js";
 import { mongoUserStore } from "./mongo-user-store.js";
@@ -74,7 +74,8 @@ export async function openMongoStore(uri: string, options: MongoStoreOptions = {
           .find(traceMatch(query.accountId, { sinceMs: since, untilMs: query.until?.getTime() ?? 8_640_000_000_000_000 }))
           .sort({ receivedAt: 1, _id: 1 })
           .batchSize(1000);
-        for await (const doc of cursor) yield traceFromDoc(doc);
+        const ids = objectIdIds(c.traceIdKey);
+        for await (const doc of cursor) yield traceFromDoc(doc, ids.idOf(doc._id));
       },
       deleteExpired,
       async ping() {

@@ -1,8 +1,9 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampFromMs, timestampMs } from "@bufbuild/protobuf/wkt";
-import type { ObjectId } from "mongodb";
+import { ObjectId } from "mongodb";
 import { StoredTraceSchema, type StoredTrace } from "../../../gen/calltrace/v1/trace_pb.js";
 import { latencyBucket } from "../latency-bucket.js";
+import { traceIdCodec } from "../trace-id.js";
 
 /**
  * A trace in the traces collection. `meta` is the time-series meta field: traces of one key,
@@ -78,9 +79,10 @@ export function traceToDoc(trace: StoredTrace, id: ObjectId): TraceDoc {
   };
 }
 
-export function traceFromDoc(doc: TraceDoc): StoredTrace {
+/** The stored trace of a document, with its id as shown (the ObjectId encrypted, src/store/trace-id.ts). */
+export function traceFromDoc(doc: TraceDoc, id: string): StoredTrace {
   return create(StoredTraceSchema, {
-    id: doc._id.toHexString(),
+    id,
     receivedAt: timestampFromMs(doc.receivedAt.getTime()),
     keyId: doc.meta.keyId,
     accountId: doc.meta.accountId,
@@ -122,4 +124,17 @@ function defined<T extends Record<string, unknown>>(fields: T): Partial<T> {
   const out: Partial<T> = {};
   for (const name in fields) if (fields[name] !== undefined) out[name] = fields[name];
   return out;
+}
+
+/** MongoDB's trace ids: ObjectIds, encrypted as src/store/trace-id.ts explains. */
+export function objectIdIds(key: Buffer) {
+  const codec = traceIdCodec(key, 12);
+  return {
+    idOf: (objectId: ObjectId): string => codec.encode(Buffer.from(objectId.id)),
+    /** The ObjectId inside an id, or undefined. */
+    objectIdOf: (id: string): ObjectId | undefined => {
+      const position = codec.decode(id);
+      return position && new ObjectId(position);
+    },
+  };
 }

@@ -1,12 +1,12 @@
 import { create } from "@bufbuild/protobuf";
-import { ObjectId, type Filter } from "mongodb";
+import type { Filter } from "mongodb";
 import { TracePageSchema } from "../../../gen/calltrace/v1/query_pb.js";
 import { clampPageSize, decodeTraceCursor, encodeTraceCursor, InvalidCursorError } from "../trace-cursor.js";
 import { resolveTraceFilter, type ResolvedTraceFilter } from "../trace-filter.js";
 import type { TraceReader } from "../trace-reader.js";
 import { usageReader, type UsageCells, type UsageGroup, type UsageGrouping } from "../usage-reader.js";
 import type { MongoCollections } from "./mongo-collections.js";
-import { traceFromDoc, type TraceDoc } from "./mongo-trace-doc.js";
+import { objectIdIds, traceFromDoc, type TraceDoc } from "./mongo-trace-doc.js";
 
 /** The match of one account's traces under a resolved filter. */
 export function traceMatch(accountId: string | undefined, filter: Pick<ResolvedTraceFilter, "sinceMs" | "untilMs"> & Partial<ResolvedTraceFilter>): Filter<TraceDoc> {
@@ -33,6 +33,7 @@ const sums = {
  * bucket counts in usage-reader.ts.
  */
 export function mongoTraceReader(c: MongoCollections, retentionMs: number): TraceReader {
+  const ids = objectIdIds(c.traceIdKey);
   const cells = async (accountId: string, filter: ResolvedTraceFilter, grouping: UsageGrouping): Promise<UsageCells> => {
     const id = {
       ...(grouping.day ? { day: "$day" } : {}),
@@ -80,9 +81,10 @@ export function mongoTraceReader(c: MongoCollections, retentionMs: number): Trac
       const match = traceMatch(accountId, filter);
       if (page.cursor) {
         const cursor = decodeTraceCursor(page.cursor);
-        if (!ObjectId.isValid(cursor.id) || cursor.id.length !== 24) throw new InvalidCursorError();
+        const after = ids.objectIdOf(cursor.id);
+        if (!after) throw new InvalidCursorError();
         const at = new Date(cursor.receivedAtMs);
-        match.$or = [{ receivedAt: { $lt: at } }, { receivedAt: at, _id: { $lt: new ObjectId(cursor.id) } }];
+        match.$or = [{ receivedAt: { $lt: at } }, { receivedAt: at, _id: { $lt: after } }];
       }
       const limit = clampPageSize(page.pageSize);
       // Sorted by the time field alone, which time-series collections sort from their buckets
@@ -101,8 +103,8 @@ export function mongoTraceReader(c: MongoCollections, retentionMs: number): Trac
       docs = docs.slice(0, limit);
       const last = docs[docs.length - 1];
       return create(TracePageSchema, {
-        traces: docs.map(traceFromDoc),
-        nextCursor: more && last ? encodeTraceCursor({ receivedAtMs: last.receivedAt.getTime(), id: last._id.toHexString() }) : "",
+        traces: docs.map((d) => traceFromDoc(d, ids.idOf(d._id))),
+        nextCursor: more && last ? encodeTraceCursor({ receivedAtMs: last.receivedAt.getTime(), id: ids.idOf(last._id) }) : "",
       });
     },
   };

@@ -154,6 +154,9 @@ const migrations: string[] = [
   `ALTER TABLE api_keys ADD COLUMN expires_at INTEGER;
    ALTER TABLE sessions ADD COLUMN user_agent TEXT NOT NULL DEFAULT '';
    CREATE INDEX sessions_user ON sessions(user_id);`,
+  // The key that trace ids are encrypted with (src/store/trace-id.ts), made once per database.
+  `CREATE TABLE store_secrets (name TEXT PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID;
+   INSERT INTO store_secrets VALUES ('trace_id_key', randomblob(16));`,
 ];
 
 /** Brings the database to the current schema; safe to run from several processes at once. */

@@ -7,6 +7,7 @@ import type { TraceQuery } from "../trace-store.js";
 import { newId } from "../ids.js";
 import { latencyBucket } from "../latency-bucket.js";
 import { retentionMs, type RetentionOptions } from "../retention.js";
+import { sequenceIds } from "../trace-id.js";
 import { migrate } from "./sqlite-schema.js";
 import { sqliteOtlpSpans } from "./sqlite-otlp-spans.js";
 import { sqliteTraceReader } from "./sqlite-trace-reader.js";
@@ -49,6 +50,7 @@ export function openSqliteStore(dataDir: string, options: RetentionOptions = {})
   db.function("latency_bucket", { deterministic: true }, (ms) => latencyBucket(Number(ms)));
   migrate(db);
   const writer = sqliteWriterThread(file);
+  const ids = sequenceIds(db.prepare(`SELECT value FROM store_secrets WHERE name = 'trace_id_key'`).pluck().get() as Buffer);
 
   const statements = {
     deleteExpiredTraces: db.prepare(`DELETE FROM traces WHERE received_at < ?`),
@@ -136,7 +138,7 @@ export function openSqliteStore(dataDir: string, options: RetentionOptions = {})
   const sweeper = setInterval(() => deleteExpired(Date.now()), sweepIntervalMs).unref();
 
   return {
-    ...sqliteTraceReader(db, keepMs),
+    ...sqliteTraceReader(db, keepMs, ids),
     keys,
     users: createSqliteUserStore(db),
     writeBatch(writes) {
@@ -156,7 +158,7 @@ export function openSqliteStore(dataDir: string, options: RetentionOptions = {})
       };
       for (;;) {
         const rows = statements.exportPage.all(params) as TraceRow[];
-        for (const row of rows) yield traceFromRow(row);
+        for (const row of rows) yield traceFromRow(row, ids.idOf(row.seq));
         if (rows.length < exportPageSize) return;
         params.after = rows[rows.length - 1]!.seq;
       }

@@ -5,6 +5,7 @@ import { clampPageSize, decodeTraceCursor, encodeTraceCursor, InvalidCursorError
 import { resolveTraceFilter, type ResolvedTraceFilter } from "../trace-filter.js";
 import type { TraceReader } from "../trace-reader.js";
 import { usageReader, type LatencyCell, type UsageCell, type UsageCells, type UsageGrouping } from "../usage-reader.js";
+import type { sequenceIds } from "../trace-id.js";
 import { traceFromRow, type TraceRow } from "./sqlite-trace-row.js";
 import { dayMs } from "./sqlite-usage-rollup.js";
 
@@ -22,7 +23,7 @@ const filterColumns = [
  * Aggregates read whole UTC days from the daily roll-ups and only the partial days at either
  * end of the range from the traces themselves.
  */
-export function sqliteTraceReader(db: Database.Database, retentionMs: number): TraceReader {
+export function sqliteTraceReader(db: Database.Database, retentionMs: number, ids: ReturnType<typeof sequenceIds>): TraceReader {
   const statements = new Map<string, Database.Statement>();
   /** Statements are built per combination of filters, so SQLite picks the index for the filters given. */
   const prepare = (sql: string) => {
@@ -98,13 +99,14 @@ export function sqliteTraceReader(db: Database.Database, retentionMs: number): T
       let after = "";
       if (page.cursor) {
         const cursor = decodeTraceCursor(page.cursor);
-        if (!/^\d+$/.test(cursor.id)) throw new InvalidCursorError();
+        const seq = ids.seqOf(cursor.id);
+        if (seq === undefined) throw new InvalidCursorError();
         // The cursor tightens the one upper bound SQLite uses for the index range (given two, it
         // would range over one and filter by the other, row by row); the OR only sorts out rows
         // sharing the cursor's instant.
         params.until = Math.min(filter.untilMs, cursor.receivedAtMs + 1);
         after = " AND (received_at < @at OR seq < @seq)";
-        Object.assign(params, { at: cursor.receivedAtMs, seq: Number(cursor.id) });
+        Object.assign(params, { at: cursor.receivedAtMs, seq });
       }
       const sql = `SELECT * FROM traces WHERE account_id = @account AND received_at >= @since AND received_at < @until${where(filter, params)}${after}
         ORDER BY received_at DESC, seq DESC LIMIT @limit`;
@@ -113,8 +115,8 @@ export function sqliteTraceReader(db: Database.Database, retentionMs: number): T
       if (more) rows.pop();
       const last = rows[rows.length - 1];
       return create(TracePageSchema, {
-        traces: rows.map(traceFromRow),
-        nextCursor: more && last ? encodeTraceCursor({ receivedAtMs: last.received_at, id: String(last.seq) }) : "",
+        traces: rows.map((row) => traceFromRow(row, ids.idOf(row.seq))),
+        nextCursor: more && last ? encodeTraceCursor({ receivedAtMs: last.received_at, id: ids.idOf(last.seq) }) : "",
       });
     },
   };

@@ -136,10 +136,10 @@ export function traceToValues(trace: StoredTrace): TraceValues {
   ];
 }
 
-/** The stored trace of a row; its id is the row's sequence number. */
-export function traceFromRow(row: TraceRow): StoredTrace {
+/** The stored trace of a row, with its id as shown (the row number encrypted, src/store/trace-id.ts). */
+export function traceFromRow(row: TraceRow, id: string): StoredTrace {
   return create(StoredTraceSchema, {
-    id: String(row.seq),
+    id,
     receivedAt: timestampFromMs(row.received_at),
     keyId: row.key_id,
     accountId: row.account_id,
