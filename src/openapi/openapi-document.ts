@@ -127,7 +127,7 @@ export function openApiDocument(): Record<string, unknown> {
           operationId: "ingestTrace",
           summary: "Record one trace",
           description:
-            "Checks run in the order of D1: Authorization (401), failed-authentication limit per client address (429), the key's per-minute limit (429), body size (413), Content-Type (415), body validation (400), body key equals header key (400), monthly quota (429), durable write (202, or 503). 202 is sent only once the trace is durably stored (D13).",
+            "Checks run in the order of D1: Authorization (401), failed-authentication limit per client address (429), the key's per-minute limit (429), body size (413), Content-Type (415), body validation (400), body key equals header key (400), monthly quota (429), durable write (202, or 503). 202 is sent only once the trace is durably stored (D13). The same path also takes OpenTelemetry OTLP/HTTP trace Exports, `application/x-protobuf` or JSON whose top-level object has `resourceSpans`, optionally gzip-compressed, answered as OTLP/HTTP specifies (200 with an ExportTraceServiceResponse, refusals with a google.rpc.Status): see docs/otlp.md. They are not described here.",
           security: [{ apiKey: [] }],
           parameters: [
             {
@@ -174,7 +174,7 @@ export function openApiDocument(): Record<string, unknown> {
               content: json({ $ref: "#/components/schemas/PayloadTooLarge" }),
             },
             "415": {
-              description: "Content-Type is not application/json (D8).",
+              description: "Content-Type is not application/json (D8), nor an OTLP Export's application/x-protobuf.",
               headers: rateLimitHeaders(true),
               content: json({ $ref: "#/components/schemas/UnsupportedMediaType" }),
             },
