@@ -5,7 +5,7 @@ import type { KeyVerifier } from "../auth/key-verifier.js";
 import type { Plan, Plans } from "../config/plans.js";
 import type { CountryLookup } from "../geo/country-lookup.js";
 import type { AuthFailureLimiter } from "../limits/auth-failure-limiter.js";
-import { quotaHeaders, type MonthlyQuota, type QuotaReservation } from "../limits/monthly-quota.js";
+import { type MonthlyQuota, type QuotaDecision, type QuotaReservation, QuotaUnavailableError, quotaHeaders } from "../limits/monthly-quota.js";
 import type { RateLimiter } from "../limits/rate-limiter.js";
 import { rateLimitHeaders, type HeaderFields } from "../limits/rate-limit-headers.js";
 import type { ApiKeyRecord } from "../store/records.js";
@@ -151,7 +151,7 @@ export function createIngestPipeline(deps: IngestPipelineDeps): IngestPipeline {
 
     const stored = storedTrace(admission, trace, clientAddress, apiOrigin);
     if (!admission.reservation) throw new Error("a single trace needs an admission that reserved its quota");
-    const { decision } = await admission.reservation;
+    const decision = await decided(admission.reservation);
     const headers = quotaHeaders(decision);
     if (!decision.allowed) throw quotaExceeded(decision.retryAfter, headers);
     const outcome = await write(stored, idempotencyKey ?? undefined);
@@ -260,7 +260,7 @@ export function createIngestPipeline(deps: IngestPipelineDeps): IngestPipeline {
       if (valid.length === 0) return { headers: {}, stored: 0, duplicates: 0, rejected };
 
       const reservation = deps.quota.reserve(admission.key, admission.plan, valid.length);
-      const { decision } = await reservation;
+      const decision = await decided(reservation);
       if (!decision.allowed) throw quotaExceeded(decision.retryAfter, quotaHeaders(decision));
       for (const over of valid.splice(decision.granted)) rejected.push({ index: over.index, reason: refusalText.quotaExceeded });
       let stored = 0;
@@ -291,6 +291,16 @@ export function createIngestPipeline(deps: IngestPipelineDeps): IngestPipeline {
       }
     },
   };
+}
+
+/** A reservation's decision; a month's counter that could not be rebuilt in time is answered as a store that cannot take the write (503). */
+async function decided(reservation: Promise<QuotaReservation>): Promise<QuotaDecision> {
+  try {
+    return (await reservation).decision;
+  } catch (error) {
+    if (error instanceof QuotaUnavailableError) throw storeUnavailable(unavailableRetryAfter);
+    throw error;
+  }
 }
 
 /**

@@ -37,9 +37,14 @@ export interface MonthlyQuotaOptions {
   backend: LimiterBackend;
   /** Traces this key already has stored since `since`: seeds a month's counter, so counts survive restarts. */
   countStored(key: { id: string; accountId: string }, since: Date): Promise<number>;
+  /** Longest the count of stored traces may take; past it the reservation fails with QuotaUnavailableError. */
+  countTimeoutMs: number;
   /** The clock (injectable so tests can cross a month boundary). */
   now?: () => number;
 }
+
+/** A month's counter could not be rebuilt from the stored traces in time (or at all): the request cannot be counted now. */
+export class QuotaUnavailableError extends Error {}
 
 /**
  * How long a counter lives. Shorter than a month on purpose: the in-process limiter cannot time
@@ -54,9 +59,31 @@ const counterTtlSeconds = 20 * 24 * 3600;
  * first trace of the month, after a restart of the in-process limiter, or after Redis lost it)
  * the traces already stored this month are added to it, so counts survive restarts.
  */
-export function createMonthlyQuota({ backend, countStored, now = Date.now }: MonthlyQuotaOptions): MonthlyQuota {
+export function createMonthlyQuota({ backend, countStored, countTimeoutMs, now = Date.now }: MonthlyQuotaOptions): MonthlyQuota {
   const byPlan = new Map<string, ReturnType<LimiterBackend["limiter"]>>();
   let month = calendarMonth(now());
+  /** Counters being rebuilt from the stored traces, by name, with how many there are: their other reservations wait for it. */
+  const seeding = new Map<string, Promise<number>>();
+
+  /** Adds the stored traces to a new counter and answers how many; on failure the counter is dropped, so the next reservation rebuilds it. */
+  async function seed(limiter: ReturnType<LimiterBackend["limiter"]>, counter: string, key: { id: string; accountId: string }, since: Date) {
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const stored = await Promise.race([
+        countStored(key, since),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new QuotaUnavailableError(`counting the stored traces took over ${countTimeoutMs} ms`)), countTimeoutMs);
+        }),
+      ]);
+      if (stored > 0) await limiter.penalty(counter, stored);
+      return stored;
+    } catch (error) {
+      await limiter.delete(counter).catch(() => {});
+      throw error instanceof QuotaUnavailableError ? error : new QuotaUnavailableError("the stored traces could not be counted", { cause: error });
+    } finally {
+      clearTimeout(timer);
+    }
+  }
 
   return {
     async reserve(key, plan, count = 1) {
@@ -72,8 +99,19 @@ export function createMonthlyQuota({ backend, countStored, now = Date.now }: Mon
       const [res] = await settle(limiter.consume(counter, count));
       let consumed = res.consumedPoints;
       if (res.isFirstInDuration) {
-        const stored = await countStored(key, new Date(monthStart));
-        if (stored > 0) consumed = (await limiter.penalty(counter, stored)).consumedPoints;
+        // The first reservation of a new counter (a new month, a restart, a Redis that lost it)
+        // rebuilds it; reservations racing it in this process wait for that instead of being
+        // admitted against a count that lacks the month's stored traces.
+        const seeded = seed(limiter, counter, key, new Date(monthStart));
+        seeding.set(counter, seeded);
+        try {
+          consumed += await seeded;
+        } finally {
+          seeding.delete(counter);
+        }
+      } else if (seeding.has(counter)) {
+        // Counted before the stored traces were added to the counter: its place is behind them.
+        consumed += await seeding.get(counter)!;
       }
       // The traces before this reservation used consumed - count; what is left of the plan fits.
       const granted = Math.max(0, Math.min(count, plan.perMonth - (consumed - count)));

@@ -32,7 +32,7 @@ export interface Limits {
  * traces already stored, so they survive restarts in either mode.
  */
 export function openLimits(
-  config: Pick<Config, "redisUrl" | "redisTimeoutMs">,
+  config: Pick<Config, "redisUrl" | "redisTimeoutMs" | "writeTimeoutMs">,
   store: Pick<TraceReader, "usageTotals">,
   logger: Logger,
   now?: () => number,
@@ -57,7 +57,8 @@ export function openLimits(
   return {
     limiter: createRateLimiter(backend),
     authFailures: createAuthFailureLimiter(backend),
-    quota: createMonthlyQuota({ backend, countStored, ...(now ? { now } : {}) }),
+    // A count that takes longer than a write may is answered as a store that cannot take the write.
+    quota: createMonthlyQuota({ backend, countStored, countTimeoutMs: config.writeTimeoutMs, ...(now ? { now } : {}) }),
     degradation: () => degradation(),
     async connected(timeoutMs) {
       if (!redis || redis.status === "ready") return;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { memoryBackend, redisBackend } from "../../src/limits/limiter-backend.js";
-import { createMonthlyQuota } from "../../src/limits/monthly-quota.js";
+import { createMonthlyQuota, QuotaUnavailableError } from "../../src/limits/monthly-quota.js";
 import type { RedisHealth } from "../../src/limits/redis-health.js";
 import { startRedis } from "../support/redis-server.js";
 import { postTrace, startTestService, traceBody } from "../support/test-service.js";
@@ -26,6 +26,7 @@ describe("monthly quota counters (D11)", () => {
         const seeds: string[] = [];
         const quota = createMonthlyQuota({
           backend,
+          countTimeoutMs: 1000,
           now: () => clock,
           countStored: async (_key, since) => {
             seeds.push(since.toISOString());
@@ -47,10 +48,42 @@ describe("monthly quota counters (D11)", () => {
       }
     });
 
+    it(`${name}: reservations racing the rebuild of a month's counter wait for it, so a slow count admits nothing beyond the plan`, async () => {
+      const { backend, done } = await open();
+      try {
+        // 1,990 of 2,000 already stored, counted slowly (a restart with a large store).
+        const quota = createMonthlyQuota({ backend, countTimeoutMs: 5000, countStored: () => new Promise((resolve) => setTimeout(() => resolve(1990), 300)) });
+        const big = { ...plan, perMonth: 2000 };
+        const decisions = await Promise.all(Array.from({ length: 50 }, () => quota.reserve(key, big).then((r) => r.decision)));
+        expect(decisions.filter((d) => d.allowed)).toHaveLength(10);
+      } finally {
+        await done();
+      }
+    });
+
+    it(`${name}: a count of the stored traces past its time limit fails the reservation; the next one rebuilds the counter`, async () => {
+      const { backend, done } = await open();
+      try {
+        let counts = 0;
+        const quota = createMonthlyQuota({
+          backend,
+          countTimeoutMs: 200,
+          countStored: () => (++counts === 1 ? new Promise<number>(() => {}) : Promise.resolve(1)),
+        });
+        const started = performance.now();
+        await expect(quota.reserve(key, plan)).rejects.toBeInstanceOf(QuotaUnavailableError);
+        expect(performance.now() - started).toBeLessThan(1000);
+        expect((await quota.reserve(key, plan)).decision).toMatchObject({ allowed: true, remaining: 0 });
+        expect(counts).toBe(2);
+      } finally {
+        await done();
+      }
+    });
+
     it(`${name}: many traces at once get what is left of the month, and give back only what they were granted`, async () => {
       const { backend, done } = await open();
       try {
-        const quota = createMonthlyQuota({ backend, countStored: async () => 0 });
+        const quota = createMonthlyQuota({ backend, countStored: async () => 0, countTimeoutMs: 1000 });
         const big = { ...plan, perMonth: 5 };
         const first = await quota.reserve(key, big, 3);
         expect(first.decision).toMatchObject({ allowed: true, granted: 3, remaining: 2 });
