@@ -5,16 +5,21 @@ import {
   GetLatencyHistogramResponseSchema,
   GetUsageByCountryResponseSchema,
   GetUsageByDayResponseSchema,
+  GetTraceResponseSchema,
+  GetUsageByGroupAndDayResponseSchema,
+  GetUsageByGroupResponseSchema,
   GetUsageByModelResponseSchema,
   GetUsageTotalsResponseSchema,
   ListTracesResponseSchema,
   type QueryService,
 } from "../../gen/calltrace/v1/query_service_pb.js";
-import { InvalidCursorError } from "../store/trace-cursor.js";
+import { groupDimension } from "../store/group-dimension.js";
+import { InvalidCursorError, traceSort } from "../store/trace-cursor.js";
 import type { TraceReader } from "../store/trace-reader.js";
 import { signedIn } from "./signed-in.js";
 
 const defaultPageSize = 50;
+const defaultGroupLimit = 100;
 
 /** QueryService: the store's reads, each for the caller's own account and no other. */
 export function queryService(reader: TraceReader): ServiceImpl<typeof QueryService> {
@@ -26,6 +31,7 @@ export function queryService(reader: TraceReader): ServiceImpl<typeof QueryServi
         const page = await reader.listTraces(accountId, filterOf(request), {
           pageSize: request.pageSize || defaultPageSize,
           ...(request.cursor ? { cursor: request.cursor } : {}),
+          sort: traceSort(request.order, request.ascending),
         });
         return create(ListTracesResponseSchema, { page });
       } catch (error) {
@@ -48,6 +54,27 @@ export function queryService(reader: TraceReader): ServiceImpl<typeof QueryServi
     async getUsageByCountry(request, context) {
       const countries = await reader.usageByCountry(signedIn(context).accountId, filterOf(request));
       return create(GetUsageByCountryResponseSchema, { countries });
+    },
+    async getTrace(request, context) {
+      const trace = await reader.getTrace(signedIn(context).accountId, request.id);
+      // Another account's trace is as unknown as one that never existed.
+      if (!trace) throw new ConnectError(`no trace with id ${JSON.stringify(request.id)}`, Code.NotFound);
+      return create(GetTraceResponseSchema, { trace });
+    },
+    async getUsageByGroup(request, context) {
+      const dimension = groupDimension(request.dimension, request.metadataKey);
+      const { groups, totalGroups } = await reader.usageByGroup(
+        signedIn(context).accountId,
+        filterOf(request),
+        dimension,
+        request.limit || defaultGroupLimit,
+      );
+      return create(GetUsageByGroupResponseSchema, { groups, totalGroups: BigInt(totalGroups) });
+    },
+    async getUsageByGroupAndDay(request, context) {
+      const dimension = groupDimension(request.dimension, request.metadataKey);
+      const days = await reader.usageByGroupAndDay(signedIn(context).accountId, filterOf(request), dimension, request.values);
+      return create(GetUsageByGroupAndDayResponseSchema, { days });
     },
     async getLatencyHistogram(request, context) {
       const buckets = await reader.latencyHistogram(signedIn(context).accountId, filterOf(request));

@@ -14,6 +14,34 @@ export interface ResolvedTraceFilter {
   provider: string | undefined;
   model: string | undefined;
   status: string | undefined;
+  userId: string | undefined;
+  sessionId: string | undefined;
+  /** Every one must be on the trace; empty when not filtered. */
+  tags: string[];
+  /** Every entry must be in the trace's metadata; empty when not filtered. */
+  metadata: [key: string, value: string][];
+  environment: string | undefined;
+  /** The OTLP service name, or else the metadata entry `service`. */
+  service: string | undefined;
+  /** Case-insensitive substrings. */
+  modelContains: string | undefined;
+  errorContains: string | undefined;
+  otlpTraceId: string | undefined;
+}
+
+/** The filter fields the daily roll-ups of key, provider, model and status cannot answer. */
+export function filtersAttributes(filter: ResolvedTraceFilter): boolean {
+  return (
+    filter.userId !== undefined ||
+    filter.sessionId !== undefined ||
+    filter.tags.length > 0 ||
+    filter.metadata.length > 0 ||
+    filter.environment !== undefined ||
+    filter.service !== undefined ||
+    filter.modelContains !== undefined ||
+    filter.errorContains !== undefined ||
+    filter.otlpTraceId !== undefined
+  );
 }
 
 /**
@@ -29,5 +57,14 @@ export function resolveTraceFilter(filter: TraceFilter, retentionMs: number, now
     provider: filter.provider || undefined,
     model: filter.model || undefined,
     status: filter.status || undefined,
+    userId: filter.userId || undefined,
+    sessionId: filter.sessionId || undefined,
+    tags: [...new Set(filter.tags)],
+    metadata: Object.entries(filter.metadata).sort(([a], [b]) => (a < b ? -1 : 1)),
+    environment: filter.environment || undefined,
+    service: filter.service || undefined,
+    modelContains: filter.modelContains || undefined,
+    errorContains: filter.errorContains || undefined,
+    otlpTraceId: filter.otlpTraceId || undefined,
   };
 }

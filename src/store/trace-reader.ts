@@ -1,20 +1,40 @@
 import type {
   CountryUsage,
+  DayGroupUsage,
   DayModelUsage,
+  GroupUsage,
   LatencyBucket,
   ModelUsage,
   TraceFilter,
   TracePage,
   UsageTotals,
 } from "../../gen/calltrace/v1/query_pb.js";
+import type { StoredTrace } from "../../gen/calltrace/v1/trace_pb.js";
+import type { GroupDimension } from "./group-dimension.js";
+import type { TraceSort } from "./trace-cursor.js";
+
+/** What page of traces to read: `cursor` is the previous page's `nextCursor`, made with the same sort. */
+export interface PageRequest {
+  pageSize: number;
+  cursor?: string;
+  /** Newest first when absent. */
+  sort?: TraceSort;
+}
+
+/** The groups of a dimension, highest spend first, and how many there were before the limit. */
+export interface GroupedUsage {
+  groups: GroupUsage[];
+  totalGroups: number;
+}
 
 /**
  * The reads the dashboard and its query API need. Every read is scoped to one account: no
  * read can reach another account's traces. Implemented by every store adapter.
  */
 export interface TraceReader {
-  /** Newest first; `cursor` is the previous page's `nextCursor`. */
-  listTraces(accountId: string, filter: TraceFilter, page: { pageSize: number; cursor?: string }): Promise<TracePage>;
+  listTraces(accountId: string, filter: TraceFilter, page: PageRequest): Promise<TracePage>;
+  /** One trace by the id the store gave it; undefined when it is not this account's (or not kept any more). */
+  getTrace(accountId: string, id: string): Promise<StoredTrace | undefined>;
   usageTotals(accountId: string, filter: TraceFilter): Promise<UsageTotals>;
   /** Sorted by cost, highest first. */
   usageByModel(accountId: string, filter: TraceFilter): Promise<ModelUsage[]>;
@@ -23,4 +43,8 @@ export interface TraceReader {
   /** Sorted by calls, most first. */
   usageByCountry(accountId: string, filter: TraceFilter): Promise<CountryUsage[]>;
   latencyHistogram(accountId: string, filter: TraceFilter): Promise<LatencyBucket[]>;
+  /** Sorted by cost, highest first, then by value; at most `limit` groups. */
+  usageByGroup(accountId: string, filter: TraceFilter, dimension: GroupDimension, limit: number): Promise<GroupedUsage>;
+  /** Calls and cost per UTC day of the given groups, sorted by day, then value. */
+  usageByGroupAndDay(accountId: string, filter: TraceFilter, dimension: GroupDimension, values: string[]): Promise<DayGroupUsage[]>;
 }

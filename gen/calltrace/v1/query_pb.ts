@@ -2,8 +2,9 @@
 // @generated from file calltrace/v1/query.proto (package calltrace.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
-import { fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
+import type { GenEnum, GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
+import { enumDesc, fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
+import { file_buf_validate_validate } from "@bufbuild/protovalidate/gen/buf/validate/validate_pb.js";
 import type { StoredTrace } from "./trace_pb.js";
 import { file_calltrace_v1_trace } from "./trace_pb.js";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
@@ -14,7 +15,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file calltrace/v1/query.proto.
  */
 export const file_calltrace_v1_query: GenFile = /*@__PURE__*/
-  fileDesc("ChhjYWxsdHJhY2UvdjEvcXVlcnkucHJvdG8SDGNhbGx0cmFjZS52MSKkAQoLVHJhY2VGaWx0ZXISKQoFc2luY2UYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEikKBXVudGlsGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIOCgZrZXlfaWQYAyABKAkSEAoIcHJvdmlkZXIYBCABKAkSDQoFbW9kZWwYBSABKAkSDgoGc3RhdHVzGAYgASgJIpUBCgtVc2FnZVRvdGFscxINCgVjYWxscxgBIAEoAxIOCgZlcnJvcnMYAiABKAMSEAoIY29zdF91c2QYAyABKAESEQoJdG9rZW5zX2luGAQgASgDEhIKCnRva2Vuc19vdXQYBSABKAMSFgoObGF0ZW5jeV9wNTBfbXMYBiABKAUSFgoObGF0ZW5jeV9wOTVfbXMYByABKAUiWAoKTW9kZWxVc2FnZRIQCghwcm92aWRlchgBIAEoCRINCgVtb2RlbBgCIAEoCRIpCgZ0b3RhbHMYAyABKAsyGS5jYWxsdHJhY2UudjEuVXNhZ2VUb3RhbHMiaAoNRGF5TW9kZWxVc2FnZRILCgNkYXkYASABKAkSEAoIcHJvdmlkZXIYAiABKAkSDQoFbW9kZWwYAyABKAkSKQoGdG90YWxzGAQgASgLMhkuY2FsbHRyYWNlLnYxLlVzYWdlVG90YWxzIkAKDENvdW50cnlVc2FnZRIPCgdjb3VudHJ5GAEgASgJEg0KBWNhbGxzGAIgASgDEhAKCGNvc3RfdXNkGAMgASgBIjYKDUxhdGVuY3lCdWNrZXQSFgoOdXBwZXJfYm91bmRfbXMYASABKAUSDQoFY2FsbHMYAiABKAMiSwoJVHJhY2VQYWdlEikKBnRyYWNlcxgBIAMoCzIZLmNhbGx0cmFjZS52MS5TdG9yZWRUcmFjZRITCgtuZXh0X2N1cnNvchgCIAEoCWIGcHJvdG8z", [file_calltrace_v1_trace, file_google_protobuf_timestamp]);
+  fileDesc("ChhjYWxsdHJhY2UvdjEvcXVlcnkucHJvdG8SDGNhbGx0cmFjZS52MSKuBAoLVHJhY2VGaWx0ZXISKQoFc2luY2UYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEikKBXVudGlsGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIOCgZrZXlfaWQYAyABKAkSEAoIcHJvdmlkZXIYBCABKAkSDQoFbW9kZWwYBSABKAkSDgoGc3RhdHVzGAYgASgJEhkKB3VzZXJfaWQYByABKAlCCLpIBXIDGIACEhwKCnNlc3Npb25faWQYCCABKAlCCLpIBXIDGIACEhwKBHRhZ3MYCSADKAlCDrpIC5IBCBAUIgRyAhhAEmMKCG1ldGFkYXRhGAogAygLMicuY2FsbHRyYWNlLnYxLlRyYWNlRmlsdGVyLk1ldGFkYXRhRW50cnlCKLpIJZoBIhAgIhdyFRhAMhFeW0EtWmEtejAtOV8uLV0rJCoFcgMYgAQSHAoLZW52aXJvbm1lbnQYCyABKAlCB7pIBHICGEASGQoHc2VydmljZRgMIAEoCUIIukgFcgMYgAQSIAoObW9kZWxfY29udGFpbnMYDSABKAlCCLpIBXIDGIACEiAKDmVycm9yX2NvbnRhaW5zGA4gASgJQgi6SAVyAxiABBIeCg1vdGxwX3RyYWNlX2lkGA8gASgJQge6SARyAhggGi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJGCgpHcm91cFVzYWdlEg0KBXZhbHVlGAEgASgJEikKBnRvdGFscxgCIAEoCzIZLmNhbGx0cmFjZS52MS5Vc2FnZVRvdGFscyJMCg1EYXlHcm91cFVzYWdlEgsKA2RheRgBIAEoCRINCgV2YWx1ZRgCIAEoCRINCgVjYWxscxgDIAEoAxIQCghjb3N0X3VzZBgEIAEoASKVAQoLVXNhZ2VUb3RhbHMSDQoFY2FsbHMYASABKAMSDgoGZXJyb3JzGAIgASgDEhAKCGNvc3RfdXNkGAMgASgBEhEKCXRva2Vuc19pbhgEIAEoAxISCgp0b2tlbnNfb3V0GAUgASgDEhYKDmxhdGVuY3lfcDUwX21zGAYgASgFEhYKDmxhdGVuY3lfcDk1X21zGAcgASgFIlgKCk1vZGVsVXNhZ2USEAoIcHJvdmlkZXIYASABKAkSDQoFbW9kZWwYAiABKAkSKQoGdG90YWxzGAMgASgLMhkuY2FsbHRyYWNlLnYxLlVzYWdlVG90YWxzImgKDURheU1vZGVsVXNhZ2USCwoDZGF5GAEgASgJEhAKCHByb3ZpZGVyGAIgASgJEg0KBW1vZGVsGAMgASgJEikKBnRvdGFscxgEIAEoCzIZLmNhbGx0cmFjZS52MS5Vc2FnZVRvdGFscyJACgxDb3VudHJ5VXNhZ2USDwoHY291bnRyeRgBIAEoCRINCgVjYWxscxgCIAEoAxIQCghjb3N0X3VzZBgDIAEoASI2Cg1MYXRlbmN5QnVja2V0EhYKDnVwcGVyX2JvdW5kX21zGAEgASgFEg0KBWNhbGxzGAIgASgDIksKCVRyYWNlUGFnZRIpCgZ0cmFjZXMYASADKAsyGS5jYWxsdHJhY2UudjEuU3RvcmVkVHJhY2USEwoLbmV4dF9jdXJzb3IYAiABKAkqigIKCURpbWVuc2lvbhIZChVESU1FTlNJT05fVU5TUEVDSUZJRUQQABISCg5ESU1FTlNJT05fVVNFUhABEhUKEURJTUVOU0lPTl9TRVNTSU9OEAISEQoNRElNRU5TSU9OX1RBRxADEhYKEkRJTUVOU0lPTl9NRVRBREFUQRAEEhkKFURJTUVOU0lPTl9FTlZJUk9OTUVOVBAFEhEKDURJTUVOU0lPTl9LRVkQBhIWChJESU1FTlNJT05fUFJPVklERVIQBxITCg9ESU1FTlNJT05fTU9ERUwQCBIVChFESU1FTlNJT05fU0VSVklDRRAJEhoKFkRJTUVOU0lPTl9NRVRBREFUQV9LRVkQCiqGAQoKVHJhY2VPcmRlchIbChdUUkFDRV9PUkRFUl9VTlNQRUNJRklFRBAAEhQKEFRSQUNFX09SREVSX1RJTUUQARIUChBUUkFDRV9PUkRFUl9DT1NUEAISFwoTVFJBQ0VfT1JERVJfTEFURU5DWRADEhYKElRSQUNFX09SREVSX1RPS0VOUxAEYgZwcm90bzM", [file_buf_validate_validate, file_calltrace_v1_trace, file_google_protobuf_timestamp]);
 
 /**
  * TraceFilter narrows the traces of the caller's account. Unset fields do not filter.
@@ -63,6 +64,70 @@ export type TraceFilter = Message<"calltrace.v1.TraceFilter"> & {
    * @generated from field: string status = 6;
    */
   status: string;
+
+  /**
+   * Only traces sent for this end user (exact match).
+   *
+   * @generated from field: string user_id = 7;
+   */
+  userId: string;
+
+  /**
+   * Only traces of this session (exact match).
+   *
+   * @generated from field: string session_id = 8;
+   */
+  sessionId: string;
+
+  /**
+   * Only traces carrying every one of these tags.
+   *
+   * @generated from field: repeated string tags = 9;
+   */
+  tags: string[];
+
+  /**
+   * Only traces whose metadata has every one of these entries (key and value exact).
+   *
+   * @generated from field: map<string, string> metadata = 10;
+   */
+  metadata: { [key: string]: string };
+
+  /**
+   * Only traces from this environment (exact match).
+   *
+   * @generated from field: string environment = 11;
+   */
+  environment: string;
+
+  /**
+   * Only traces of this service: the OTLP resource's `service.name`, or else
+   * the metadata entry `service` (exact match).
+   *
+   * @generated from field: string service = 12;
+   */
+  service: string;
+
+  /**
+   * Only traces whose model name contains this text, ignoring case.
+   *
+   * @generated from field: string model_contains = 13;
+   */
+  modelContains: string;
+
+  /**
+   * Only traces whose error message contains this text, ignoring case.
+   *
+   * @generated from field: string error_contains = 14;
+   */
+  errorContains: string;
+
+  /**
+   * Only the spans of this OTLP trace (32 lower-case hex digits).
+   *
+   * @generated from field: string otlp_trace_id = 15;
+   */
+  otlpTraceId: string;
 };
 
 /**
@@ -71,6 +136,72 @@ export type TraceFilter = Message<"calltrace.v1.TraceFilter"> & {
  */
 export const TraceFilterSchema: GenMessage<TraceFilter> = /*@__PURE__*/
   messageDesc(file_calltrace_v1_query, 0);
+
+/**
+ * GroupUsage is the usage of one group of a dimension.
+ *
+ * @generated from message calltrace.v1.GroupUsage
+ */
+export type GroupUsage = Message<"calltrace.v1.GroupUsage"> & {
+  /**
+   * The group's value (a user id, a tag, a metadata value, ...); empty for the
+   * traces that have none.
+   *
+   * @generated from field: string value = 1;
+   */
+  value: string;
+
+  /**
+   * Sums over the group. Its p50 and p95 latencies are estimates: read from
+   * latency buckets at most 5 % wide, never below the true value.
+   *
+   * @generated from field: calltrace.v1.UsageTotals totals = 2;
+   */
+  totals?: UsageTotals | undefined;
+};
+
+/**
+ * Describes the message calltrace.v1.GroupUsage.
+ * Use `create(GroupUsageSchema)` to create a new message.
+ */
+export const GroupUsageSchema: GenMessage<GroupUsage> = /*@__PURE__*/
+  messageDesc(file_calltrace_v1_query, 1);
+
+/**
+ * DayGroupUsage is the usage of one group on one UTC day.
+ *
+ * @generated from message calltrace.v1.DayGroupUsage
+ */
+export type DayGroupUsage = Message<"calltrace.v1.DayGroupUsage"> & {
+  /**
+   * The UTC day as YYYY-MM-DD.
+   *
+   * @generated from field: string day = 1;
+   */
+  day: string;
+
+  /**
+   * @generated from field: string value = 2;
+   */
+  value: string;
+
+  /**
+   * @generated from field: int64 calls = 3;
+   */
+  calls: bigint;
+
+  /**
+   * @generated from field: double cost_usd = 4;
+   */
+  costUsd: number;
+};
+
+/**
+ * Describes the message calltrace.v1.DayGroupUsage.
+ * Use `create(DayGroupUsageSchema)` to create a new message.
+ */
+export const DayGroupUsageSchema: GenMessage<DayGroupUsage> = /*@__PURE__*/
+  messageDesc(file_calltrace_v1_query, 2);
 
 /**
  * UsageTotals sums a set of traces.
@@ -123,7 +254,7 @@ export type UsageTotals = Message<"calltrace.v1.UsageTotals"> & {
  * Use `create(UsageTotalsSchema)` to create a new message.
  */
 export const UsageTotalsSchema: GenMessage<UsageTotals> = /*@__PURE__*/
-  messageDesc(file_calltrace_v1_query, 1);
+  messageDesc(file_calltrace_v1_query, 3);
 
 /**
  * ModelUsage is the usage of one model.
@@ -152,7 +283,7 @@ export type ModelUsage = Message<"calltrace.v1.ModelUsage"> & {
  * Use `create(ModelUsageSchema)` to create a new message.
  */
 export const ModelUsageSchema: GenMessage<ModelUsage> = /*@__PURE__*/
-  messageDesc(file_calltrace_v1_query, 2);
+  messageDesc(file_calltrace_v1_query, 4);
 
 /**
  * DayModelUsage is the usage of one model on one UTC day.
@@ -188,7 +319,7 @@ export type DayModelUsage = Message<"calltrace.v1.DayModelUsage"> & {
  * Use `create(DayModelUsageSchema)` to create a new message.
  */
 export const DayModelUsageSchema: GenMessage<DayModelUsage> = /*@__PURE__*/
-  messageDesc(file_calltrace_v1_query, 3);
+  messageDesc(file_calltrace_v1_query, 5);
 
 /**
  * CountryUsage is the usage from one country (ISO 3166-1 alpha-2; empty when unknown).
@@ -217,7 +348,7 @@ export type CountryUsage = Message<"calltrace.v1.CountryUsage"> & {
  * Use `create(CountryUsageSchema)` to create a new message.
  */
 export const CountryUsageSchema: GenMessage<CountryUsage> = /*@__PURE__*/
-  messageDesc(file_calltrace_v1_query, 4);
+  messageDesc(file_calltrace_v1_query, 6);
 
 /**
  * LatencyBucket counts calls whose latency is at most `upper_bound_ms` and above the previous
@@ -242,10 +373,11 @@ export type LatencyBucket = Message<"calltrace.v1.LatencyBucket"> & {
  * Use `create(LatencyBucketSchema)` to create a new message.
  */
 export const LatencyBucketSchema: GenMessage<LatencyBucket> = /*@__PURE__*/
-  messageDesc(file_calltrace_v1_query, 5);
+  messageDesc(file_calltrace_v1_query, 7);
 
 /**
- * TracePage is one page of traces, newest first.
+ * TracePage is one page of traces in the order asked for (newest first unless
+ * another order was asked for).
  *
  * @generated from message calltrace.v1.TracePage
  */
@@ -268,5 +400,143 @@ export type TracePage = Message<"calltrace.v1.TracePage"> & {
  * Use `create(TracePageSchema)` to create a new message.
  */
 export const TracePageSchema: GenMessage<TracePage> = /*@__PURE__*/
-  messageDesc(file_calltrace_v1_query, 6);
+  messageDesc(file_calltrace_v1_query, 8);
+
+/**
+ * Dimension is what usage can be grouped by.
+ *
+ * @generated from enum calltrace.v1.Dimension
+ */
+export enum Dimension {
+  /**
+   * @generated from enum value: DIMENSION_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * The trace's `user_id`.
+   *
+   * @generated from enum value: DIMENSION_USER = 1;
+   */
+  USER = 1,
+
+  /**
+   * The trace's `session_id`.
+   *
+   * @generated from enum value: DIMENSION_SESSION = 2;
+   */
+  SESSION = 2,
+
+  /**
+   * Each of the trace's tags: a trace with two tags counts in both groups, so
+   * the groups' sums can exceed the total.
+   *
+   * @generated from enum value: DIMENSION_TAG = 3;
+   */
+  TAG = 3,
+
+  /**
+   * The value of one metadata key (named in the request).
+   *
+   * @generated from enum value: DIMENSION_METADATA = 4;
+   */
+  METADATA = 4,
+
+  /**
+   * The trace's `environment`.
+   *
+   * @generated from enum value: DIMENSION_ENVIRONMENT = 5;
+   */
+  ENVIRONMENT = 5,
+
+  /**
+   * The API key id that sent the trace.
+   *
+   * @generated from enum value: DIMENSION_KEY = 6;
+   */
+  KEY = 6,
+
+  /**
+   * The provider.
+   *
+   * @generated from enum value: DIMENSION_PROVIDER = 7;
+   */
+  PROVIDER = 7,
+
+  /**
+   * The model (its provider is not part of the group).
+   *
+   * @generated from enum value: DIMENSION_MODEL = 8;
+   */
+  MODEL = 8,
+
+  /**
+   * The OTLP resource's `service.name`, or else the metadata entry `service`.
+   *
+   * @generated from enum value: DIMENSION_SERVICE = 9;
+   */
+  SERVICE = 9,
+
+  /**
+   * Each metadata key a trace carries (whatever its value): which keys are in
+   * use, and on how many calls. Traces without metadata are the empty group.
+   *
+   * @generated from enum value: DIMENSION_METADATA_KEY = 10;
+   */
+  METADATA_KEY = 10,
+}
+
+/**
+ * Describes the enum calltrace.v1.Dimension.
+ */
+export const DimensionSchema: GenEnum<Dimension> = /*@__PURE__*/
+  enumDesc(file_calltrace_v1_query, 0);
+
+/**
+ * TraceOrder is the order traces are listed in.
+ *
+ * @generated from enum calltrace.v1.TraceOrder
+ */
+export enum TraceOrder {
+  /**
+   * Newest first (the same as TRACE_ORDER_TIME, descending).
+   *
+   * @generated from enum value: TRACE_ORDER_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * By receive time.
+   *
+   * @generated from enum value: TRACE_ORDER_TIME = 1;
+   */
+  TIME = 1,
+
+  /**
+   * By the client's `cost_usd`.
+   *
+   * @generated from enum value: TRACE_ORDER_COST = 2;
+   */
+  COST = 2,
+
+  /**
+   * By `latency_ms`.
+   *
+   * @generated from enum value: TRACE_ORDER_LATENCY = 3;
+   */
+  LATENCY = 3,
+
+  /**
+   * By `tokens_in + tokens_out`.
+   *
+   * @generated from enum value: TRACE_ORDER_TOKENS = 4;
+   */
+  TOKENS = 4,
+}
+
+/**
+ * Describes the enum calltrace.v1.TraceOrder.
+ */
+export const TraceOrderSchema: GenEnum<TraceOrder> = /*@__PURE__*/
+  enumDesc(file_calltrace_v1_query, 1);
 

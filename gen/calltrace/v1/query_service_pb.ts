@@ -5,15 +5,17 @@
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_buf_validate_validate } from "@bufbuild/protovalidate/gen/buf/validate/validate_pb.js";
-import type { CountryUsage, DayModelUsage, LatencyBucket, ModelUsage, TraceFilter, TracePage, UsageTotals } from "./query_pb.js";
+import type { CountryUsage, DayGroupUsage, DayModelUsage, Dimension, GroupUsage, LatencyBucket, ModelUsage, TraceFilter, TraceOrder, TracePage, UsageTotals } from "./query_pb.js";
 import { file_calltrace_v1_query } from "./query_pb.js";
+import type { StoredTrace } from "./trace_pb.js";
+import { file_calltrace_v1_trace } from "./trace_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file calltrace/v1/query_service.proto.
  */
 export const file_calltrace_v1_query_service: GenFile = /*@__PURE__*/
-  fileDesc("CiBjYWxsdHJhY2UvdjEvcXVlcnlfc2VydmljZS5wcm90bxIMY2FsbHRyYWNlLnYxIncKEUxpc3RUcmFjZXNSZXF1ZXN0EikKBmZpbHRlchgBIAEoCzIZLmNhbGx0cmFjZS52MS5UcmFjZUZpbHRlchIdCglwYWdlX3NpemUYAiABKAVCCrpIBxoFGPQDKAASGAoGY3Vyc29yGAMgASgJQgi6SAVyAxiABCI7ChJMaXN0VHJhY2VzUmVzcG9uc2USJQoEcGFnZRgBIAEoCzIXLmNhbGx0cmFjZS52MS5UcmFjZVBhZ2UiQgoVR2V0VXNhZ2VUb3RhbHNSZXF1ZXN0EikKBmZpbHRlchgBIAEoCzIZLmNhbGx0cmFjZS52MS5UcmFjZUZpbHRlciJDChZHZXRVc2FnZVRvdGFsc1Jlc3BvbnNlEikKBnRvdGFscxgBIAEoCzIZLmNhbGx0cmFjZS52MS5Vc2FnZVRvdGFscyJDChZHZXRVc2FnZUJ5TW9kZWxSZXF1ZXN0EikKBmZpbHRlchgBIAEoCzIZLmNhbGx0cmFjZS52MS5UcmFjZUZpbHRlciJDChdHZXRVc2FnZUJ5TW9kZWxSZXNwb25zZRIoCgZtb2RlbHMYASADKAsyGC5jYWxsdHJhY2UudjEuTW9kZWxVc2FnZSJBChRHZXRVc2FnZUJ5RGF5UmVxdWVzdBIpCgZmaWx0ZXIYASABKAsyGS5jYWxsdHJhY2UudjEuVHJhY2VGaWx0ZXIiQgoVR2V0VXNhZ2VCeURheVJlc3BvbnNlEikKBGRheXMYASADKAsyGy5jYWxsdHJhY2UudjEuRGF5TW9kZWxVc2FnZSJFChhHZXRVc2FnZUJ5Q291bnRyeVJlcXVlc3QSKQoGZmlsdGVyGAEgASgLMhkuY2FsbHRyYWNlLnYxLlRyYWNlRmlsdGVyIkoKGUdldFVzYWdlQnlDb3VudHJ5UmVzcG9uc2USLQoJY291bnRyaWVzGAEgAygLMhouY2FsbHRyYWNlLnYxLkNvdW50cnlVc2FnZSJHChpHZXRMYXRlbmN5SGlzdG9ncmFtUmVxdWVzdBIpCgZmaWx0ZXIYASABKAsyGS5jYWxsdHJhY2UudjEuVHJhY2VGaWx0ZXIiSwobR2V0TGF0ZW5jeUhpc3RvZ3JhbVJlc3BvbnNlEiwKB2J1Y2tldHMYASADKAsyGy5jYWxsdHJhY2UudjEuTGF0ZW5jeUJ1Y2tldDLIBAoMUXVlcnlTZXJ2aWNlEk8KCkxpc3RUcmFjZXMSHy5jYWxsdHJhY2UudjEuTGlzdFRyYWNlc1JlcXVlc3QaIC5jYWxsdHJhY2UudjEuTGlzdFRyYWNlc1Jlc3BvbnNlElsKDkdldFVzYWdlVG90YWxzEiMuY2FsbHRyYWNlLnYxLkdldFVzYWdlVG90YWxzUmVxdWVzdBokLmNhbGx0cmFjZS52MS5HZXRVc2FnZVRvdGFsc1Jlc3BvbnNlEl4KD0dldFVzYWdlQnlNb2RlbBIkLmNhbGx0cmFjZS52MS5HZXRVc2FnZUJ5TW9kZWxSZXF1ZXN0GiUuY2FsbHRyYWNlLnYxLkdldFVzYWdlQnlNb2RlbFJlc3BvbnNlElgKDUdldFVzYWdlQnlEYXkSIi5jYWxsdHJhY2UudjEuR2V0VXNhZ2VCeURheVJlcXVlc3QaIy5jYWxsdHJhY2UudjEuR2V0VXNhZ2VCeURheVJlc3BvbnNlEmQKEUdldFVzYWdlQnlDb3VudHJ5EiYuY2FsbHRyYWNlLnYxLkdldFVzYWdlQnlDb3VudHJ5UmVxdWVzdBonLmNhbGx0cmFjZS52MS5HZXRVc2FnZUJ5Q291bnRyeVJlc3BvbnNlEmoKE0dldExhdGVuY3lIaXN0b2dyYW0SKC5jYWxsdHJhY2UudjEuR2V0TGF0ZW5jeUhpc3RvZ3JhbVJlcXVlc3QaKS5jYWxsdHJhY2UudjEuR2V0TGF0ZW5jeUhpc3RvZ3JhbVJlc3BvbnNlYgZwcm90bzM", [file_buf_validate_validate, file_calltrace_v1_query]);
+  fileDesc("CiBjYWxsdHJhY2UvdjEvcXVlcnlfc2VydmljZS5wcm90bxIMY2FsbHRyYWNlLnYxIr0BChFMaXN0VHJhY2VzUmVxdWVzdBIpCgZmaWx0ZXIYASABKAsyGS5jYWxsdHJhY2UudjEuVHJhY2VGaWx0ZXISHQoJcGFnZV9zaXplGAIgASgFQgq6SAcaBRj0AygAEhgKBmN1cnNvchgDIAEoCUIIukgFcgMYgAQSMQoFb3JkZXIYBCABKA4yGC5jYWxsdHJhY2UudjEuVHJhY2VPcmRlckIIukgFggECEAESEQoJYXNjZW5kaW5nGAUgASgIIjsKEkxpc3RUcmFjZXNSZXNwb25zZRIlCgRwYWdlGAEgASgLMhcuY2FsbHRyYWNlLnYxLlRyYWNlUGFnZSJCChVHZXRVc2FnZVRvdGFsc1JlcXVlc3QSKQoGZmlsdGVyGAEgASgLMhkuY2FsbHRyYWNlLnYxLlRyYWNlRmlsdGVyIkMKFkdldFVzYWdlVG90YWxzUmVzcG9uc2USKQoGdG90YWxzGAEgASgLMhkuY2FsbHRyYWNlLnYxLlVzYWdlVG90YWxzIkMKFkdldFVzYWdlQnlNb2RlbFJlcXVlc3QSKQoGZmlsdGVyGAEgASgLMhkuY2FsbHRyYWNlLnYxLlRyYWNlRmlsdGVyIkMKF0dldFVzYWdlQnlNb2RlbFJlc3BvbnNlEigKBm1vZGVscxgBIAMoCzIYLmNhbGx0cmFjZS52MS5Nb2RlbFVzYWdlIkEKFEdldFVzYWdlQnlEYXlSZXF1ZXN0EikKBmZpbHRlchgBIAEoCzIZLmNhbGx0cmFjZS52MS5UcmFjZUZpbHRlciJCChVHZXRVc2FnZUJ5RGF5UmVzcG9uc2USKQoEZGF5cxgBIAMoCzIbLmNhbGx0cmFjZS52MS5EYXlNb2RlbFVzYWdlIkUKGEdldFVzYWdlQnlDb3VudHJ5UmVxdWVzdBIpCgZmaWx0ZXIYASABKAsyGS5jYWxsdHJhY2UudjEuVHJhY2VGaWx0ZXIiSgoZR2V0VXNhZ2VCeUNvdW50cnlSZXNwb25zZRItCgljb3VudHJpZXMYASADKAsyGi5jYWxsdHJhY2UudjEuQ291bnRyeVVzYWdlIkcKGkdldExhdGVuY3lIaXN0b2dyYW1SZXF1ZXN0EikKBmZpbHRlchgBIAEoCzIZLmNhbGx0cmFjZS52MS5UcmFjZUZpbHRlciJLChtHZXRMYXRlbmN5SGlzdG9ncmFtUmVzcG9uc2USLAoHYnVja2V0cxgBIAMoCzIbLmNhbGx0cmFjZS52MS5MYXRlbmN5QnVja2V0IuoCChZHZXRVc2FnZUJ5R3JvdXBSZXF1ZXN0EikKBmZpbHRlchgBIAEoCzIZLmNhbGx0cmFjZS52MS5UcmFjZUZpbHRlchI3CglkaW1lbnNpb24YAiABKA4yFy5jYWxsdHJhY2UudjEuRGltZW5zaW9uQgu6SAjIAQGCAQIQARIzCgxtZXRhZGF0YV9rZXkYAyABKAlCHbpIGnIYGEAyFF4oW0EtWmEtejAtOV8uLV0rKT8kEhkKBWxpbWl0GAQgASgFQgq6SAcaBRjoBygAOpsBukiXARqUAQoSZ3JvdXAubWV0YWRhdGFfa2V5EkptZXRhZGF0YV9rZXk6IHJlcXVpcmVkIHdoZW4gZGltZW5zaW9uIGlzIERJTUVOU0lPTl9NRVRBREFUQSwgYW5kIG9ubHkgdGhlbhoyKHRoaXMuZGltZW5zaW9uID09IDQpID09ICh0aGlzLm1ldGFkYXRhX2tleSAhPSAnJykiWQoXR2V0VXNhZ2VCeUdyb3VwUmVzcG9uc2USKAoGZ3JvdXBzGAEgAygLMhguY2FsbHRyYWNlLnYxLkdyb3VwVXNhZ2USFAoMdG90YWxfZ3JvdXBzGAIgASgDIvwCChxHZXRVc2FnZUJ5R3JvdXBBbmREYXlSZXF1ZXN0EikKBmZpbHRlchgBIAEoCzIZLmNhbGx0cmFjZS52MS5UcmFjZUZpbHRlchI3CglkaW1lbnNpb24YAiABKA4yFy5jYWxsdHJhY2UudjEuRGltZW5zaW9uQgu6SAjIAQGCAQIQARIzCgxtZXRhZGF0YV9rZXkYAyABKAlCHbpIGnIYGEAyFF4oW0EtWmEtejAtOV8uLV0rKT8kEiEKBnZhbHVlcxgEIAMoCUIRukgOkgELCAEQFCIFcgMYgAQ6nwG6SJsBGpgBChZncm91cF9kYXkubWV0YWRhdGFfa2V5EkptZXRhZGF0YV9rZXk6IHJlcXVpcmVkIHdoZW4gZGltZW5zaW9uIGlzIERJTUVOU0lPTl9NRVRBREFUQSwgYW5kIG9ubHkgdGhlbhoyKHRoaXMuZGltZW5zaW9uID09IDQpID09ICh0aGlzLm1ldGFkYXRhX2tleSAhPSAnJykiSgodR2V0VXNhZ2VCeUdyb3VwQW5kRGF5UmVzcG9uc2USKQoEZGF5cxgBIAMoCzIbLmNhbGx0cmFjZS52MS5EYXlHcm91cFVzYWdlIigKD0dldFRyYWNlUmVxdWVzdBIVCgJpZBgBIAEoCUIJukgGcgQQARhAIjwKEEdldFRyYWNlUmVzcG9uc2USKAoFdHJhY2UYASABKAsyGS5jYWxsdHJhY2UudjEuU3RvcmVkVHJhY2Uy5QYKDFF1ZXJ5U2VydmljZRJPCgpMaXN0VHJhY2VzEh8uY2FsbHRyYWNlLnYxLkxpc3RUcmFjZXNSZXF1ZXN0GiAuY2FsbHRyYWNlLnYxLkxpc3RUcmFjZXNSZXNwb25zZRJbCg5HZXRVc2FnZVRvdGFscxIjLmNhbGx0cmFjZS52MS5HZXRVc2FnZVRvdGFsc1JlcXVlc3QaJC5jYWxsdHJhY2UudjEuR2V0VXNhZ2VUb3RhbHNSZXNwb25zZRJeCg9HZXRVc2FnZUJ5TW9kZWwSJC5jYWxsdHJhY2UudjEuR2V0VXNhZ2VCeU1vZGVsUmVxdWVzdBolLmNhbGx0cmFjZS52MS5HZXRVc2FnZUJ5TW9kZWxSZXNwb25zZRJYCg1HZXRVc2FnZUJ5RGF5EiIuY2FsbHRyYWNlLnYxLkdldFVzYWdlQnlEYXlSZXF1ZXN0GiMuY2FsbHRyYWNlLnYxLkdldFVzYWdlQnlEYXlSZXNwb25zZRJkChFHZXRVc2FnZUJ5Q291bnRyeRImLmNhbGx0cmFjZS52MS5HZXRVc2FnZUJ5Q291bnRyeVJlcXVlc3QaJy5jYWxsdHJhY2UudjEuR2V0VXNhZ2VCeUNvdW50cnlSZXNwb25zZRJqChNHZXRMYXRlbmN5SGlzdG9ncmFtEiguY2FsbHRyYWNlLnYxLkdldExhdGVuY3lIaXN0b2dyYW1SZXF1ZXN0GikuY2FsbHRyYWNlLnYxLkdldExhdGVuY3lIaXN0b2dyYW1SZXNwb25zZRJeCg9HZXRVc2FnZUJ5R3JvdXASJC5jYWxsdHJhY2UudjEuR2V0VXNhZ2VCeUdyb3VwUmVxdWVzdBolLmNhbGx0cmFjZS52MS5HZXRVc2FnZUJ5R3JvdXBSZXNwb25zZRJwChVHZXRVc2FnZUJ5R3JvdXBBbmREYXkSKi5jYWxsdHJhY2UudjEuR2V0VXNhZ2VCeUdyb3VwQW5kRGF5UmVxdWVzdBorLmNhbGx0cmFjZS52MS5HZXRVc2FnZUJ5R3JvdXBBbmREYXlSZXNwb25zZRJJCghHZXRUcmFjZRIdLmNhbGx0cmFjZS52MS5HZXRUcmFjZVJlcXVlc3QaHi5jYWxsdHJhY2UudjEuR2V0VHJhY2VSZXNwb25zZWIGcHJvdG8z", [file_buf_validate_validate, file_calltrace_v1_query, file_calltrace_v1_trace]);
 
 /**
  * @generated from message calltrace.v1.ListTracesRequest
@@ -32,11 +34,27 @@ export type ListTracesRequest = Message<"calltrace.v1.ListTracesRequest"> & {
   pageSize: number;
 
   /**
-   * The previous page's `next_cursor`; empty for the first page.
+   * The previous page's `next_cursor`; empty for the first page. A cursor is
+   * valid only with the order (and direction) it was made for.
    *
    * @generated from field: string cursor = 3;
    */
   cursor: string;
+
+  /**
+   * What to sort by; unset is newest first. Ties are broken by trace id, so
+   * pages never repeat or skip a trace.
+   *
+   * @generated from field: calltrace.v1.TraceOrder order = 4;
+   */
+  order: TraceOrder;
+
+  /**
+   * Smallest first instead of largest (or oldest first instead of newest).
+   *
+   * @generated from field: bool ascending = 5;
+   */
+  ascending: boolean;
 };
 
 /**
@@ -234,6 +252,155 @@ export const GetLatencyHistogramResponseSchema: GenMessage<GetLatencyHistogramRe
   messageDesc(file_calltrace_v1_query_service, 11);
 
 /**
+ * @generated from message calltrace.v1.GetUsageByGroupRequest
+ */
+export type GetUsageByGroupRequest = Message<"calltrace.v1.GetUsageByGroupRequest"> & {
+  /**
+   * @generated from field: calltrace.v1.TraceFilter filter = 1;
+   */
+  filter?: TraceFilter | undefined;
+
+  /**
+   * @generated from field: calltrace.v1.Dimension dimension = 2;
+   */
+  dimension: Dimension;
+
+  /**
+   * The metadata key whose values are the groups (DIMENSION_METADATA only).
+   *
+   * @generated from field: string metadata_key = 3;
+   */
+  metadataKey: string;
+
+  /**
+   * Most groups answered, 1 to 1000; 0 means 100.
+   *
+   * @generated from field: int32 limit = 4;
+   */
+  limit: number;
+};
+
+/**
+ * Describes the message calltrace.v1.GetUsageByGroupRequest.
+ * Use `create(GetUsageByGroupRequestSchema)` to create a new message.
+ */
+export const GetUsageByGroupRequestSchema: GenMessage<GetUsageByGroupRequest> = /*@__PURE__*/
+  messageDesc(file_calltrace_v1_query_service, 12);
+
+/**
+ * @generated from message calltrace.v1.GetUsageByGroupResponse
+ */
+export type GetUsageByGroupResponse = Message<"calltrace.v1.GetUsageByGroupResponse"> & {
+  /**
+   * Highest spend first; ties by value.
+   *
+   * @generated from field: repeated calltrace.v1.GroupUsage groups = 1;
+   */
+  groups: GroupUsage[];
+
+  /**
+   * How many groups matched, of which `groups` holds the first `limit`.
+   *
+   * @generated from field: int64 total_groups = 2;
+   */
+  totalGroups: bigint;
+};
+
+/**
+ * Describes the message calltrace.v1.GetUsageByGroupResponse.
+ * Use `create(GetUsageByGroupResponseSchema)` to create a new message.
+ */
+export const GetUsageByGroupResponseSchema: GenMessage<GetUsageByGroupResponse> = /*@__PURE__*/
+  messageDesc(file_calltrace_v1_query_service, 13);
+
+/**
+ * @generated from message calltrace.v1.GetUsageByGroupAndDayRequest
+ */
+export type GetUsageByGroupAndDayRequest = Message<"calltrace.v1.GetUsageByGroupAndDayRequest"> & {
+  /**
+   * @generated from field: calltrace.v1.TraceFilter filter = 1;
+   */
+  filter?: TraceFilter | undefined;
+
+  /**
+   * @generated from field: calltrace.v1.Dimension dimension = 2;
+   */
+  dimension: Dimension;
+
+  /**
+   * @generated from field: string metadata_key = 3;
+   */
+  metadataKey: string;
+
+  /**
+   * The groups wanted (an empty string is the group of traces without a value).
+   *
+   * @generated from field: repeated string values = 4;
+   */
+  values: string[];
+};
+
+/**
+ * Describes the message calltrace.v1.GetUsageByGroupAndDayRequest.
+ * Use `create(GetUsageByGroupAndDayRequestSchema)` to create a new message.
+ */
+export const GetUsageByGroupAndDayRequestSchema: GenMessage<GetUsageByGroupAndDayRequest> = /*@__PURE__*/
+  messageDesc(file_calltrace_v1_query_service, 14);
+
+/**
+ * @generated from message calltrace.v1.GetUsageByGroupAndDayResponse
+ */
+export type GetUsageByGroupAndDayResponse = Message<"calltrace.v1.GetUsageByGroupAndDayResponse"> & {
+  /**
+   * Sorted by day, then value; days without calls are left out.
+   *
+   * @generated from field: repeated calltrace.v1.DayGroupUsage days = 1;
+   */
+  days: DayGroupUsage[];
+};
+
+/**
+ * Describes the message calltrace.v1.GetUsageByGroupAndDayResponse.
+ * Use `create(GetUsageByGroupAndDayResponseSchema)` to create a new message.
+ */
+export const GetUsageByGroupAndDayResponseSchema: GenMessage<GetUsageByGroupAndDayResponse> = /*@__PURE__*/
+  messageDesc(file_calltrace_v1_query_service, 15);
+
+/**
+ * @generated from message calltrace.v1.GetTraceRequest
+ */
+export type GetTraceRequest = Message<"calltrace.v1.GetTraceRequest"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message calltrace.v1.GetTraceRequest.
+ * Use `create(GetTraceRequestSchema)` to create a new message.
+ */
+export const GetTraceRequestSchema: GenMessage<GetTraceRequest> = /*@__PURE__*/
+  messageDesc(file_calltrace_v1_query_service, 16);
+
+/**
+ * @generated from message calltrace.v1.GetTraceResponse
+ */
+export type GetTraceResponse = Message<"calltrace.v1.GetTraceResponse"> & {
+  /**
+   * @generated from field: calltrace.v1.StoredTrace trace = 1;
+   */
+  trace?: StoredTrace | undefined;
+};
+
+/**
+ * Describes the message calltrace.v1.GetTraceResponse.
+ * Use `create(GetTraceResponseSchema)` to create a new message.
+ */
+export const GetTraceResponseSchema: GenMessage<GetTraceResponse> = /*@__PURE__*/
+  messageDesc(file_calltrace_v1_query_service, 17);
+
+/**
  * QueryService reads the signed-in account's traces and usage; the dashboard
  * uses it and so can other tools. Every call needs the session cookie and the
  * `x-csrf-token` header (see AuthService), and reads the caller's own account
@@ -301,6 +468,40 @@ export const QueryService: GenService<{
     methodKind: "unary";
     input: typeof GetLatencyHistogramRequestSchema;
     output: typeof GetLatencyHistogramResponseSchema;
+  },
+  /**
+   * GetUsageByGroup answers usage per group of one dimension (user, session,
+   * tag, metadata key, environment, key, provider, model or service), highest
+   * spend first.
+   *
+   * @generated from rpc calltrace.v1.QueryService.GetUsageByGroup
+   */
+  getUsageByGroup: {
+    methodKind: "unary";
+    input: typeof GetUsageByGroupRequestSchema;
+    output: typeof GetUsageByGroupResponseSchema;
+  },
+  /**
+   * GetUsageByGroupAndDay answers calls and spend per UTC day for the named
+   * groups of one dimension: the spend-over-time chart of the top groups.
+   *
+   * @generated from rpc calltrace.v1.QueryService.GetUsageByGroupAndDay
+   */
+  getUsageByGroupAndDay: {
+    methodKind: "unary";
+    input: typeof GetUsageByGroupAndDayRequestSchema;
+    output: typeof GetUsageByGroupAndDayResponseSchema;
+  },
+  /**
+   * GetTrace answers one trace of the caller's account, with all its fields;
+   * NOT_FOUND for an unknown id or another account's trace.
+   *
+   * @generated from rpc calltrace.v1.QueryService.GetTrace
+   */
+  getTrace: {
+    methodKind: "unary";
+    input: typeof GetTraceRequestSchema;
+    output: typeof GetTraceResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_calltrace_v1_query_service, 0);

@@ -118,6 +118,10 @@ export async function prepareMongoCollections(db: Db, options: PrepareOptions): 
     { key: { "meta.accountId": 1, "meta.model": 1, receivedAt: -1 }, name: "account_model_received" },
     // The spans of one OTLP trace, looked up together (one LLM call reported by nested spans is stored once).
     { key: { "meta.accountId": 1, otlpTraceId: 1 }, name: "account_otlp_trace" },
+    // Attribution: pages of one user or session, and pages sorted by cost.
+    { key: { "meta.accountId": 1, userId: 1, receivedAt: -1 }, name: "account_user_received" },
+    { key: { "meta.accountId": 1, sessionId: 1, receivedAt: -1 }, name: "account_session_received" },
+    { key: { "meta.accountId": 1, costUsd: -1 }, name: "account_cost" },
     ...(timeSeries ? [{ key: { receivedAt: 1 }, name: "received" }] : []),
   ]);
 

@@ -42,6 +42,13 @@ export interface TraceDoc {
   /** UTC day, YYYY-MM-DD. */
   day: string;
   latencyBucket: number;
+  /** tokensIn + tokensOut, what pages sorted by tokens sort by (FerretDB cannot sort by a sum). */
+  tokens?: number;
+  /**
+   * The metadata again as `key=value` strings (keys cannot hold `=`): what filters and groups on
+   * one entry match, since FerretDB 1.24 matches neither a whole {k, v} element nor $elemMatch.
+   */
+  metadataPairs?: string[];
 }
 
 export function traceToDoc(trace: StoredTrace, id: ObjectId): TraceDoc {
@@ -76,6 +83,8 @@ export function traceToDoc(trace: StoredTrace, id: ObjectId): TraceDoc {
     }),
     day: receivedAt.toISOString().slice(0, 10),
     latencyBucket: latencyBucket(trace.latencyMs),
+    tokens: trace.tokensIn + trace.tokensOut,
+    ...defined({ metadataPairs: metadataPairs(trace.metadata) }),
   };
 }
 
@@ -113,6 +122,14 @@ export function traceFromDoc(doc: TraceDoc, id: string): StoredTrace {
     ttftMs: doc.ttftMs,
   });
 }
+
+/** The `key=value` strings of a trace's metadata (see TraceDoc.metadataPairs); undefined when it has none. */
+export function metadataPairs(map: Record<string, string>): string[] | undefined {
+  const pairs = Object.entries(map).map(([k, v]) => metadataPair(k, v));
+  return pairs.length === 0 ? undefined : pairs;
+}
+
+export const metadataPair = (key: string, value: string) => `${key}=${value}`;
 
 function pairsOf(map: Record<string, string>): { k: string; v: string }[] | undefined {
   const pairs = Object.entries(map).map(([k, v]) => ({ k, v }));

@@ -1,23 +1,144 @@
 import { create } from "@bufbuild/protobuf";
-import type { Filter } from "mongodb";
+import type { Document, Filter } from "mongodb";
 import { TracePageSchema } from "../../../gen/calltrace/v1/query_pb.js";
-import { clampPageSize, decodeTraceCursor, encodeTraceCursor, InvalidCursorError } from "../trace-cursor.js";
+import type { GroupDimension } from "../group-dimension.js";
+import { clampPageSize, decodeTraceCursor, encodeTraceCursor, InvalidCursorError, newestFirst, type TraceSort } from "../trace-cursor.js";
 import { resolveTraceFilter, type ResolvedTraceFilter } from "../trace-filter.js";
 import type { TraceReader } from "../trace-reader.js";
 import { usageReader, type UsageCells, type UsageGroup, type UsageGrouping } from "../usage-reader.js";
 import type { MongoCollections } from "./mongo-collections.js";
-import { objectIdIds, traceFromDoc, type TraceDoc } from "./mongo-trace-doc.js";
+import { metadataPair, objectIdIds, traceFromDoc, type TraceDoc } from "./mongo-trace-doc.js";
+
+/** A regular expression matching `text` literally. */
+const literal = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 
 /** The match of one account's traces under a resolved filter. */
-export function traceMatch(accountId: string | undefined, filter: Pick<ResolvedTraceFilter, "sinceMs" | "untilMs"> & Partial<ResolvedTraceFilter>): Filter<TraceDoc> {
+export function traceMatch(
+  accountId: string | undefined,
+  filter: Pick<ResolvedTraceFilter, "sinceMs" | "untilMs"> & Partial<ResolvedTraceFilter>,
+): Filter<TraceDoc> {
+  const all: Filter<TraceDoc>[] = [];
+  for (const tag of filter.tags ?? []) all.push({ tags: tag });
+  for (const [k, v] of filter.metadata ?? []) all.push({ metadataPairs: metadataPair(k, v) });
+  if (filter.service !== undefined) {
+    all.push({
+      $or: [{ serviceName: filter.service }, { serviceName: { $exists: false }, metadataPairs: metadataPair("service", filter.service) }],
+    });
+  }
   return {
     ...(accountId === undefined ? {} : { "meta.accountId": accountId }),
     ...(filter.keyId === undefined ? {} : { "meta.keyId": filter.keyId }),
     ...(filter.provider === undefined ? {} : { "meta.provider": filter.provider }),
-    ...(filter.model === undefined ? {} : { "meta.model": filter.model }),
+    ...(filter.model === undefined && filter.modelContains === undefined
+      ? {}
+      : { "meta.model": filter.model ?? { $regex: literal(filter.modelContains!), $options: "i" } }),
     ...(filter.status === undefined ? {} : { "meta.status": filter.status }),
+    ...(filter.userId === undefined ? {} : { userId: filter.userId }),
+    ...(filter.sessionId === undefined ? {} : { sessionId: filter.sessionId }),
+    ...(filter.environment === undefined ? {} : { environment: filter.environment }),
+    ...(filter.otlpTraceId === undefined ? {} : { otlpTraceId: filter.otlpTraceId }),
+    ...(filter.errorContains === undefined ? {} : { error: { $regex: literal(filter.errorContains), $options: "i" } }),
+    ...(all.length === 0 ? {} : { $and: all }),
     receivedAt: { $gte: new Date(filter.sinceMs), $lt: new Date(filter.untilMs) },
   };
+}
+
+/**
+ * One part of a dimension's groups: the traces it covers (`match`), and either the field holding
+ * their group's value or the one value they all share. A dimension is one or more parts whose
+ * groups together cover each trace once (each distinct tag once).
+ */
+interface GroupPart {
+  match?: Filter<TraceDoc>;
+  value?: string;
+  fixed?: string;
+  /** The part is the traces of `match` less those also matching this (FerretDB 1.24's $ne on an array field matches every document). */
+  without?: Filter<TraceDoc>;
+}
+
+/** Cells less the cells of the same group (all fields but the counts and sums), dropping groups left empty. */
+function subtract<T extends { calls: number }>(all: T[], less: T[]): T[] {
+  const counts = new Set(["calls", "costUsd", "tokensIn", "tokensOut"]);
+  const keyOf = (cell: T) =>
+    JSON.stringify(
+      Object.entries(cell)
+        .filter(([k]) => !counts.has(k))
+        .sort(([a], [b]) => (a < b ? -1 : 1)),
+    );
+  const minus = new Map(less.map((cell) => [keyOf(cell), cell]));
+  return all
+    .map((cell) => {
+      const other = minus.get(keyOf(cell)) as Record<string, number> | undefined;
+      if (!other) return cell;
+      const out = { ...cell } as Record<string, unknown>;
+      for (const k of counts) if (typeof out[k] === "number") out[k] = (out[k] as number) - (other[k] ?? 0);
+      return out as T;
+    })
+    .filter((cell) => cell.calls > 0);
+}
+
+/**
+ * The parts of a dimension. List-valued ones (tags, metadata) get a part per value, found with
+ * distinct() or given as `wanted`: FerretDB 1.24's $unwind drops every other field of the
+ * document, so sums cannot be taken after it.
+ */
+async function groupParts(
+  c: MongoCollections,
+  base: Filter<TraceDoc>,
+  dimension: GroupDimension,
+  wanted: string[] | undefined,
+): Promise<GroupPart[]> {
+  /** A part per value (those wanted, or those found), and one for the traces without any. */
+  const perValue = async (
+    found: () => Promise<string[]>,
+    match: (value: string) => Filter<TraceDoc>,
+    none: Omit<GroupPart, "fixed">,
+  ): Promise<GroupPart[]> => [
+    ...[...new Set(wanted ?? (await found()))].filter((v) => v !== "").map((v) => ({ match: match(v), fixed: v })),
+    ...(!wanted || wanted.includes("") ? [{ ...none, fixed: "" }] : []),
+  ];
+  const metadata = (key: string, scope: Filter<TraceDoc>) =>
+    perValue(
+      async () =>
+        ((await c.traces.distinct("metadata", { $and: [base, scope, { "metadata.k": key }] })) as { k: string; v: string }[])
+          .filter((p) => p.k === key)
+          .map((p) => p.v),
+      (v) => ({ ...scope, metadataPairs: metadataPair(key, v) }),
+      { match: scope, without: { "metadata.k": key } },
+    );
+  switch (dimension.kind) {
+    case "user":
+      return [{ value: "$userId" }];
+    case "session":
+      return [{ value: "$sessionId" }];
+    case "environment":
+      return [{ value: "$environment" }];
+    case "key":
+      return [{ value: "$meta.keyId" }];
+    case "provider":
+      return [{ value: "$meta.provider" }];
+    case "model":
+      return [{ value: "$meta.model" }];
+    case "tag":
+      return perValue(
+        async () => (await c.traces.distinct("tags", base)) as string[],
+        (v) => ({ tags: v }),
+        { match: { tags: { $exists: false } } },
+      );
+    case "metadataKey":
+      return perValue(
+        async () => (await c.traces.distinct("metadata.k", base)) as string[],
+        (v) => ({ "metadata.k": v }),
+        { match: { metadata: { $exists: false } } },
+      );
+    case "metadata":
+      return metadata(dimension.key, {});
+    case "service":
+      return [
+        { match: { serviceName: { $exists: true } }, value: "$serviceName" },
+        ...(await metadata("service", { serviceName: { $exists: false } })),
+      ];
+  }
 }
 
 const sums = {
@@ -27,10 +148,13 @@ const sums = {
   tokensOut: { $sum: "$tokensOut" },
 } as const;
 
+/** The stored field each order sorts by (`tokens` is tokensIn + tokensOut, kept when written). */
+const sortFields = { time: "receivedAt", cost: "costUsd", latency: "latencyMs", tokens: "tokens" } as const;
+
 /**
- * The dashboard's reads on MongoDB, with only $match, $group, $sum and $sort (the subset FerretDB
- * has): days and latency buckets are fields of each document, and percentiles are read from
- * bucket counts in usage-reader.ts.
+ * The dashboard's reads on MongoDB, with only $match, $group, $sum, $sort and distinct (the subset
+ * FerretDB has): days and latency buckets are fields of each document, and percentiles are read
+ * from bucket counts in usage-reader.ts.
  */
 export function mongoTraceReader(c: MongoCollections, retentionMs: number): TraceReader {
   const ids = objectIdIds(c.traceIdKey);
@@ -40,15 +164,17 @@ export function mongoTraceReader(c: MongoCollections, retentionMs: number): Trac
       ...(grouping.model ? { provider: "$meta.provider", model: "$meta.model" } : {}),
       ...(grouping.country ? { country: "$country" } : {}),
     };
-    const match = { $match: traceMatch(accountId, filter) };
+    const base = traceMatch(accountId, filter);
     type Row = { _id: Record<string, unknown> } & Partial<Record<keyof typeof sums, number>>;
-    const group = async (groupId: Record<string, string>, accumulators: Record<string, unknown>): Promise<Row[]> => {
+    const group = async (stages: Document[], groupId: Record<string, string>, accumulators: Record<string, unknown>): Promise<Row[]> => {
       if (c.capabilities.manyAccumulators || Object.keys(accumulators).length === 1) {
-        return c.traces.aggregate<Row>([match, { $group: { _id: groupId, ...accumulators } }]).toArray();
+        return c.traces.aggregate<Row>([...stages, { $group: { _id: groupId, ...accumulators } }]).toArray();
       }
       // One accumulator per $group (see MongoCapabilities.manyAccumulators), joined here by group.
       const parts = await Promise.all(
-        Object.entries(accumulators).map(([name, sum]) => c.traces.aggregate<Row>([match, { $group: { _id: groupId, [name]: sum } }]).toArray()),
+        Object.entries(accumulators).map(([name, sum]) =>
+          c.traces.aggregate<Row>([...stages, { $group: { _id: groupId, [name]: sum } }]).toArray(),
+        ),
       );
       const joined = new Map<string, Row>();
       for (const row of parts.flat()) {
@@ -57,55 +183,104 @@ export function mongoTraceReader(c: MongoCollections, retentionMs: number): Trac
       }
       return [...joined.values()];
     };
-    const [sumRows, latencyRows] = await Promise.all([
-      grouping.sums === false ? Promise.resolve([]) : group({ ...id, status: "$meta.status" }, sums),
-      grouping.latency ? group({ ...id, bucket: "$latencyBucket" }, { calls: sums.calls }) : Promise.resolve([]),
-    ]);
-    return {
-      sums: sumRows.map((row) => ({
-        ...(row._id as UsageGroup),
-        status: String(row._id.status),
-        calls: Number(row.calls ?? 0),
-        costUsd: Number(row.costUsd ?? 0),
-        tokensIn: Number(row.tokensIn ?? 0),
-        tokensOut: Number(row.tokensOut ?? 0),
-      })),
-      latency: latencyRows.map((row) => ({ ...(row._id as UsageGroup), bucket: Number(row._id.bucket), calls: Number(row.calls ?? 0) })),
+    /** The cells of the traces matching `match`, each labelled with the part's group. */
+    const partCells = async (match: Filter<TraceDoc>, part: GroupPart): Promise<UsageCells> => {
+      const stages: Document[] = [{ $match: match }];
+      const partId = part.value ? { ...id, group: part.value } : id;
+      const [sumRows, latencyRows] = await Promise.all([
+        grouping.sums === false ? Promise.resolve([]) : group(stages, { ...partId, status: "$meta.status" }, sums),
+        grouping.latency ? group(stages, { ...partId, bucket: "$latencyBucket" }, { calls: sums.calls }) : Promise.resolve([]),
+      ]);
+      const groupOf = (row: Row) => (grouping.group ? { group: part.fixed ?? (row._id.group == null ? "" : String(row._id.group)) } : {});
+      return {
+        sums: sumRows.map((row) => ({
+          ...(row._id as UsageGroup),
+          ...groupOf(row),
+          status: String(row._id.status),
+          calls: Number(row.calls ?? 0),
+          costUsd: Number(row.costUsd ?? 0),
+          tokensIn: Number(row.tokensIn ?? 0),
+          tokensOut: Number(row.tokensOut ?? 0),
+        })),
+        latency: latencyRows.map((row) => ({
+          ...(row._id as UsageGroup),
+          ...groupOf(row),
+          bucket: Number(row._id.bucket),
+          calls: Number(row.calls ?? 0),
+        })),
+      };
     };
+    const wanted = grouping.groupValues && new Set(grouping.groupValues);
+    const parts: GroupPart[] = grouping.group ? await groupParts(c, base, grouping.group, grouping.groupValues) : [{}];
+    const out: UsageCells = { sums: [], latency: [] };
+    for (const answer of await Promise.all(
+      parts.map(async (part) => {
+        const match = part.match ? { $and: [base, part.match] } : base;
+        if (!part.without) return partCells(match, part);
+        const [all, less] = await Promise.all([partCells(match, part), partCells({ $and: [match, part.without] }, part)]);
+        return { sums: subtract(all.sums, less.sums), latency: subtract(all.latency, less.latency) };
+      }),
+    )) {
+      out.sums.push(...answer.sums.filter((cell) => !wanted || wanted.has(cell.group ?? "")));
+      out.latency.push(...answer.latency.filter((cell) => !wanted || wanted.has(cell.group ?? "")));
+    }
+    return out;
   };
 
   return {
     ...usageReader(cells, retentionMs),
     async listTraces(accountId, traceFilter, page) {
       const filter = resolveTraceFilter(traceFilter, retentionMs);
+      const sort: TraceSort = page.sort ?? newestFirst;
+      const field = sortFields[sort.order];
       const match = traceMatch(accountId, filter);
+      const before = sort.ascending ? "$gt" : "$lt";
+      const sortValue = (doc: TraceDoc) =>
+        sort.order === "time"
+          ? doc.receivedAt.getTime()
+          : sort.order === "tokens"
+            ? doc.tokensIn + doc.tokensOut
+            : (doc[field as "costUsd" | "latencyMs"] ?? 0);
+      const stored = (value: number) => (sort.order === "time" ? new Date(value) : value);
       if (page.cursor) {
-        const cursor = decodeTraceCursor(page.cursor);
+        const cursor = decodeTraceCursor(page.cursor, sort);
         const after = ids.objectIdOf(cursor.id);
         if (!after) throw new InvalidCursorError();
-        const at = new Date(cursor.receivedAtMs);
-        match.$or = [{ receivedAt: { $lt: at } }, { receivedAt: at, _id: { $lt: after } }];
+        const at = stored(cursor.value);
+        match.$or = [{ [field]: { [before]: at } }, { [field]: at, _id: { [before]: after } }];
       }
       const limit = clampPageSize(page.pageSize);
-      // Sorted by the time field alone, which time-series collections sort from their buckets
+      const direction = sort.ascending ? 1 : -1;
+      // Sorted by the one field alone, which time-series collections sort from their buckets
       // (a second sort key would unpack and sort every matching trace). Traces sharing the page's
-      // last instant are then fetched by that instant and ordered by id here, so the cursor
-      // (time, id) is exact however many traces share a millisecond.
-      const head = await c.traces.find(match).sort({ receivedAt: -1 }).limit(limit + 1).toArray();
+      // last value are then fetched by that value and ordered by id here, so the cursor
+      // (value, id) is exact however many traces share it.
+      const head = await c.traces
+        .find(match)
+        .sort({ [field]: direction })
+        .limit(limit + 1)
+        .toArray();
       let docs = head;
       if (head.length >= limit) {
-        const edge = head[limit - 1]!.receivedAt;
-        const ties = await c.traces.find({ $and: [match, { receivedAt: edge }] }).toArray();
-        docs = [...head.filter((d) => d.receivedAt.getTime() !== edge.getTime()), ...ties];
+        const edge = sortValue(head[limit - 1]!);
+        const ties = await c.traces.find({ $and: [match, { [field]: stored(edge) }] }).toArray();
+        docs = [...head.filter((d) => sortValue(d) !== edge), ...ties];
       }
-      docs.sort((a, b) => b.receivedAt.getTime() - a.receivedAt.getTime() || (a._id.toHexString() < b._id.toHexString() ? 1 : -1));
+      docs.sort((a, b) => direction * (sortValue(a) - sortValue(b)) || direction * (a._id.toHexString() < b._id.toHexString() ? -1 : 1));
       const more = docs.length > limit;
       docs = docs.slice(0, limit);
       const last = docs[docs.length - 1];
       return create(TracePageSchema, {
         traces: docs.map((d) => traceFromDoc(d, ids.idOf(d._id))),
-        nextCursor: more && last ? encodeTraceCursor({ receivedAtMs: last.receivedAt.getTime(), id: ids.idOf(last._id) }) : "",
+        nextCursor: more && last ? encodeTraceCursor({ value: sortValue(last), id: ids.idOf(last._id) }, sort) : "",
       });
+    },
+    async getTrace(accountId, id) {
+      const objectId = ids.objectIdOf(id);
+      if (!objectId) return undefined;
+      const cutoff = retentionMs > 0 ? Date.now() - retentionMs : 0;
+      const doc = await c.traces.findOne({ _id: objectId, "meta.accountId": accountId, receivedAt: { $gte: new Date(cutoff) } });
+      return doc ? traceFromDoc(doc, id) : undefined;
     },
   };
 }

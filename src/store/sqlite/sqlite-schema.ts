@@ -157,6 +157,56 @@ const migrations: string[] = [
   // The key that trace ids are encrypted with (src/store/trace-id.ts), made once per database.
   `CREATE TABLE store_secrets (name TEXT PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID;
    INSERT INTO store_secrets VALUES ('trace_id_key', randomblob(16));`,
+  // Attribution (src/store/sqlite/sqlite-trace-reader.ts): pages of one user or session, pages
+  // sorted by cost, latency or tokens (keyset on the sort value and seq), and daily roll-ups per
+  // attribute value, kept in the writer's transaction like usage_daily. A dimension is `user`,
+  // `session`, `environment`, `service`, `tag` (a trace counts once per distinct tag),
+  // `metadataKey` (once per key it carries) or `m:<key>` (the values of one metadata key); the
+  // empty value is the traces without one, except for `m:<key>`, whose traces without the key are
+  // all traces less the key's `metadataKey` row. Latency per group is read only for the groups a
+  // page shows, through the primary key.
+  `CREATE INDEX traces_account_user_received ON traces(account_id, user_id, received_at) WHERE user_id IS NOT NULL;
+   CREATE INDEX traces_account_session_received ON traces(account_id, session_id, received_at) WHERE session_id IS NOT NULL;
+   CREATE INDEX traces_account_cost ON traces(account_id, cost_usd, seq);
+   CREATE INDEX traces_account_latency ON traces(account_id, latency_ms, seq);
+   CREATE INDEX traces_account_tokens ON traces(account_id, (tokens_in + tokens_out), seq);
+   CREATE TABLE group_daily (
+     account_id TEXT NOT NULL,
+     dimension TEXT NOT NULL,
+     value TEXT NOT NULL,
+     day INTEGER NOT NULL,
+     status TEXT NOT NULL,
+     calls INTEGER NOT NULL,
+     cost_usd REAL NOT NULL,
+     tokens_in INTEGER NOT NULL,
+     tokens_out INTEGER NOT NULL,
+     PRIMARY KEY (account_id, dimension, value, day, status)
+   ) WITHOUT ROWID;
+   CREATE TABLE group_latency_daily (
+     account_id TEXT NOT NULL,
+     dimension TEXT NOT NULL,
+     value TEXT NOT NULL,
+     day INTEGER NOT NULL,
+     bucket INTEGER NOT NULL,
+     status TEXT NOT NULL,
+     calls INTEGER NOT NULL,
+     PRIMARY KEY (account_id, dimension, value, day, bucket, status)
+   ) WITHOUT ROWID;
+   CREATE TEMP VIEW trace_groups AS
+     SELECT seq, 'user' AS dimension, COALESCE(user_id, '') AS value FROM traces
+     UNION ALL SELECT seq, 'session', COALESCE(session_id, '') FROM traces
+     UNION ALL SELECT seq, 'environment', COALESCE(environment, '') FROM traces
+     UNION ALL SELECT seq, 'service', COALESCE(service_name, json_extract(metadata, '$.service'), '') FROM traces
+     UNION ALL SELECT DISTINCT seq, 'tag', COALESCE(tag.value, '') FROM traces LEFT JOIN json_each(traces.tags) AS tag
+     UNION ALL SELECT seq, 'metadataKey', COALESCE(entry.key, '') FROM traces LEFT JOIN json_each(traces.metadata) AS entry
+     UNION ALL SELECT seq, 'm:' || entry.key, entry.value FROM traces JOIN json_each(traces.metadata) AS entry;
+   INSERT INTO group_daily
+     SELECT t.account_id, g.dimension, g.value, t.received_at / 86400000, t.status, COUNT(*), SUM(t.cost_usd), SUM(t.tokens_in), SUM(t.tokens_out)
+     FROM trace_groups g JOIN traces t ON t.seq = g.seq GROUP BY 1, 2, 3, 4, 5;
+   INSERT INTO group_latency_daily
+     SELECT t.account_id, g.dimension, g.value, t.received_at / 86400000, latency_bucket(t.latency_ms), t.status, COUNT(*)
+     FROM trace_groups g JOIN traces t ON t.seq = g.seq GROUP BY 1, 2, 3, 4, 5, 6;
+   DROP VIEW trace_groups;`,
 ];
 
 /** Brings the database to the current schema; safe to run from several processes at once. */

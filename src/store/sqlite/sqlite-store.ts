@@ -58,6 +58,8 @@ export function openSqliteStore(dataDir: string, options: RetentionOptions = {})
     deleteExpiredCountryDays: db.prepare(`DELETE FROM usage_country_daily WHERE day < ?`),
     deleteExpiredLatencyDays: db.prepare(`DELETE FROM latency_daily WHERE day < ?`),
     deleteExpiredAllLatencyDays: db.prepare(`DELETE FROM latency_daily_all WHERE day < ?`),
+    deleteExpiredGroupDays: db.prepare(`DELETE FROM group_daily WHERE day < ?`),
+    deleteExpiredGroupLatencyDays: db.prepare(`DELETE FROM group_latency_daily WHERE day < ?`),
     exportPage: db.prepare(
       `SELECT * FROM traces WHERE seq > @after AND received_at >= @since AND received_at < @until
          AND (@account_id IS NULL OR account_id = @account_id)
@@ -133,6 +135,8 @@ export function openSqliteStore(dataDir: string, options: RetentionOptions = {})
     statements.deleteExpiredCountryDays.run(Math.floor(cutoff / dayMs));
     statements.deleteExpiredLatencyDays.run(Math.floor(cutoff / dayMs));
     statements.deleteExpiredAllLatencyDays.run(Math.floor(cutoff / dayMs));
+    statements.deleteExpiredGroupDays.run(Math.floor(cutoff / dayMs));
+    statements.deleteExpiredGroupLatencyDays.run(Math.floor(cutoff / dayMs));
   });
   deleteExpired(Date.now());
   const sweeper = setInterval(() => deleteExpired(Date.now()), sweepIntervalMs).unref();

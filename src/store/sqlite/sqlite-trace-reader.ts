@@ -1,27 +1,28 @@
 import type Database from "better-sqlite3";
 import { create } from "@bufbuild/protobuf";
 import { TracePageSchema } from "../../../gen/calltrace/v1/query_pb.js";
-import { clampPageSize, decodeTraceCursor, encodeTraceCursor, InvalidCursorError } from "../trace-cursor.js";
-import { resolveTraceFilter, type ResolvedTraceFilter } from "../trace-filter.js";
+import { dimensionName } from "../group-dimension.js";
+import { clampPageSize, decodeTraceCursor, encodeTraceCursor, InvalidCursorError, newestFirst } from "../trace-cursor.js";
+import type { sequenceIds } from "../trace-id.js";
+import { filtersAttributes, resolveTraceFilter, type ResolvedTraceFilter } from "../trace-filter.js";
 import type { TraceReader } from "../trace-reader.js";
 import { usageReader, type LatencyCell, type UsageCell, type UsageCells, type UsageGrouping } from "../usage-reader.js";
-import type { sequenceIds } from "../trace-id.js";
+import { groupExpression, traceConditions } from "./sqlite-trace-filter.js";
 import { traceFromRow, type TraceRow } from "./sqlite-trace-row.js";
 import { dayMs } from "./sqlite-usage-rollup.js";
 
-/** Filter columns, the same in the traces table and both roll-ups. */
-const filterColumns = [
-  ["keyId", "key_id"],
-  ["provider", "provider"],
-  ["model", "model"],
-  ["status", "status"],
-] as const;
+/** The sort expressions of the orders other than time; each has an index (account_id, expression, seq). */
+const sortExpressions = { cost: "cost_usd", latency: "latency_ms", tokens: "(tokens_in + tokens_out)" } as const;
+
+/** The dimensions the roll-ups of key, provider and model (usage_daily and its kin) hold as columns. */
+const rollupColumns: Partial<Record<string, string>> = { key: "key_id", provider: "provider", model: "model" };
 
 /**
  * The dashboard's reads on the embedded store. Pages use the (account, [filter column,]
- * received_at) indexes with a keyset cursor, so a deep page costs what the first one does.
- * Aggregates read whole UTC days from the daily roll-ups and only the partial days at either
- * end of the range from the traces themselves.
+ * received_at) indexes with a keyset cursor, so a deep page costs what the first one does; other
+ * orders use the (account, cost | latency | tokens, seq) indexes the same way. Aggregates read
+ * whole UTC days from the daily roll-ups and only the partial days at either end of the range
+ * from the traces themselves; a filter the roll-ups do not hold (user, tag, ...) reads traces.
  */
 export function sqliteTraceReader(db: Database.Database, retentionMs: number, ids: ReturnType<typeof sequenceIds>): TraceReader {
   const statements = new Map<string, Database.Statement>();
@@ -32,53 +33,152 @@ export function sqliteTraceReader(db: Database.Database, retentionMs: number, id
     return statement;
   };
 
-  const where = (filter: ResolvedTraceFilter, params: Record<string, unknown>): string =>
-    filterColumns
-      .filter(([field]) => filter[field] !== undefined)
-      .map(([field, column]) => {
-        params[field] = filter[field];
-        return ` AND ${column} = @${field}`;
-      })
-      .join("");
-
   const cells = async (accountId: string, filter: ResolvedTraceFilter, grouping: UsageGrouping): Promise<UsageCells> => {
-    const dims = [...(grouping.day ? ["day"] : []), ...(grouping.model ? ["provider", "model"] : []), ...(grouping.country ? ["country"] : [])];
-    const params: Record<string, unknown> = { account: accountId };
-    const filters = where(filter, params);
-    const firstDay = Math.ceil(filter.sinceMs / dayMs);
-    const endDay = Math.floor(Math.min(filter.untilMs, Date.now() + 2 * dayMs) / dayMs);
+    const dims = [
+      ...(grouping.day ? ["day"] : []),
+      ...(grouping.model ? ["provider", "model"] : []),
+      ...(grouping.country ? ["country"] : []),
+    ];
     const sums = "SUM(cost_usd) AS costUsd, SUM(tokens_in) AS tokensIn, SUM(tokens_out) AS tokensOut";
     const out: UsageCells = { sums: [], latency: [] };
     const groupBy = (columns: string[]) => (columns.length > 0 ? ` GROUP BY ${columns.join(", ")}` : "");
-    const run = <T>(sql: string, extra: Record<string, unknown>) => prepare(sql).all({ ...params, ...extra }) as T[];
+    const run = <T>(sql: string, params: Record<string, unknown>) => prepare(sql).all(params) as T[];
+    const group = grouping.group;
+    const values = grouping.groupValues;
+    const rollupColumn = group && rollupColumns[group.kind];
+    // The roll-ups of one attribute (group_daily) know days and statuses only.
+    const attributeRollup = group !== undefined && rollupColumn === undefined;
+    const rollups =
+      !filtersAttributes(filter) &&
+      !(
+        attributeRollup &&
+        (grouping.country || grouping.model || filter.keyId !== undefined || filter.provider !== undefined || filter.model !== undefined)
+      );
 
     /** Whole days, from the roll-ups. */
     const days = (from: number, to: number) => {
-      const range = `WHERE account_id = @account AND day >= @from AND day < @to${filters}`;
-      const table = grouping.country ? "usage_country_daily" : "usage_daily";
+      const params: Record<string, unknown> = { account: accountId, from, to };
+      let range = `WHERE account_id = @account AND day >= @from AND day < @to${traceConditions(filter, params, "rollup")}`;
+      let grp: string[] = [];
+      if (group && attributeRollup) {
+        params.dimension = dimensionName(group);
+        range += " AND dimension = @dimension";
+        grp = ['value AS "group"'];
+      } else if (rollupColumn) {
+        grp = [`${rollupColumn} AS "group"`];
+      }
+      if (values && grp.length > 0) {
+        params.values = JSON.stringify(values);
+        range += ` AND ${attributeRollup ? "value" : rollupColumn} IN (SELECT value FROM json_each(@values))`;
+      }
+      const keys = (extra: string) => [...dims, ...grp.map(() => `"group"`), extra];
+      const select = (extra: string) => [...dims, ...grp, extra].join(", ");
+      const usageTable = attributeRollup ? "group_daily" : grouping.country ? "usage_country_daily" : "usage_daily";
       if (grouping.sums !== false) {
-        out.sums.push(...run<UsageCell>(`SELECT ${[...dims, "status"].join(", ")}, SUM(calls) AS calls, ${sums} FROM ${table} ${range}${groupBy([...dims, "status"])}`, { from, to }));
+        out.sums.push(
+          ...run<UsageCell>(
+            `SELECT ${select("status")}, SUM(calls) AS calls, ${sums} FROM ${usageTable} ${range}${groupBy(keys("status"))}`,
+            params,
+          ),
+        );
       }
+      // Without a key or status filter, the table summed over them answers with a sixth of the rows.
+      const latencyTable = attributeRollup
+        ? "group_latency_daily"
+        : filter.keyId === undefined && filter.status === undefined && group?.kind !== "key"
+          ? "latency_daily_all"
+          : "latency_daily";
       if (grouping.latency) {
-        // Without a key or status filter, the table summed over them answers with a sixth of the rows.
-        const latencyTable = filter.keyId === undefined && filter.status === undefined ? "latency_daily_all" : "latency_daily";
-        out.latency.push(...run<LatencyCell>(`SELECT ${[...dims, "bucket"].join(", ")}, SUM(calls) AS calls FROM ${latencyTable} ${range}${groupBy([...dims, "bucket"])}`, { from, to }));
+        out.latency.push(
+          ...run<LatencyCell>(
+            `SELECT ${select("bucket")}, SUM(calls) AS calls FROM ${latencyTable} ${range}${groupBy(keys("bucket"))}`,
+            params,
+          ),
+        );
       }
+      if (group?.kind === "metadata" && (!values || values.includes(""))) withoutMetadataKey(group.key, from, to);
     };
-    /** Part of a day, from the traces. */
-    const traces = (from: number, to: number) => {
-      if (from >= to) return;
-      const column = (d: string) => (d === "day" ? "received_at / 86400000 AS day" : d === "bucket" ? "latency_bucket(latency_ms) AS bucket" : d);
-      const range = `WHERE account_id = @account AND received_at >= @from AND received_at < @to${filters}`;
+
+    /**
+     * The group of traces without a metadata key, on whole days: all traces less those that have
+     * the key (the roll-ups count, per key, the traces that carry it).
+     */
+    const withoutMetadataKey = (key: string, from: number, to: number) => {
+      const params: Record<string, unknown> = { account: accountId, from, to, key };
+      const conditions = traceConditions(filter, params, "rollup");
+      const range = `WHERE account_id = @account AND day >= @from AND day < @to${conditions}`;
+      const having = `${range} AND dimension = 'metadataKey' AND value = @key`;
+      const subtract = <T extends UsageCell | LatencyCell>(all: T[], present: T[], extra: "status" | "bucket", fields: (keyof T)[]) => {
+        const id = (c: T) => JSON.stringify([...dims.map((d) => c[d as keyof T]), c[extra as keyof T]]);
+        const less = new Map(present.map((c) => [id(c), c]));
+        for (const cell of all) {
+          const minus = less.get(id(cell));
+          for (const f of fields) (cell[f] as number) -= minus ? (minus[f] as number) : 0;
+          if ((cell as { calls: number }).calls > 0) (extra === "status" ? out.sums : out.latency).push({ ...cell, group: "" } as never);
+        }
+      };
+      const select = (extra: string) => [...dims, extra].join(", ");
       if (grouping.sums !== false) {
-        out.sums.push(...run<UsageCell>(`SELECT ${[...dims, "status"].map(column).join(", ")}, COUNT(*) AS calls, ${sums} FROM traces ${range}${groupBy([...dims, "status"])}`, { from, to }));
+        const q = (table: string, where: string) =>
+          run<UsageCell>(
+            `SELECT ${select("status")}, SUM(calls) AS calls, ${sums} FROM ${table} ${where}${groupBy([...dims, "status"])}`,
+            params,
+          );
+        subtract(q("usage_daily", range), q("group_daily", having), "status", ["calls", "costUsd", "tokensIn", "tokensOut"]);
       }
       if (grouping.latency) {
-        out.latency.push(...run<LatencyCell>(`SELECT ${[...dims, "bucket"].map(column).join(", ")}, COUNT(*) AS calls FROM traces ${range}${groupBy([...dims, "bucket"])}`, { from, to }));
+        const q = (table: string, where: string) =>
+          run<LatencyCell>(`SELECT ${select("bucket")}, SUM(calls) AS calls FROM ${table} ${where}${groupBy([...dims, "bucket"])}`, params);
+        subtract(
+          q(filter.status === undefined ? "latency_daily_all" : "latency_daily", range),
+          q("group_latency_daily", having),
+          "bucket",
+          ["calls"],
+        );
       }
     };
 
-    if (firstDay < endDay) {
+    /** Part of a day (or any range, when the roll-ups cannot answer), from the traces. */
+    const traces = (from: number, to: number) => {
+      if (from >= to) return;
+      const params: Record<string, unknown> = { account: accountId, from, to };
+      const column = (d: string) =>
+        d === "day" ? "received_at / 86400000 AS day" : d === "bucket" ? "latency_bucket(latency_ms) AS bucket" : d;
+      let range = `WHERE account_id = @account AND received_at >= @from AND received_at < @to${traceConditions(filter, params)}`;
+      let join = "";
+      const grp: string[] = [];
+      if (group) {
+        const expression = groupExpression(group, params);
+        join = expression.join;
+        grp.push(`${expression.value} AS "group"`);
+        if (values) {
+          params.values = JSON.stringify(values);
+          range += ` AND ${expression.value} IN (SELECT value FROM json_each(@values))`;
+        }
+      }
+      const keys = (extra: string) => [...dims, ...grp.map(() => `"group"`), extra];
+      const select = (extra: string) => [...dims.map(column), ...grp, column(extra)].join(", ");
+      if (grouping.sums !== false) {
+        out.sums.push(
+          ...run<UsageCell>(
+            `SELECT ${select("status")}, COUNT(*) AS calls, ${sums} FROM traces${join} ${range}${groupBy(keys("status"))}`,
+            params,
+          ),
+        );
+      }
+      if (grouping.latency) {
+        out.latency.push(
+          ...run<LatencyCell>(
+            `SELECT ${select("bucket")}, COUNT(*) AS calls FROM traces${join} ${range}${groupBy(keys("bucket"))}`,
+            params,
+          ),
+        );
+      }
+    };
+
+    const firstDay = Math.ceil(filter.sinceMs / dayMs);
+    const endDay = Math.floor(Math.min(filter.untilMs, Date.now() + 2 * dayMs) / dayMs);
+    if (rollups && firstDay < endDay) {
       days(firstDay, endDay);
       traces(filter.sinceMs, firstDay * dayMs);
       traces(endDay * dayMs, filter.untilMs);
@@ -95,29 +195,62 @@ export function sqliteTraceReader(db: Database.Database, retentionMs: number, id
     ...usageReader(cells, retentionMs),
     async listTraces(accountId, traceFilter, page) {
       const filter = resolveTraceFilter(traceFilter, retentionMs);
-      const params: Record<string, unknown> = { account: accountId, since: filter.sinceMs, until: filter.untilMs, limit: clampPageSize(page.pageSize) + 1 };
-      let after = "";
-      if (page.cursor) {
-        const cursor = decodeTraceCursor(page.cursor);
-        const seq = ids.seqOf(cursor.id);
-        if (seq === undefined) throw new InvalidCursorError();
-        // The cursor tightens the one upper bound SQLite uses for the index range (given two, it
-        // would range over one and filter by the other, row by row); the OR only sorts out rows
-        // sharing the cursor's instant.
-        params.until = Math.min(filter.untilMs, cursor.receivedAtMs + 1);
-        after = " AND (received_at < @at OR seq < @seq)";
-        Object.assign(params, { at: cursor.receivedAtMs, seq });
+      const sort = page.sort ?? newestFirst;
+      const direction = sort.ascending ? "ASC" : "DESC";
+      const params: Record<string, unknown> = {
+        account: accountId,
+        since: filter.sinceMs,
+        until: filter.untilMs,
+        limit: clampPageSize(page.pageSize) + 1,
+      };
+      const conditions = traceConditions(filter, params);
+      const cursor = page.cursor ? decodeTraceCursor(page.cursor, sort) : undefined;
+      const seq = cursor && ids.seqOf(cursor.id);
+      if (cursor && seq === undefined) throw new InvalidCursorError();
+      let sql: string;
+      if (sort.order === "time") {
+        let after = "";
+        if (cursor) {
+          // The cursor tightens the one bound SQLite uses for the index range (given two, it
+          // would range over one and filter by the other, row by row); the OR only sorts out rows
+          // sharing the cursor's instant.
+          if (sort.ascending) params.since = Math.max(filter.sinceMs, cursor.value);
+          else params.until = Math.min(filter.untilMs, cursor.value + 1);
+          after = ` AND (received_at ${sort.ascending ? ">" : "<"} @at OR seq ${sort.ascending ? ">" : "<"} @seq)`;
+          Object.assign(params, { at: cursor.value, seq });
+        }
+        sql = `SELECT * FROM traces WHERE account_id = @account AND received_at >= @since AND received_at < @until${conditions}${after}
+          ORDER BY received_at ${direction}, seq ${direction} LIMIT @limit`;
+      } else {
+        const by = sortExpressions[sort.order];
+        let after = "";
+        if (cursor) {
+          after = ` AND (${by}, seq) ${sort.ascending ? ">" : "<"} (@at, @seq)`;
+          Object.assign(params, { at: cursor.value, seq });
+        }
+        // The unary + keeps SQLite from ranging over received_at: the sort's own index reads the
+        // first page in order, where a time range would sort every trace of the period first.
+        // An equality filter on an indexed column (user, session, key, ...) still narrows first.
+        sql = `SELECT * FROM traces WHERE account_id = @account AND +received_at >= @since AND +received_at < @until${conditions}${after}
+          ORDER BY ${by} ${direction}, seq ${direction} LIMIT @limit`;
       }
-      const sql = `SELECT * FROM traces WHERE account_id = @account AND received_at >= @since AND received_at < @until${where(filter, params)}${after}
-        ORDER BY received_at DESC, seq DESC LIMIT @limit`;
       const rows = prepare(sql).all(params) as TraceRow[];
       const more = rows.length === params.limit;
       if (more) rows.pop();
       const last = rows[rows.length - 1];
+      const sortValue = (row: TraceRow) =>
+        ({ time: row.received_at, cost: row.cost_usd, latency: row.latency_ms, tokens: row.tokens_in + row.tokens_out })[sort.order];
       return create(TracePageSchema, {
         traces: rows.map((row) => traceFromRow(row, ids.idOf(row.seq))),
-        nextCursor: more && last ? encodeTraceCursor({ receivedAtMs: last.received_at, id: ids.idOf(last.seq) }) : "",
+        nextCursor: more && last ? encodeTraceCursor({ value: sortValue(last), id: ids.idOf(last.seq) }, sort) : "",
       });
+    },
+    async getTrace(accountId, id) {
+      const seq = ids.seqOf(id);
+      if (seq === undefined) return undefined;
+      const cutoff = retentionMs > 0 ? Date.now() - retentionMs : 0;
+      const row = prepare(`SELECT * FROM traces WHERE seq = ? AND account_id = ? AND received_at >= ?`).get(seq, accountId, cutoff) as TraceRow | undefined;
+      return row && traceFromRow(row, id);
     },
   };
 }

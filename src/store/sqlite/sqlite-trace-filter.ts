@@ -1,0 +1,102 @@
+import type { GroupDimension } from "../group-dimension.js";
+import type { ResolvedTraceFilter } from "../trace-filter.js";
+
+/** Columns filtered by equality, the same in the traces table and the roll-ups of key, provider, model and status. */
+export const rollupFilterColumns = [
+  ["keyId", "key_id"],
+  ["provider", "provider"],
+  ["model", "model"],
+  ["status", "status"],
+] as const;
+
+const attributeColumns = [
+  ["userId", "user_id"],
+  ["sessionId", "session_id"],
+  ["environment", "environment"],
+  ["otlpTraceId", "otlp_trace_id"],
+] as const;
+
+/** The service of a trace: the OTLP resource's service.name, or else its metadata entry `service`. */
+export const serviceSql = "COALESCE(traces.service_name, json_extract(traces.metadata, '$.service'))";
+
+/** A JSON path naming one metadata key (keys are `[A-Za-z0-9_.-]+`, so quoting them is enough). */
+export const metadataPath = (key: string) => `$."${key}"`;
+
+/** A LIKE pattern matching `text` anywhere (LIKE ignores ASCII case; % and _ in the text match themselves). */
+const containing = (text: string) => `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+
+/**
+ * The conditions of a filter on the traces table, after `account_id = @account`, each starting
+ * with AND; their parameters are added to `params`. Tags and metadata are read from the row's
+ * JSON, so they need no table of their own: the indexes of the other columns narrow the rows first.
+ */
+export function traceConditions(filter: ResolvedTraceFilter, params: Record<string, unknown>, columns: "all" | "rollup" = "all"): string {
+  let sql = "";
+  for (const [field, column] of rollupFilterColumns) {
+    if (filter[field] === undefined) continue;
+    params[field] = filter[field];
+    sql += ` AND ${column} = @${field}`;
+  }
+  if (columns === "rollup") return sql;
+  for (const [field, column] of attributeColumns) {
+    if (filter[field] === undefined) continue;
+    params[field] = filter[field];
+    sql += ` AND ${column} = @${field}`;
+  }
+  if (filter.service !== undefined) {
+    params.service = filter.service;
+    sql += ` AND ${serviceSql} = @service`;
+  }
+  filter.tags.forEach((tag, i) => {
+    params[`tag${i}`] = tag;
+    sql += ` AND EXISTS (SELECT 1 FROM json_each(traces.tags) WHERE value = @tag${i})`;
+  });
+  filter.metadata.forEach(([key, value], i) => {
+    params[`metaPath${i}`] = metadataPath(key);
+    params[`metaValue${i}`] = value;
+    sql += ` AND json_extract(traces.metadata, @metaPath${i}) = @metaValue${i}`;
+  });
+  if (filter.modelContains !== undefined) {
+    params.modelLike = containing(filter.modelContains);
+    sql += ` AND model LIKE @modelLike ESCAPE '\\'`;
+  }
+  if (filter.errorContains !== undefined) {
+    params.errorLike = containing(filter.errorContains);
+    sql += ` AND error LIKE @errorLike ESCAPE '\\'`;
+  }
+  return sql;
+}
+
+/**
+ * How to read a dimension's value from the traces table: the expression (never NULL: the empty
+ * string for traces without a value), and the join it needs for list-valued dimensions.
+ */
+export function groupExpression(dimension: GroupDimension, params: Record<string, unknown>): { value: string; join: string } {
+  switch (dimension.kind) {
+    case "user":
+      return { value: "COALESCE(user_id, '')", join: "" };
+    case "session":
+      return { value: "COALESCE(session_id, '')", join: "" };
+    case "environment":
+      return { value: "COALESCE(environment, '')", join: "" };
+    case "service":
+      return { value: `COALESCE(${serviceSql}, '')`, join: "" };
+    case "key":
+      return { value: "key_id", join: "" };
+    case "provider":
+      return { value: "provider", join: "" };
+    case "model":
+      return { value: "model", join: "" };
+    case "metadata":
+      params.groupPath = metadataPath(dimension.key);
+      return { value: "COALESCE(json_extract(traces.metadata, @groupPath), '')", join: "" };
+    case "metadataKey":
+      return { value: "COALESCE(entry.key, '')", join: " LEFT JOIN json_each(traces.metadata) AS entry" };
+    case "tag":
+      // A tag repeated on one trace counts once: only its first occurrence joins.
+      return {
+        value: "COALESCE(entry.value, '')",
+        join: ` LEFT JOIN json_each(traces.tags) AS entry ON NOT EXISTS (SELECT 1 FROM json_each(traces.tags) AS earlier WHERE earlier.key < entry.key AND earlier.value = entry.value)`,
+      };
+  }
+}
