@@ -57,6 +57,9 @@ class Sender:
         self._cond = threading.Condition(threading.RLock())
         self._queue: Deque[Outgoing] = collections.deque()
         self._in_flight = 0
+        # Threads of this generation, and those of them waiting for work. stop()
+        # starts a new generation: the threads of the old one end.
+        self._generation = 0
         self._threads = 0
         self._idle = 0
         self._deadline: Optional[float] = None
@@ -117,6 +120,8 @@ class Sender:
             self._stopping = True
             self.counts["dropped"] += len(self._queue)
             self._queue.clear()
+            self._generation += 1
+            self._threads = self._idle = 0
             self._cond.notify_all()
 
     def restart(self) -> None:
@@ -140,13 +145,13 @@ class Sender:
 
     def _start(self) -> None:
         self._threads += 1
-        threading.Thread(target=self._run, name="calltrace-sender", daemon=True).start()
+        threading.Thread(target=self._run, args=(self._generation,), name="calltrace-sender", daemon=True).start()
 
-    def _run(self) -> None:
+    def _run(self, generation: int) -> None:
         transport = Transport(self.timeout)
         try:
             while True:
-                item = self._next()
+                item = self._next(generation)
                 if item is None:
                     return
                 try:
@@ -161,21 +166,20 @@ class Sender:
         finally:
             transport.close()
 
-    def _next(self) -> Optional[Outgoing]:
-        """The next trace to send, or None when this thread should end (stopping, or idle too long)."""
+    def _next(self, generation: int) -> Optional[Outgoing]:
+        """The next trace to send, or None when this thread should end (stopped, or idle too long)."""
         with self._cond:
-            while not self._queue:
-                if self._stopping:
-                    self._threads -= 1
-                    return None
+            while generation == self._generation and not self._queue:
                 self._idle += 1
-                try:
-                    woken = self._cond.wait(IDLE_SECONDS)
-                finally:
-                    self._idle -= 1
-                if not woken and not self._queue and not self._stopping:
+                woken = self._cond.wait(IDLE_SECONDS)
+                if generation != self._generation:
+                    break
+                self._idle -= 1
+                if not woken and not self._queue:
                     self._threads -= 1
                     return None
+            if generation != self._generation:
+                return None
             self._in_flight += 1
             return self._queue.popleft()
 
