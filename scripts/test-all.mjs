@@ -4,7 +4,7 @@
 // the OTLP interop tests, test/otlp-interop/requirements.txt, into .venv-otlp), runs every suite even
 // when an earlier one fails, then prints one total line and exits non-zero on any failure.
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -25,10 +25,10 @@ function must(command, args, options) {
   if (status !== 0) throw new Error(`${command} ${args.join(" ")} exited ${status}`);
 }
 
-/** Makes (when missing) the virtualenv `name` under the repository and installs `pipArgs` into it; answers its python. */
-function pythonVenv(name, pipArgs) {
-  const venvPython = join(root, name, "bin", "python");
-  if (!existsSync(venvPython)) must(python, ["-m", "venv", join(root, name)]);
+/** Makes (when missing) the virtualenv at `dir` and installs `pipArgs` into it; answers its python. */
+function pythonVenv(dir, pipArgs) {
+  const venvPython = join(dir, "bin", "python");
+  if (!existsSync(venvPython)) must(python, ["-m", "venv", dir]);
   must(venvPython, ["-m", "pip", "install", "--quiet", "--disable-pip-version-check", ...pipArgs]);
   return venvPython;
 }
@@ -59,7 +59,7 @@ const suites = [
       // instrumentations, pinned in their requirements. Should this fail, those tests fail
       // saying what is missing, and the rest of the suite still runs.
       try {
-        pythonVenv(".venv-otlp", ["-r", "test/otlp-interop/requirements.txt"]);
+        pythonVenv(join(root, ".venv-otlp"), ["-r", "test/otlp-interop/requirements.txt"]);
       } catch (error) {
         console.error(`service: the OTLP interop tests' Python packages could not be installed: ${error.message}`);
       }
@@ -80,10 +80,20 @@ const suites = [
   },
   {
     name: "sdk/python",
+    // The SDK as users get it: `python -m build` makes the sdist and, from it, the wheel; the wheel
+    // is installed into a fresh virtualenv, and the tests run there against it, not the source.
     run: () => {
-      const venvPython = pythonVenv(".venv-test", ["-e", "sdk/python", "-r", "sdk/python/requirements-test.txt"]);
+      // `reports` is a new directory each run: the virtualenv is fresh.
+      const venvPython = pythonVenv(join(reports, "venv-sdk-python"), ["-r", "sdk/python/requirements-test.txt"]);
+      const dist = join(reports, "dist-sdk-python");
+      must(venvPython, ["-m", "build", "sdk/python", "--outdir", dist]);
+      const wheels = readdirSync(dist).filter((name) => /^calltrace_sdk-.*\.whl$/.test(name));
+      if (wheels.length !== 1) throw new Error(`expected one calltrace_sdk wheel in ${dist}, found: ${wheels.join(", ") || "none"}`);
+      must(venvPython, ["-m", "pip", "install", "--quiet", "--disable-pip-version-check", join(dist, wheels[0])]);
       const out = join(reports, "sdk-python.xml");
-      const status = run(venvPython, ["-m", "pytest", "sdk/python", `--junitxml=${out}`, "-q"]);
+      const status = run(venvPython, ["-m", "pytest", "sdk/python", `--junitxml=${out}`, "-q"], {
+        env: { CALLTRACE_SDK_FROM: "wheel" },
+      });
       return withStatus(junitCounts(out), status);
     },
   },

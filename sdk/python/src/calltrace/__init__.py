@@ -25,7 +25,7 @@ from ._retry import RetryPolicy
 from ._sender import Sender
 from ._tracer import Tracer
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 __all__ = ["init", "attributes", "untraced", "unpatch", "flush", "shutdown", "stats"]
 
 logger = logging.getLogger("calltrace")
