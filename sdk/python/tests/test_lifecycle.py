@@ -213,3 +213,16 @@ print(traced(Models.generate_content), traced(Completions.create))
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split("\n")[:3] == ["['openai', 'anthropic', 'gemini']", "True SourceFileLoader", "False False"]
+
+
+def test_a_trace_in_flight_when_init_is_called_again_counts_for_the_configuration_it_was_made_under(provider, collector):
+    collector.script((202, {"status": "ok"}, {}, 0.5))
+    try:
+        calltrace.init(api_key=API_KEY, endpoint=collector.endpoint)
+        chat(provider)
+        collector.wait_for(1)  # on its way, answered in 0.5 s
+        calltrace.init(api_key=API_KEY, endpoint=collector.endpoint)
+        assert calltrace.flush(2)
+        assert calltrace.stats()["sent"] == 0
+    finally:
+        calltrace.shutdown(2)

@@ -32,7 +32,7 @@ IDLE_SECONDS = 15.0
 class Outgoing:
     """One trace on its way, with where it goes; settings may change before it is sent."""
 
-    __slots__ = ("endpoint", "api_key", "trace", "idempotency_key")
+    __slots__ = ("endpoint", "api_key", "trace", "idempotency_key", "counts")
 
     def __init__(self, endpoint: str, api_key: str, trace: Dict[str, Any]) -> None:
         self.endpoint = endpoint
@@ -40,6 +40,9 @@ class Outgoing:
         self.trace = trace
         # Made by the sender thread, off the caller's path, and kept across retries.
         self.idempotency_key: Optional[str] = None
+        # The stats of the init it was made under: one still in flight when
+        # tracing restarts is not counted as the new configuration's.
+        self.counts: Dict[str, int] = {}
 
 
 class Sender:
@@ -83,6 +86,7 @@ class Sender:
             while len(self._queue) >= self.max_queue:
                 self._queue.popleft()
                 self.counts["dropped"] += 1
+            item.counts = self.counts
             self._queue.append(item)
             if len(self._queue) > self._idle and self._threads < self.concurrency:
                 self._start()
@@ -158,7 +162,7 @@ class Sender:
                     self._deliver(item, transport)
                 except Exception:  # never let one bad trace end the thread
                     logger.debug("calltrace: unexpected error while sending a trace", exc_info=True)
-                    self.count("failed")
+                    self._outcome(item, "failed")
                 with self._cond:
                     self._in_flight -= 1
                     if not self._queue and not self._in_flight:
@@ -197,7 +201,7 @@ class Sender:
         attempt = 0
         while True:
             if not self._wait_until_unblocked():
-                self.count("failed")
+                self._outcome(item, "failed")
                 return
             delay = None
             try:
@@ -206,15 +210,15 @@ class Sender:
                 logger.debug("calltrace: trace not sent: %r", exc)
             else:
                 if 200 <= response.status < 300:
-                    self.count("sent")
+                    self._outcome(item, "sent")
                     return
                 if not is_retryable(response.status):
-                    self._rejected(response.status)
+                    self._rejected(item, response.status)
                     return
                 delay = retry_after(response)
             attempt += 1
             if attempt > self.policy.max_retries:
-                self.count("failed")
+                self._outcome(item, "failed")
                 return
             with self._cond:
                 if delay is None:
@@ -223,7 +227,7 @@ class Sender:
                     # e.g. the monthly quota: waiting is pointless, and the traces
                     # behind this one wait at most max_delay before probing again.
                     self._blocked_until = time.monotonic() + self.policy.max_delay
-                    self.counts["failed"] += 1
+                    item.counts["failed"] += 1
                     return
                 self._blocked_until = max(self._blocked_until, time.monotonic() + delay)
 
@@ -243,9 +247,13 @@ class Sender:
                 # Woken early when a deadline is set or the sender stops: re-check.
                 self._cond.wait(seconds)
 
-    def _rejected(self, status: int) -> None:
+    def _outcome(self, item: Outgoing, outcome: str) -> None:
         with self._cond:
-            self.counts["failed"] += 1
+            item.counts[outcome] += 1
+
+    def _rejected(self, item: Outgoing, status: int) -> None:
+        with self._cond:
+            item.counts["failed"] += 1
             warn = status == 401 and not self._warned_rejection
             self._warned_rejection = self._warned_rejection or warn
         if warn:
