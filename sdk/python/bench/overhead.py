@@ -40,9 +40,9 @@ BEGIN, END = "<!-- sdk-python:begin -->", "<!-- sdk-python:end -->"
 API_KEY = "ct_benchmark0123456789abcdefghijklmnopq"
 
 
-def start_fakes():
+def start_fakes(*args: str):
     fakes = subprocess.Popen(
-        [sys.executable, "-m", "fakes"], cwd=TESTS, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        [sys.executable, "-m", "fakes", *args], cwd=TESTS, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
     )
     return fakes, json.loads(fakes.stdout.readline())
 
@@ -180,14 +180,20 @@ def main() -> None:
 
 def write_results(path: Path, table: str, summary: str) -> None:
     section = (
-        f"{BEGIN}\n## Python SDK: time added per traced call\n\n"
+        "## Python SDK: time added per traced call\n\n"
         "`python sdk/python/bench/overhead.py` — target: under 0.3 ms (300 µs) added per call.\n"
         "Loopback calls to the fake provider (tests/fakes, in its own process) with the real client libraries.\n\n"
-        f"{table}\n\n{summary}\n{END}"
+        f"{table}\n\n{summary}"
     )
+    replace_section(path, BEGIN, END, section)
+
+
+def replace_section(path: Path, begin: str, end: str, section: str) -> None:
+    """Puts `section` between the markers `begin` and `end` of the file, or appends it with them."""
+    section = f"{begin}\n{section}\n{end}"
     text = path.read_text() if path.exists() else ""
-    if BEGIN in text and END in text:
-        text = text[: text.index(BEGIN)] + section + text[text.index(END) + len(END):]
+    if begin in text and end in text:
+        text = text[: text.index(begin)] + section + text[text.index(end) + len(end):]
     else:
         text = text + ("\n" if text and not text.endswith("\n") else "") + ("\n" if text else "") + section + "\n"
     path.write_text(text)
