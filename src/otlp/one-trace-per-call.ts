@@ -26,17 +26,21 @@ export function oneTracePerCall(calls: SpanCall[], stored: OtlpSpanIds[]): SpanC
 
   const kept: SpanCall[] = [];
   const keys = new Set<string>();
-  /** For each kept call without a response id, the scopes whose span was paired with it. */
-  const pairedScopes = new Map<SpanCall, Set<string>>();
+  /** Kept calls without a response id by provider, model and outcome, each with the scopes whose span was paired with it. */
+  const unpaired = new Map<string, { call: SpanCall; scopes: Set<string> }[]>();
   for (const call of calls) {
     if (nested(call) || keys.has(call.submission.idempotencyKey)) continue;
     if (call.responseId === undefined) {
-      const twin = kept.find((k) => k.responseId === undefined && sameCall(k, call) && !pairedScopes.get(k)?.has(call.scope));
+      const { provider, model, status } = call.submission.trace;
+      const group = `${provider}\n${model}\n${status}`;
+      const candidates = unpaired.get(group) ?? [];
+      const twin = candidates.find((k) => !k.scopes.has(call.scope) && overlap(k.call, call));
       if (twin) {
-        pairedScopes.get(twin)!.add(call.scope);
+        twin.scopes.add(call.scope);
         continue;
       }
-      pairedScopes.set(call, new Set([call.scope]));
+      candidates.push({ call, scopes: new Set([call.scope]) });
+      unpaired.set(group, candidates);
     }
     keys.add(call.submission.idempotencyKey);
     kept.push(call);
@@ -44,15 +48,6 @@ export function oneTracePerCall(calls: SpanCall[], stored: OtlpSpanIds[]): SpanC
   return kept;
 }
 
-/** Two spans of different instrumentations that describe one call: same provider, model and outcome, at overlapping times. */
-function sameCall(a: SpanCall, b: SpanCall): boolean {
-  const [x, y] = [a.submission.trace, b.submission.trace];
-  return (
-    a.scope !== b.scope &&
-    x.provider === y.provider &&
-    x.model === y.model &&
-    x.status === y.status &&
-    a.startNs <= b.endNs &&
-    b.startNs <= a.endNs
-  );
+function overlap(a: SpanCall, b: SpanCall): boolean {
+  return a.startNs <= b.endNs && b.startNs <= a.endNs;
 }

@@ -45,7 +45,8 @@ function idsToBase64(object: JsonObject, at: string): void {
   for (const name of ["traceId", "spanId", "parentSpanId", "trace_id", "span_id", "parent_span_id"]) {
     const value = object[name];
     if (value === undefined || value === null) continue;
-    if (typeof value !== "string" || !hex.test(value)) throw validationFailed([{ field: `${at}.${name}`, problem: "must be a hex string" }]);
+    if (typeof value !== "string" || !hex.test(value))
+      throw validationFailed([{ field: `${at}.${name}`, problem: "must be a hex string" }]);
     object[name] = Buffer.from(value, "hex").toString("base64");
   }
 }

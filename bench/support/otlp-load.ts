@@ -1,0 +1,124 @@
+import { randomBytes } from "node:crypto";
+import { Agent, request } from "node:http";
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import {
+  ExportTraceServiceRequestSchema,
+  ExportTraceServiceResponseSchema,
+} from "../../gen/opentelemetry/proto/collector/trace/v1/trace_service_pb.js";
+import { attributes } from "../../test/otlp/otlp-support.js";
+import type { LoadResult, LoadSettings } from "./load.js";
+
+/**
+ * OTLP/HTTP protobuf Exports of `spansPerExport` GenAI chat spans each, from `settings.connections`
+ * exporters sending one Export at a time on keep-alive connections (as a BatchSpanProcessor does).
+ * Every Export is new: its bytes are a template whose trace ids get a fresh counter patched in, so
+ * nothing is a retry and every span must be stored. Counts as errors every non-200 and every 200
+ * whose response reports rejected spans.
+ */
+export async function otlpExportLoad(
+  url: string,
+  key: string,
+  settings: LoadSettings,
+  spansPerExport: number,
+): Promise<LoadResult & { spansPerSecond: number; exports: number }> {
+  const { template, counterOffsets, responseIdOffsets } = exportTemplate(spansPerExport);
+  const agent = new Agent({ keepAlive: true, maxSockets: settings.connections });
+  let counter = 0;
+  const next = () => {
+    const body = Buffer.from(template);
+    counter += 1;
+    for (const offset of counterOffsets) body.writeUInt32BE(counter, offset);
+    const hexCounter = counter.toString(16).padStart(8, "0");
+    for (const offset of responseIdOffsets) body.write(hexCounter, offset, "latin1");
+    return body;
+  };
+
+  const run = async (seconds: number) => {
+    const latencies: number[] = [];
+    let errors = 0;
+    const until = performance.now() + seconds * 1000;
+    const exporter = async () => {
+      while (performance.now() < until) {
+        const started = performance.now();
+        const { status, body } = await post(url, key, next(), agent);
+        latencies.push(performance.now() - started);
+        if (status !== 200 || fromBinary(ExportTraceServiceResponseSchema, body).partialSuccess) errors += 1;
+      }
+    };
+    const began = performance.now();
+    await Promise.all(Array.from({ length: settings.connections }, exporter));
+    const elapsed = (performance.now() - began) / 1000;
+    latencies.sort((a, b) => a - b);
+    const pct = (p: number) => latencies[Math.min(latencies.length - 1, Math.ceil((p / 100) * latencies.length) - 1)] ?? Number.NaN;
+    return { exports: latencies.length, requestsPerSecond: latencies.length / elapsed, p50Ms: pct(50), p99Ms: pct(99), errors };
+  };
+  if (settings.warmupSeconds > 0) await run(settings.warmupSeconds);
+  const result = await run(settings.seconds);
+  agent.destroy();
+  return { ...result, spansPerSecond: result.requestsPerSecond * spansPerExport };
+}
+
+/**
+ * An Export whose spans' trace ids end in 4 bytes, and whose response ids (as OpenLLMetry's openai
+ * spans carry them) end in 8 hex digits, to be overwritten per Export: their offsets in the encoding.
+ */
+function exportTemplate(spans: number): { template: Buffer; counterOffsets: number[]; responseIdOffsets: number[] } {
+  const now = BigInt(Date.now()) * 1_000_000n;
+  const traceIds = Array.from({ length: spans }, () => Buffer.concat([randomBytes(12), Buffer.from([0xde, 0xad, 0xbe, 0xef])]));
+  const responseIds = traceIds.map(() => `chatcmpl-${randomBytes(10).toString("hex")}00000000`);
+  const request = create(ExportTraceServiceRequestSchema, {
+    resourceSpans: [
+      {
+        resource: { attributes: attributes({ "service.name": "bench", "deployment.environment.name": "production" }) },
+        scopeSpans: [
+          {
+            scope: { name: "opentelemetry.instrumentation.openai.v1", version: "0.62.4" },
+            spans: traceIds.map((traceId, i) => ({
+              traceId,
+              spanId: randomBytes(8),
+              name: "openai.chat",
+              kind: 3,
+              startTimeUnixNano: now - 842_000_000n,
+              endTimeUnixNano: now,
+              attributes: attributes({
+                "gen_ai.operation.name": "chat",
+                "gen_ai.provider.name": "openai",
+                "gen_ai.request.model": "gpt-4o-mini",
+                "gen_ai.response.model": "gpt-4o-mini-2024-07-18",
+                "gen_ai.response.id": responseIds[i]!,
+                "gen_ai.usage.input_tokens": 1234,
+                "gen_ai.usage.output_tokens": 567,
+                "gen_ai.usage.cache_read.input_tokens": 1000,
+                "gen_ai.is_streaming": false,
+                "user.id": "cust_42",
+              }),
+            })),
+          },
+        ],
+      },
+    ],
+  });
+  const template = Buffer.from(toBinary(ExportTraceServiceRequestSchema, request));
+  const counterOffsets = traceIds.map((id) => template.indexOf(id) + 12);
+  const responseIdOffsets = responseIds.map((id) => template.indexOf(id, 0, "latin1") + id.length - 8);
+  if (counterOffsets.some((o) => o < 12) || responseIdOffsets.some((o) => o < 8)) throw new Error("an id is not in the encoded Export");
+  return { template, counterOffsets, responseIdOffsets };
+}
+
+function post(url: string, key: string, body: Buffer, agent: Agent): Promise<{ status: number; body: Buffer }> {
+  return new Promise((resolve, reject) => {
+    const req = request(`${url}/v1/traces`, {
+      method: "POST",
+      agent,
+      headers: { "content-type": "application/x-protobuf", authorization: `Bearer ${key}`, "content-length": body.length },
+    });
+    req.on("response", (res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (c: Buffer) => chunks.push(c));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks) }));
+      res.on("error", reject);
+    });
+    req.on("error", reject);
+    req.end(body);
+  });
+}
