@@ -68,6 +68,9 @@ export async function openMongoStore(uri: string, options: MongoStoreOptions = {
       users: mongoUserStore(c),
       otlpSpans: mongoOtlpSpans(c),
       writeBatch: mongoTraceWriter(c, { idempotencyWindowMs, inFlightMs: 2 * writeTimeoutMs, timeoutMs: writeTimeoutMs }),
+      // A few batches at once: one whose retries need reads (or whose server is slow) holds up its
+      // own traces, not every key's.
+      handover: { maxInFlight: 4, batchSize: Number.MAX_SAFE_INTEGER },
       async *exportTraces(query: TraceQuery) {
         const since = Math.max(query.since?.getTime() ?? 0, keepMs === 0 ? 0 : Date.now() - keepMs);
         const cursor = c.traces

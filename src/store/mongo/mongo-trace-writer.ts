@@ -29,7 +29,11 @@ const failed = (message: string): WriteOutcome => ({ kind: "failed", error: new 
  */
 export function mongoTraceWriter(c: MongoCollections, options: MongoTraceWriterOptions) {
   /** Claims the keys of `claims`; answers the outcome of each claim that must not be inserted. */
-  async function claim(claims: { index: number; _id: string; traceId: ObjectId }[], now: Date): Promise<Map<number, WriteOutcome>> {
+  async function claim(
+    claims: { index: number; _id: string; traceId: ObjectId }[],
+    now: Date,
+    takenOver: Map<number, ObjectId>,
+  ): Promise<Map<number, WriteOutcome>> {
     const refused = new Map<number, WriteOutcome>();
     const conflicts: typeof claims = [];
     try {
@@ -48,22 +52,23 @@ export function mongoTraceWriter(c: MongoCollections, options: MongoTraceWriterO
     }
     if (conflicts.length === 0) return refused;
 
-    const existing = new Map((await c.idempotency.find({ _id: { $in: conflicts.map((x) => x._id) } }).toArray()).map((d) => [d._id, d]));
-    const earlier = [...existing.values()];
-    const times = earlier.map((d) => d.createdAt.getTime());
-    // The trace was received before its claim was made, within the time a write may wait.
-    const storedIds = earlier.length === 0
-      ? new Set<string>()
-      : new Set(
-          (
-            await c.traces
-              .find(
-                { _id: { $in: earlier.map((d) => d.traceId) }, receivedAt: { $gte: new Date(Math.min(...times) - 10 * options.inFlightMs), $lte: new Date(Math.max(...times)) } },
-                { projection: { _id: 1 } },
-              )
-              .toArray()
-          ).map((d) => d._id.toHexString()),
-        );
+    // Point lookups by _id, one per conflict: an $in over many ids is not served from the _id
+    // index everywhere (FerretDB scans), which made each retry of a stored trace cost seconds.
+    const earlier = await Promise.all(conflicts.map((x) => c.idempotency.findOne({ _id: x._id }, { timeoutMS: options.timeoutMs })));
+    const existing = new Map(earlier.flatMap((d) => (d ? [[d._id, d] as const] : [])));
+    const storedIds = new Set(
+      (
+        await Promise.all(
+          [...existing.values()].map((d) =>
+            // The trace was received before its claim was made, within the time a write may wait.
+            c.traces.findOne(
+              { _id: d.traceId, receivedAt: { $gte: new Date(d.createdAt.getTime() - 10 * options.inFlightMs), $lte: d.createdAt } },
+              { projection: { _id: 1 }, timeoutMS: options.timeoutMs },
+            ),
+          ),
+        )
+      ).flatMap((d) => (d ? [d._id.toHexString()] : [])),
+    );
     for (const entry of conflicts) {
       const previous = existing.get(entry._id);
       const age = previous ? now.getTime() - previous.createdAt.getTime() : Infinity;
@@ -75,12 +80,16 @@ export function mongoTraceWriter(c: MongoCollections, options: MongoTraceWriterO
         refused.set(entry.index, failed("an earlier attempt with this Idempotency-Key is still being written"));
         continue;
       }
-      // Expired, or left by an attempt that never stored its trace: take it over, unless another writer just did.
+      // Expired, or left by an attempt that never stored its trace: take it over, unless another
+      // writer just did. The trace keeps the earlier attempt's id, so that if that attempt's
+      // insert still lands, the two are one document where _id is unique (ordinary collections).
       const filter = previous ? { _id: entry._id, traceId: previous.traceId } : { _id: entry._id };
+      const traceId = previous && age < options.idempotencyWindowMs ? previous.traceId : entry.traceId;
       const taken = await c.idempotency
-        .updateOne(filter, { $set: { traceId: entry.traceId, createdAt: now } }, { upsert: !previous, timeoutMS: options.timeoutMs })
+        .updateOne(filter, { $set: { traceId, createdAt: now } }, { upsert: !previous, timeoutMS: options.timeoutMs })
         .then((r) => r.modifiedCount + r.upsertedCount === 1, () => false);
       if (!taken) refused.set(entry.index, failed("another attempt with this Idempotency-Key is being written"));
+      else takenOver.set(entry.index, traceId);
     }
     return refused;
   }
@@ -104,7 +113,9 @@ export function mongoTraceWriter(c: MongoCollections, options: MongoTraceWriterO
         claims.push({ index, _id: id, traceId: docs[index]!._id });
       }
     });
-    if (claims.length > 0) for (const [index, outcome] of await claim(claims, now)) outcomes[index] = outcome;
+    const takenOver = new Map<number, ObjectId>();
+    if (claims.length > 0) for (const [index, outcome] of await claim(claims, now, takenOver)) outcomes[index] = outcome;
+    for (const [index, traceId] of takenOver) docs[index]!._id = traceId;
 
     const toInsert = docs.map((_, i) => i).filter((i) => outcomes[i] === undefined && !repeats.has(i));
     if (toInsert.length > 0) {
@@ -116,15 +127,23 @@ export function mongoTraceWriter(c: MongoCollections, options: MongoTraceWriterO
         // inserted is unknown, and every write of the batch fails (a 503 for a stored trace is
         // allowed; a 202 for a lost one is not).
         const writeErrors = perDocumentErrors(error, toInsert.length);
-        const bad = new Map<number, string>();
-        for (const e of writeErrors ?? []) bad.set(e.index, e.errmsg ?? "insert failed");
+        const bad = new Map<number, { message: string; code: unknown }>();
+        for (const e of writeErrors ?? []) bad.set(e.index, { message: e.errmsg ?? "insert failed", code: e.code });
         toInsert.forEach((i, k) => {
-          outcomes[i] = writeErrors && !bad.has(k) ? stored : failed(bad.get(k) ?? (error as Error).message);
+          const problem = bad.get(k);
+          // A duplicate _id is a taken-over claim whose earlier attempt landed after all: stored.
+          if (writeErrors && (!problem || (problem.code === 11000 && takenOver.has(i)))) outcomes[i] = stored;
+          else outcomes[i] = failed(problem?.message ?? (error as Error).message);
         });
-        // Let a retry claim these keys at once (best effort: a claim left behind is taken over after inFlightMs).
-        const released = claims.filter((x) => outcomes[x.index]?.kind === "failed");
+        // Claims whose insert surely failed are given up, so a retry may claim them at once. After
+        // an unknown outcome (a timeout, a dropped connection) the insert may still land: its claim
+        // stays, and a retry is answered by reading whether the trace is there (or after
+        // inFlightMs takes the claim over with the same trace id). Releasing it here let a frozen
+        // server apply both the insert and the release, and the retry store the trace again.
+        const released = writeErrors ? claims.filter((x) => outcomes[x.index]?.kind === "failed") : [];
         if (released.length > 0) {
-          await c.idempotency.deleteMany({ $or: released.map((x) => ({ _id: x._id, traceId: x.traceId })) }, { timeoutMS: options.timeoutMs }).catch(() => {});
+          const filters = released.map((x) => ({ _id: x._id, traceId: docs[x.index]!._id }));
+          await c.idempotency.deleteMany({ $or: filters }, { timeoutMS: options.timeoutMs }).catch(() => {});
         }
       }
     }
