@@ -3,7 +3,6 @@ import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
-import { expect } from "vitest";
 import { ListTracesResponseSchema } from "../../gen/calltrace/v1/query_service_pb.js";
 import type { StoredTrace } from "../../gen/calltrace/v1/trace_pb.js";
 import { ExportTraceServiceRequestSchema } from "../../gen/opentelemetry/proto/collector/trace/v1/trace_service_pb.js";
@@ -89,13 +88,6 @@ export async function dashboardTraces(client: DashboardClient): Promise<StoredTr
     traces.push(...(page?.traces ?? []));
     cursor = page?.nextCursor ?? "";
   } while (cursor);
-  return traces;
-}
-
-/** Waits until the dashboard lists `count` traces (a 200 means committed, but exporters batch). */
-export async function awaitTraces(client: DashboardClient, count: number): Promise<StoredTrace[]> {
-  let traces: StoredTrace[] = [];
-  await expect.poll(async () => (traces = await dashboardTraces(client)).length).toBeGreaterThanOrEqual(count);
   return traces;
 }
 
