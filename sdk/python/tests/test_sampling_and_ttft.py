@@ -27,6 +27,9 @@ def test_sample_rate_keeps_that_share_of_successes_and_every_error(provider, col
         calltrace.shutdown(2)
     statuses = [t["status"] for t in collector.traces()]
     assert statuses.count("error") == 5
+    # Each traced success stands for 1/0.25 calls, and says so; an error stands for itself.
+    for trace in collector.traces():
+        assert trace.get("metadata") == ({"calltrace.sample_rate": "0.25"} if trace["status"] == "success" else None)
     kept = statuses.count("success")
     assert 60 <= kept <= 140, kept  # 100 expected; this range fails once in more than 10^6 runs
     assert counts["sampled_out"] == 400 - kept and counts["sent"] == kept + 5

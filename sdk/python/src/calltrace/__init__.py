@@ -57,7 +57,7 @@ def init(
     tags: Optional[Iterable[str]] = None,
     metadata: Optional[Mapping[str, str]] = None,
     sample_rate: float = 1.0,
-    enabled: Optional[bool] = None,
+    enabled: bool = True,
     max_queue_size: int = 10000,
     concurrency: int = 16,
     timeout: float = 5.0,
@@ -77,8 +77,8 @@ def init(
         default to the input rate).
     environment, tags, metadata: attributes of every trace (scopes and calls add to them).
     sample_rate: the share of successful calls traced, 0.0 to 1.0; failed calls are always traced.
-    enabled: False traces nothing (calltrace= options are still removed from calls);
-        default: off when CALLTRACE_DISABLED is 1 or true.
+    enabled: False traces nothing (calltrace= options are still removed from calls).
+        CALLTRACE_DISABLED=1 (or true) switches tracing off too, whatever this says.
     max_queue_size: traces waiting to be sent; when full the oldest is dropped.
     concurrency: traces sent at once, each on its own kept-alive connection.
     timeout: seconds for one request to the service.
@@ -92,8 +92,9 @@ def init(
         raise ValueError(f"calltrace: sample_rate must be between 0 and 1, got {sample_rate!r}")
     key = api_key or os.environ.get("CALLTRACE_API_KEY")
     url = endpoint or os.environ.get("CALLTRACE_ENDPOINT") or DEFAULT_ENDPOINT
-    if enabled is None:
-        enabled = os.environ.get("CALLTRACE_DISABLED", "").strip().lower() not in ("1", "true", "yes")
+    # The variable is the operator's switch: it wins over the code's enabled=True.
+    if os.environ.get("CALLTRACE_DISABLED", "").strip().lower() in ("1", "true"):
+        enabled = False
     with _lock:
         _deactivate()
         # Patched even when not tracing, so that calls passing calltrace= keep working.

@@ -20,6 +20,9 @@ MAX_ERROR = 4096
 # The metadata entry of a trace whose call reported no usage (its tokens are
 # 0 because they are unknown, not because there were none).
 USAGE_MISSING = ("calltrace.usage", "missing")
+# The metadata entry of a success traced under sample_rate < 1: it stands for
+# 1/rate calls. (Failed calls are all traced: each stands for itself.)
+SAMPLE_RATE = "calltrace.sample_rate"
 
 
 class Usage:
@@ -111,8 +114,10 @@ class Tracer:
         if self.environment is not None:
             trace["environment"] = self.environment
         attributes.fill(trace)
-        if not usage.reported and error is None:
-            trace["metadata"] = _with_entry(attributes.metadata, *USAGE_MISSING)
+        if error is None and self.sample_rate < 1.0:
+            trace["metadata"] = _with_entry(trace.get("metadata", {}), SAMPLE_RATE, repr(self.sample_rate))
+        if error is None and not usage.reported:
+            trace["metadata"] = _with_entry(trace.get("metadata", {}), *USAGE_MISSING)
         self.sender.submit(Outgoing(self.endpoint, self.api_key, trace))
 
 
@@ -121,10 +126,10 @@ def _count(value: int) -> int:
 
 
 def _with_entry(metadata: Dict[str, str], key: str, value: str) -> Dict[str, str]:
-    """A copy of metadata with key set, making room if it is full: ours is the one that must not be lost."""
+    """A copy of metadata with key set, making room if it is full: the SDK's own entries must not be lost."""
     entries = dict(metadata)
     if key not in entries and len(entries) >= MAX_METADATA:
-        entries.pop(list(entries)[-1])
+        entries.pop(next(k for k in reversed(list(entries)) if not k.startswith("calltrace.")))
     entries[key] = value
     return entries
 
