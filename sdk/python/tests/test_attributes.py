@@ -188,11 +188,13 @@ def test_values_past_the_contracts_limits_are_cut_or_dropped_with_one_warning_ea
     assert len(messages) == len(set(messages)) == 8, messages
 
 
-def test_a_trace_with_full_metadata_still_says_its_usage_is_missing(provider, tracing):
-    metadata = {f"k{n}": "v" for n in range(32)}
+@pytest.mark.parametrize("prefix", ["k", "calltrace.k"])
+def test_a_trace_with_full_metadata_still_says_its_usage_is_missing(prefix, provider, tracing):
+    metadata = {f"{prefix}{n}": "v" for n in range(32)}
     openai_client(provider.url).chat.completions.with_raw_response.create(
         model="gpt-4o", messages=MESSAGES, calltrace={"metadata": metadata}
     )
 
     trace = only_trace(tracing)
     assert len(trace["metadata"]) == 32 and trace["metadata"]["calltrace.usage"] == "missing"
+    assert f"{prefix}31" not in trace["metadata"]

@@ -129,7 +129,8 @@ def _with_entry(metadata: Dict[str, str], key: str, value: str) -> Dict[str, str
     """A copy of metadata with key set, making room if it is full: the SDK's own entries must not be lost."""
     entries = dict(metadata)
     if key not in entries and len(entries) >= MAX_METADATA:
-        entries.pop(next(k for k in reversed(list(entries)) if not k.startswith("calltrace.")))
+        keys = list(entries)
+        entries.pop(next((k for k in reversed(keys) if not k.startswith("calltrace.")), keys[-1]))
     entries[key] = value
     return entries
 
