@@ -1,7 +1,7 @@
 import type { Instrumentation } from "./instrumentation.js";
 import { patchMethod } from "./patch-method.js";
-import { ProviderCall } from "./provider-call.js";
-import { dig, readCount, readString, sumCounts } from "./read-json.js";
+import { type ProviderCall, startCall } from "./provider-call.js";
+import { dig, readCount, readString } from "./read-json.js";
 import { type ResponseReader, traceStainlessCall } from "./trace-stainless-call.js";
 
 /**
@@ -20,8 +20,9 @@ export const anthropicInstrumentation: Instrumentation = {
           target,
           "create",
           (create) =>
-            function (this: unknown, params: unknown, ...rest: unknown[]) {
-              const call = new ProviderCall(recorder, "anthropic", dig(params, "model"));
+            function (this: unknown, body: unknown, ...rest: unknown[]) {
+              const { call, params } = startCall(recorder, "anthropic", body);
+              if (!call) return create.call(this, params, ...rest);
               return traceStainlessCall(call, dig(params, "stream") === true, messageReader, () =>
                 create.call(this, params, ...rest),
               );
@@ -32,15 +33,14 @@ export const anthropicInstrumentation: Instrumentation = {
   },
 };
 
-// Input is billed in three parts: uncached, written to cache, read from cache.
-// tokens_in is their sum (the wire format has no separate cache counts).
+// Anthropic's input_tokens leaves out the cache reads and writes, which are
+// billed as input too (at their own rates): tokens_in is the sum of the three.
+// Thinking is part of output_tokens and not counted apart.
 function readUsage(call: ProviderCall, usage: unknown): void {
   call.report({
-    tokensIn: sumCounts(
-      dig(usage, "input_tokens"),
-      dig(usage, "cache_creation_input_tokens"),
-      dig(usage, "cache_read_input_tokens"),
-    ),
+    tokensInUncached: readCount(dig(usage, "input_tokens")),
+    tokensCacheWrite: readCount(dig(usage, "cache_creation_input_tokens")),
+    tokensCachedIn: readCount(dig(usage, "cache_read_input_tokens")),
     tokensOut: readCount(dig(usage, "output_tokens")),
   });
 }
@@ -56,6 +56,9 @@ const messageReader: ResponseReader = {
     switch (dig(event, "type")) {
       case "message_start": // the model and input counts, and an early output count
         readMessage(call, dig(event, "message"));
+        break;
+      case "content_block_delta": // text, thinking or tool input: output has begun
+        call.firstToken();
         break;
       case "message_delta": // cumulative counts as generation goes on
         readUsage(call, dig(event, "usage"));

@@ -40,8 +40,8 @@ export class CallTrace {
   constructor(options: InitOptions = {}, env: NodeJS.ProcessEnv = process.env) {
     this.#options = resolveOptions(options, env);
     const prices = new PriceTable(this.#options.prices);
-    const { apiKey, warn } = this.#options;
-    if (apiKey === undefined) return;
+    const { apiKey, warn, enabled } = this.#options;
+    if (apiKey === undefined || !enabled) return;
     const sender = new TraceSender({
       endpoint: this.#options.endpoint,
       apiKey,
@@ -56,7 +56,14 @@ export class CallTrace {
       warn,
     });
     this.#sender = sender;
-    this.#recorder = new TraceRecorder(apiKey, prices, (trace) => sender.enqueue(trace), warn);
+    this.#recorder = new TraceRecorder({
+      apiKey,
+      prices,
+      send: (trace) => sender.enqueue(trace),
+      warn,
+      defaults: this.#options.defaults,
+      sampleRate: this.#options.sampleRate,
+    });
   }
 
   /**
@@ -66,7 +73,8 @@ export class CallTrace {
    * are patched too.
    */
   start(): Promise<void> {
-    const { apiKey, warn } = this.#options;
+    const { apiKey, warn, enabled } = this.#options;
+    if (!enabled) return Promise.resolve(); // switched off: silently, as asked
     if (apiKey === undefined) {
       warn("no API key (pass apiKey to init() or set CALLTRACE_API_KEY); tracing is off");
       return Promise.resolve();
@@ -146,6 +154,7 @@ export class CallTrace {
   // at most exitFlushTimeoutMs, then drop what is left so that it can exit.
   // Not reached on process.exit() or a signal; call shutdown() there.
   readonly #flushBeforeExit = (): void => {
+    this.#recorder?.abandonUnread();
     const sender = this.#sender;
     if (!sender || sender.stats().pending === 0) return;
     void sender.flush(this.#options.exitFlushTimeoutMs).then((drained) => {

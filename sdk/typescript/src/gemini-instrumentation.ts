@@ -1,7 +1,7 @@
 import type { Instrumentation } from "./instrumentation.js";
 import { patchMethod } from "./patch-method.js";
-import { ProviderCall } from "./provider-call.js";
-import { dig, readString, sumCounts } from "./read-json.js";
+import { type ProviderCall, startCall } from "./provider-call.js";
+import { dig, readCount, readString, sumCounts } from "./read-json.js";
 import { tracedIterator } from "./traced-iterator.js";
 
 /**
@@ -23,8 +23,9 @@ export const geminiInstrumentation: Instrumentation = {
         models,
         method,
         (generate) =>
-          function (this: unknown, params: unknown, ...rest: unknown[]) {
-            const call = new ProviderCall(recorder, "gemini", dig(params, "model"));
+          function (this: unknown, request: unknown, ...rest: unknown[]) {
+            const { call, params } = startCall(recorder, "gemini", request);
+            if (!call) return generate.call(this, params, ...rest);
             return settle(
               call,
               () => generate.call(this, params, ...rest),
@@ -41,6 +42,7 @@ export const geminiInstrumentation: Instrumentation = {
       traced("generateContentStreamInternal", (call, chunks) =>
         tracedIterator(chunks as AsyncIterator<unknown>, call, (chunk) => {
           readResponse(call, chunk);
+          if (hasOutput(chunk)) call.firstToken();
           return true;
         }),
       ),
@@ -64,14 +66,28 @@ function settle(call: ProviderCall, invoke: () => unknown, onResult: (result: un
   });
 }
 
-// Every streamed chunk carries usageMetadata with running totals. Thinking
-// tokens are billed as output but counted apart from candidates; tool-use
-// prompt tokens are billed as input but counted apart from the prompt.
+// Every streamed chunk carries usageMetadata with running totals.
+// promptTokenCount includes the cached tokens (cachedContentTokenCount).
+// Thinking tokens (thoughtsTokenCount) are billed as output but counted apart
+// from candidatesTokenCount: tokens_out is their sum, and tokens_reasoning the
+// thinking part. Tool-use prompt tokens are billed as input but counted apart
+// from the prompt: tokens_in adds them.
 function readResponse(call: ProviderCall, response: unknown): void {
   const usage = dig(response, "usageMetadata");
   call.report({
     model: readString(dig(response, "modelVersion")),
     tokensIn: sumCounts(dig(usage, "promptTokenCount"), dig(usage, "toolUsePromptTokenCount")),
     tokensOut: sumCounts(dig(usage, "candidatesTokenCount"), dig(usage, "thoughtsTokenCount")),
+    tokensCachedIn: readCount(dig(usage, "cachedContentTokenCount")),
+    tokensReasoning: readCount(dig(usage, "thoughtsTokenCount")),
+  });
+}
+
+function hasOutput(chunk: unknown): boolean {
+  const candidates = dig(chunk, "candidates");
+  if (!Array.isArray(candidates)) return false;
+  return candidates.some((candidate) => {
+    const parts = dig(candidate, "content", "parts");
+    return Array.isArray(parts) && parts.length > 0;
   });
 }

@@ -1,7 +1,10 @@
 import { CallTrace, type CallTraceStats } from "./call-trace.js";
 import type { InitOptions } from "./options.js";
 
+export type { TraceAttributes } from "./attributes.js";
+export { withCallAttributes } from "./call-attributes.js";
 export { DEFAULT_ENDPOINT, type InitOptions } from "./options.js";
+export { untraced, withAttributes } from "./scope.js";
 export type { Price, PriceOverrides } from "./price-table.js";
 export type { Provider, Trace } from "./trace.js";
 export type { CallTraceStats };

@@ -1,6 +1,6 @@
 import type { Instrumentation } from "./instrumentation.js";
 import { patchMethod } from "./patch-method.js";
-import { ProviderCall } from "./provider-call.js";
+import { type ProviderCall, startCall } from "./provider-call.js";
 import { dig, readCount, readString } from "./read-json.js";
 import { type ResponseReader, traceStainlessCall } from "./trace-stainless-call.js";
 
@@ -18,13 +18,14 @@ export const openaiInstrumentation: Instrumentation = {
         "create",
         (create) =>
           function (this: unknown, body: unknown, ...rest: unknown[]) {
-            const call = new ProviderCall(recorder, "openai", dig(body, "model"));
-            const askForUsage = shouldAskForUsage(this, body);
-            const sent = askForUsage ? withUsageRequested(body) : body;
-            const reader = askForUsage ? chatWithHiddenUsage : chatReader;
-            return traceStainlessCall(call, dig(body, "stream") === true, reader, () =>
-              create.call(this, sent, ...rest),
-            );
+            const { call, params } = startCall(recorder, "openai", body);
+            if (!call) return create.call(this, params, ...rest);
+            const streamed = dig(params, "stream") === true;
+            const usage = streamed ? streamUsage(this, params) : "given";
+            if (usage === "unknown") call.usageHint = usageHint(this);
+            const sent = usage === "ask" ? withUsageRequested(params) : params;
+            const reader = usage === "ask" ? chatWithHiddenUsage : chatReader;
+            return traceStainlessCall(call, streamed, reader, () => create.call(this, sent, ...rest));
           },
       ),
       patchMethod(
@@ -32,9 +33,10 @@ export const openaiInstrumentation: Instrumentation = {
         "create",
         (create) =>
           function (this: unknown, body: unknown, ...rest: unknown[]) {
-            const call = new ProviderCall(recorder, "openai", dig(body, "model"));
-            return traceStainlessCall(call, dig(body, "stream") === true, responsesReader, () =>
-              create.call(this, body, ...rest),
+            const { call, params } = startCall(recorder, "openai", body);
+            if (!call) return create.call(this, params, ...rest);
+            return traceStainlessCall(call, dig(params, "stream") === true, responsesReader, () =>
+              create.call(this, params, ...rest),
             );
           },
       ),
@@ -44,17 +46,42 @@ export const openaiInstrumentation: Instrumentation = {
 };
 
 /**
- * OpenAI sends a streamed chat completion's usage only when asked with
- * `stream_options.include_usage`. We ask when the caller left it unset, and
- * only of OpenAI itself: compatible servers may reject the option.
+ * How a streamed chat completion's usage is had. OpenAI sends it only when
+ * asked with `stream_options.include_usage`: "given" when the caller decided
+ * (either way), "ask" when we add the option (OpenAI and Azure OpenAI, which
+ * both take it), "unknown" for other OpenAI-compatible servers, which may
+ * reject the option: their streams carry usage only if the caller asks.
  */
-export function shouldAskForUsage(completions: unknown, body: unknown): boolean {
-  if (dig(body, "stream") !== true || dig(body, "stream_options", "include_usage") !== undefined) return false;
+export function streamUsage(completions: unknown, body: unknown): "given" | "ask" | "unknown" {
+  if (dig(body, "stream_options", "include_usage") !== undefined) return "given";
+  return takesIncludeUsage(dig(completions, "_client")) ? "ask" : "unknown";
+}
+
+const AZURE_HOSTS = /\.(openai\.azure\.com|cognitiveservices\.azure\.com|services\.ai\.azure\.com)$/;
+
+function takesIncludeUsage(client: unknown): boolean {
+  // AzureOpenAI clients carry their API version, whatever their endpoint's name.
+  if (typeof dig(client, "apiVersion") === "string") return true;
+  const host = hostOf(client);
+  return host === "api.openai.com" || (host !== undefined && AZURE_HOSTS.test(host));
+}
+
+function hostOf(client: unknown): string | undefined {
   try {
-    return new URL(String(dig(completions, "_client", "baseURL"))).hostname === "api.openai.com";
+    return new URL(String(dig(client, "baseURL"))).hostname;
   } catch {
-    return false;
+    return undefined;
   }
+}
+
+function usageHint(completions: unknown) {
+  const host = hostOf(dig(completions, "_client")) ?? "an OpenAI-compatible server";
+  return {
+    key: `stream-usage:${host}`,
+    message:
+      `streamed chat completions from ${host} carry no usage unless asked, so their traces have 0 tokens and ` +
+      `metadata calltrace.usage "missing": pass stream_options: { include_usage: true } if the server supports it`,
+  };
 }
 
 // A copy: the caller's request object is never changed.
@@ -63,18 +90,39 @@ function withUsageRequested(body: unknown): object {
   return { ...(body as object), stream_options: { ...(streamOptions as object | undefined), include_usage: true } };
 }
 
+// prompt_tokens counts every input token, the cached ones too.
 function readChatUsage(call: ProviderCall, body: unknown): void {
+  const usage = dig(body, "usage");
   call.report({
     model: readString(dig(body, "model")),
-    tokensIn: readCount(dig(body, "usage", "prompt_tokens")),
-    tokensOut: readCount(dig(body, "usage", "completion_tokens")),
+    tokensIn: readCount(dig(usage, "prompt_tokens")),
+    tokensOut: readCount(dig(usage, "completion_tokens")),
+    tokensCachedIn: readCount(dig(usage, "prompt_tokens_details", "cached_tokens")),
+    tokensReasoning: readCount(dig(usage, "completion_tokens_details", "reasoning_tokens")),
   });
+}
+
+function readChatChunk(call: ProviderCall, chunk: unknown): void {
+  readChatUsage(call, chunk);
+  const choices = dig(chunk, "choices");
+  if (Array.isArray(choices) && choices.some((choice) => hasOutput(dig(choice, "delta")))) call.firstToken();
+}
+
+// The first chunk only says role "assistant", with content "": no output yet.
+function hasOutput(delta: unknown): boolean {
+  if (delta === null || typeof delta !== "object") return false;
+  for (const [key, value] of Object.entries(delta)) {
+    if (key === "role" || value === null || value === undefined || value === "") continue;
+    if (Array.isArray(value) && value.length === 0) continue;
+    return true;
+  }
+  return false;
 }
 
 const chatReader: ResponseReader = {
   response: readChatUsage,
   event(call, chunk) {
-    readChatUsage(call, chunk);
+    readChatChunk(call, chunk);
     return true;
   },
 };
@@ -84,17 +132,20 @@ const chatReader: ResponseReader = {
 const chatWithHiddenUsage: ResponseReader = {
   response: readChatUsage,
   event(call, chunk) {
-    readChatUsage(call, chunk);
+    readChatChunk(call, chunk);
     const choices = dig(chunk, "choices");
     return !(dig(chunk, "usage") && Array.isArray(choices) && choices.length === 0);
   },
 };
 
 function readResponse(call: ProviderCall, response: unknown): void {
+  const usage = dig(response, "usage");
   call.report({
     model: readString(dig(response, "model")),
-    tokensIn: readCount(dig(response, "usage", "input_tokens")),
-    tokensOut: readCount(dig(response, "usage", "output_tokens")),
+    tokensIn: readCount(dig(usage, "input_tokens")),
+    tokensOut: readCount(dig(usage, "output_tokens")),
+    tokensCachedIn: readCount(dig(usage, "input_tokens_details", "cached_tokens")),
+    tokensReasoning: readCount(dig(usage, "output_tokens_details", "reasoning_tokens")),
   });
   if (dig(response, "status") === "failed") {
     call.reportFailure(readString(dig(response, "error", "message")) ?? "response failed");
@@ -108,7 +159,10 @@ const responsesReader: ResponseReader = {
     // the response; only the last ones carry usage.
     const response = dig(event, "response");
     if (response) readResponse(call, response);
-    if (dig(event, "type") === "error") {
+    const type = dig(event, "type");
+    // Output text, reasoning summaries, tool-call arguments: all arrive as deltas.
+    if (typeof type === "string" && type.endsWith(".delta")) call.firstToken();
+    if (type === "error") {
       call.reportFailure(readString(dig(event, "message")) ?? readString(dig(event, "code")) ?? "stream error");
     }
     return true;

@@ -1,3 +1,4 @@
+import type { TraceAttributes } from "./attributes.js";
 import type { PriceOverrides } from "./price-table.js";
 
 /** The hosted service; self-hosters pass `endpoint` or set CALLTRACE_ENDPOINT. */
@@ -30,6 +31,16 @@ export interface InitOptions {
   exitFlushTimeoutMs?: number;
   /** Where warnings go (an unknown model, a rejected key). Default: `process.emitWarning`. */
   onWarning?: (message: string) => void;
+  /** `false` switches tracing off: nothing is patched or sent. CALLTRACE_DISABLED=1 (or true) does too, whatever this says. */
+  enabled?: boolean;
+  /** The share of successful calls traced, 0 to 1. Errors are always traced. Default 1. */
+  sampleRate?: number;
+  /** The deployment, such as `production`, on every trace; at most 64 characters. */
+  environment?: string;
+  /** Tags on every trace; scopes and calls add theirs. */
+  tags?: readonly string[];
+  /** Metadata on every trace; scopes and calls add to it and override its keys. */
+  metadata?: Readonly<Record<string, string>>;
 }
 
 /** Options with every default filled in and every value checked. */
@@ -45,6 +56,9 @@ export interface ResolvedOptions {
   retryMaxDelayMs: number;
   exitFlushTimeoutMs: number;
   warn: (message: string) => void;
+  enabled: boolean;
+  sampleRate: number;
+  defaults: TraceAttributes;
 }
 
 /**
@@ -80,7 +94,19 @@ export function resolveOptions(options: InitOptions, env: NodeJS.ProcessEnv): Re
     retryMaxDelayMs: positive("retryMaxDelayMs", options.retryMaxDelayMs, 60_000),
     exitFlushTimeoutMs: positive("exitFlushTimeoutMs", options.exitFlushTimeoutMs, 10_000),
     warn: options.onWarning ?? ((message) => process.emitWarning(message, { type: "CallTraceWarning" })),
+    // Either switch turns tracing off: the variable lets an operator do it without a code change.
+    enabled: options.enabled !== false && !/^(1|true)$/i.test(env.CALLTRACE_DISABLED?.trim() ?? ""),
+    sampleRate: fraction("sampleRate", options.sampleRate, 1),
+    defaults: { environment: options.environment, tags: options.tags, metadata: options.metadata },
   };
+}
+
+function fraction(name: string, value: number | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== "number" || !(value >= 0 && value <= 1)) {
+    throw new TypeError(`calltrace: ${name} must be a number from 0 to 1, got ${String(value)}`);
+  }
+  return value;
 }
 
 function positive(name: string, value: number | undefined, fallback: number): number {

@@ -1,12 +1,41 @@
 import { performance } from "node:perf_hooks";
+import { mergeAttributes, type TraceAttributes } from "./attributes.js";
+import { takeCallAttributes } from "./call-attributes.js";
+import { dig } from "./read-json.js";
+import { currentScope } from "./scope.js";
 import type { Provider } from "./trace.js";
 import type { TraceRecorder } from "./trace-recorder.js";
 
 /** Usage as one response or stream event reports it; absent fields are unknown. */
 export interface UsageReport {
   model?: string;
+  /** Every input token, cached or not. */
   tokensIn?: number;
+  /**
+   * Input without cache reads and writes, for providers that report it so
+   * (Anthropic): the call's input is then this plus the two cache counts.
+   */
+  tokensInUncached?: number;
+  /** Every billed output token, reasoning included. */
   tokensOut?: number;
+  tokensCachedIn?: number;
+  tokensCacheWrite?: number;
+  tokensReasoning?: number;
+}
+
+/** Token counts of a call; `tokensIn` and `tokensOut` include the parts. */
+export interface TokenCounts {
+  tokensIn: number;
+  tokensOut: number;
+  tokensCachedIn: number | undefined;
+  tokensCacheWrite: number | undefined;
+  tokensReasoning: number | undefined;
+}
+
+/** A warning to give (once per key) if a successful call ends without usage. */
+export interface UsageHint {
+  key: string;
+  message: string;
 }
 
 /**
@@ -19,23 +48,50 @@ export interface UsageReport {
 export class ProviderCall {
   readonly startedAt = performance.now();
   #model: string;
-  #tokensIn = 0;
-  #tokensOut = 0;
+  #tokensIn: number | undefined;
+  #tokensInUncached: number | undefined;
+  #tokensOut: number | undefined;
+  #tokensCachedIn: number | undefined;
+  #tokensCacheWrite: number | undefined;
+  #tokensReasoning: number | undefined;
+  #firstTokenAt: number | undefined;
+  #lastActivityAt: number | undefined;
   #failure: string | undefined;
   #ended = false;
+  usageHint: UsageHint | undefined;
 
   constructor(
     private readonly recorder: TraceRecorder,
     readonly provider: Provider,
     requestModel: unknown,
+    /** The scope's and the call's own attributes, merged. */
+    readonly attributes: TraceAttributes | undefined,
   ) {
     this.#model = typeof requestModel === "string" ? requestModel : "";
+  }
+
+  get ended(): boolean {
+    return this.#ended;
   }
 
   report(usage: UsageReport): void {
     if (usage.model) this.#model = usage.model;
     if (usage.tokensIn !== undefined) this.#tokensIn = usage.tokensIn;
+    if (usage.tokensInUncached !== undefined) this.#tokensInUncached = usage.tokensInUncached;
     if (usage.tokensOut !== undefined) this.#tokensOut = usage.tokensOut;
+    if (usage.tokensCachedIn !== undefined) this.#tokensCachedIn = usage.tokensCachedIn;
+    if (usage.tokensCacheWrite !== undefined) this.#tokensCacheWrite = usage.tokensCacheWrite;
+    if (usage.tokensReasoning !== undefined) this.#tokensReasoning = usage.tokensReasoning;
+  }
+
+  /** A stream delivered its first output (text, a tool call, thinking): the time to first token. */
+  firstToken(): void {
+    this.#firstTokenAt ??= performance.now();
+  }
+
+  /** The provider answered or sent a stream event: an abandoned stream's latency runs to here. */
+  touch(): void {
+    this.#lastActivityAt = performance.now();
   }
 
   /** Marks a failure the provider reported in a body or event, not by throwing. */
@@ -47,25 +103,92 @@ export class ProviderCall {
     this.#end(this.#failure);
   }
 
+  /**
+   * Ends the call with the error it threw. A cancellation by the application
+   * (an AbortSignal, `controller.abort()`) is no provider failure: like
+   * `break` out of a stream, it ends the call as a success with the usage
+   * seen so far, for every provider.
+   */
   fail(error: unknown): void {
+    if (isCancellation(error)) this.succeed();
     // `throw undefined` is still a failure.
-    this.#end(error === undefined ? "undefined was thrown" : error);
+    else this.#end(error === undefined ? "undefined was thrown" : error);
   }
 
-  #end(error: unknown): void {
+  /**
+   * Ends the call if the stream `target` is garbage-collected, or the process
+   * is about to exit, before the stream was read to its end: a stream that is
+   * created but never (fully) read is still a billed call.
+   */
+  watch(target: object): void {
+    this.touch();
+    this.recorder.watch(target, this);
+  }
+
+  /** Ends an abandoned stream's call: a success, with the usage seen and latency to its last event. */
+  abandon(): void {
+    this.#end(this.#failure, this.#lastActivityAt);
+  }
+
+  #end(error: unknown, endedAt?: number): void {
     if (this.#ended) return;
     this.#ended = true;
     try {
-      this.recorder.record({
+      this.recorder.record(this, {
         provider: this.provider,
         model: this.#model,
-        tokensIn: this.#tokensIn,
-        tokensOut: this.#tokensOut,
+        tokens: this.#tokens(),
         startedAt: this.startedAt,
+        endedAt,
+        firstTokenAt: this.#firstTokenAt,
+        attributes: this.attributes,
+        usageHint: this.usageHint,
         error,
       });
     } catch {
       // Tracing must never break the provider call it observes.
     }
   }
+
+  /** The counts, or `undefined` when the provider reported no usage at all. */
+  #tokens(): TokenCounts | undefined {
+    const uncached = this.#tokensInUncached;
+    const tokensIn =
+      uncached === undefined ? this.#tokensIn : uncached + (this.#tokensCachedIn ?? 0) + (this.#tokensCacheWrite ?? 0);
+    if (tokensIn === undefined && this.#tokensOut === undefined) return undefined;
+    return {
+      tokensIn: tokensIn ?? 0,
+      tokensOut: this.#tokensOut ?? 0,
+      tokensCachedIn: this.#tokensCachedIn,
+      tokensCacheWrite: this.#tokensCacheWrite,
+      tokensReasoning: this.#tokensReasoning,
+    };
+  }
+}
+
+/** A call about to be made: its trace (none when untraced) and the request to send the provider. */
+export interface StartedCall {
+  call: ProviderCall | undefined;
+  params: unknown;
+}
+
+/**
+ * Starts tracing a provider call made with request `params`: takes the
+ * per-call attributes out of the request (also when untraced, so the
+ * provider never sees them) and merges them onto the current scope's.
+ */
+export function startCall(recorder: TraceRecorder, provider: Provider, params: unknown): StartedCall {
+  const scope = currentScope();
+  const taken = takeCallAttributes(params);
+  const request = taken ? taken.params : params;
+  if (scope?.untraced) return { call: undefined, params: request };
+  const own = taken && typeof taken.attributes === "object" ? taken.attributes : undefined;
+  const attributes = own ? mergeAttributes(scope?.attributes, own) : scope?.attributes;
+  return { call: new ProviderCall(recorder, provider, dig(request, "model"), attributes), params: request };
+}
+
+function isCancellation(error: unknown): boolean {
+  const name = dig(error, "name");
+  // DOMException and fetch use AbortError; openai and @anthropic-ai/sdk throw APIUserAbortError.
+  return name === "AbortError" || dig(error, "constructor", "name") === "APIUserAbortError";
 }

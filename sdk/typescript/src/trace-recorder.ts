@@ -1,72 +1,167 @@
 import { performance } from "node:perf_hooks";
+import { mergeAttributes, type TraceAttributes } from "./attributes.js";
 import type { PriceTable } from "./price-table.js";
+import type { ProviderCall, TokenCounts, UsageHint } from "./provider-call.js";
 import type { Provider, Trace } from "./trace.js";
+import { wireAttributes } from "./wire-attributes.js";
 
 /** What an instrumentation knows about one finished provider call. */
 export interface CallOutcome {
   provider: Provider;
   model: string;
-  tokensIn: number;
-  tokensOut: number;
+  /** `undefined` when the provider reported no usage. */
+  tokens: TokenCounts | undefined;
   /** `performance.now()` when the call started. */
   startedAt: number;
+  /** `performance.now()` when it ended, if not now (an abandoned stream). */
+  endedAt?: number | undefined;
+  /** `performance.now()` of a stream's first output. */
+  firstTokenAt?: number | undefined;
+  /** The scope's and the call's attributes (the process defaults are added here). */
+  attributes?: TraceAttributes | undefined;
+  usageHint?: UsageHint | undefined;
   /** Set when the call failed: the thrown error, or a message. */
   error?: unknown;
 }
 
-// Limits of the wire contract (D5).
+export interface RecorderOptions {
+  apiKey: string;
+  prices: PriceTable;
+  send: (trace: Trace) => void;
+  warn: (message: string) => void;
+  /** `init()`'s attributes, under every scope's and call's. */
+  defaults?: TraceAttributes;
+  /** The share of successful calls traced, 0 to 1; errors are always traced. */
+  sampleRate?: number;
+}
+
+// Limits of the wire contract (proto/calltrace/v1/trace.proto).
 const MAX_INT = 2_147_483_647;
 const MAX_MODEL_LENGTH = 256;
 const MAX_ERROR_LENGTH = 4096;
 
 /**
  * Turns call outcomes into wire traces: latency, cost from the price table,
- * values clamped into what the service accepts (a trace it rejects is a trace
- * lost), and a single warning per model the table does not know.
+ * attributes, values clamped into what the service accepts (a trace it
+ * rejects is a trace lost), and a single warning per model the table does
+ * not know and per kind of invalid attribute.
  */
 export class TraceRecorder {
-  readonly #apiKey: string;
-  readonly #prices: PriceTable;
-  readonly #send: (trace: Trace) => void;
-  readonly #warn: (message: string) => void;
-  readonly #unpriced = new Set<string>();
+  readonly #options: RecorderOptions;
+  readonly #sampleRate: number;
+  readonly #sdkMetadata: Record<string, string> | undefined;
+  readonly #warned = new Set<string>();
+  // Streams handed to the application and not yet read to their end.
+  readonly #unread = new Set<ProviderCall>();
+  readonly #collected = new FinalizationRegistry<ProviderCall>((call) => call.abandon());
+  // init()'s attributes alone, made valid once: the common case of every call.
+  #defaultWire: ReturnType<typeof wireAttributes> | undefined;
 
-  constructor(apiKey: string, prices: PriceTable, send: (trace: Trace) => void, warn: (message: string) => void) {
-    this.#apiKey = apiKey;
-    this.#prices = prices;
-    this.#send = send;
-    this.#warn = warn;
+  constructor(options: RecorderOptions) {
+    this.#options = options;
+    this.#sampleRate = options.sampleRate ?? 1;
+    // Each traced success stands for 1/sampleRate calls: say so on the trace.
+    this.#sdkMetadata = this.#sampleRate < 1 ? { "calltrace.sample_rate": String(this.#sampleRate) } : undefined;
   }
 
-  record(outcome: CallOutcome): void {
+  record(call: ProviderCall, outcome: CallOutcome): void {
+    this.#forget(call);
+    if (outcome.error === undefined && this.#sampleRate < 1 && Math.random() >= this.#sampleRate) return;
     const model = (outcome.model || "unknown").slice(0, MAX_MODEL_LENGTH);
-    const tokensIn = count(outcome.tokensIn);
-    const tokensOut = count(outcome.tokensOut);
-    let cost = this.#prices.cost(outcome.provider, model, { tokensIn, tokensOut });
+    const tokens = validTokens(outcome.tokens);
+    // Cache reads and writes at their own rates (sdk/pricing/README.md).
+    let cost = this.#options.prices.cost(outcome.provider, model, tokens);
     if (cost === null) {
-      this.#warnUnpriced(outcome.provider, model);
+      this.#warnOnce(
+        `price:${outcome.provider}/${model}`,
+        `no price for ${outcome.provider}/${model}; its traces carry cost_usd 0 (add one with init({ prices }))`,
+      );
       cost = 0;
     }
+    const latency = count(Math.round((outcome.endedAt ?? performance.now()) - outcome.startedAt));
     const trace: Trace = {
       provider: outcome.provider,
       model,
-      tokens_in: tokensIn,
-      tokens_out: tokensOut,
-      latency_ms: count(Math.round(performance.now() - outcome.startedAt)),
+      tokens_in: tokens.tokensIn,
+      tokens_out: tokens.tokensOut,
+      latency_ms: latency,
       cost_usd: cost,
-      api_key: this.#apiKey,
+      api_key: this.#options.apiKey,
       status: outcome.error === undefined ? "success" : "error",
     };
     if (outcome.error !== undefined) trace.error = errorText(outcome.error);
-    this.#send(trace);
+    if (tokens.tokensCachedIn !== undefined) trace.tokens_cached_in = tokens.tokensCachedIn;
+    if (tokens.tokensCacheWrite !== undefined) trace.tokens_cache_write = tokens.tokensCacheWrite;
+    if (tokens.tokensReasoning !== undefined) trace.tokens_reasoning = tokens.tokensReasoning;
+    if (outcome.firstTokenAt !== undefined) {
+      trace.ttft_ms = Math.min(latency, count(Math.round(outcome.firstTokenAt - outcome.startedAt)));
+    }
+    let usageMissing: Record<string, string> | undefined;
+    if (outcome.tokens === undefined && outcome.error === undefined) {
+      // A success without usage is not a free call: say that its usage is unknown.
+      usageMissing = { ...this.#sdkMetadata, "calltrace.usage": "missing" };
+      if (outcome.usageHint) this.#warnOnce(outcome.usageHint.key, outcome.usageHint.message);
+    }
+    Object.assign(trace, this.#attributes(outcome.attributes, usageMissing));
+    this.#options.send(trace);
   }
 
-  #warnUnpriced(provider: Provider, model: string): void {
-    const key = `${provider}/${model}`;
-    if (this.#unpriced.has(key)) return;
-    this.#unpriced.add(key);
-    this.#warn(`no price for ${key}; its traces carry cost_usd 0 (add one with init({ prices }))`);
+  /** See ProviderCall.watch(). */
+  watch(target: object, call: ProviderCall): void {
+    if (call.ended) return;
+    this.#collected.unregister(call);
+    this.#collected.register(target, call, call);
+    this.#unread.add(call);
   }
+
+  /** Ends the calls of streams still unread: the process is about to exit, so nothing will read them. */
+  abandonUnread(): void {
+    for (const call of [...this.#unread]) call.abandon();
+  }
+
+  #forget(call: ProviderCall): void {
+    if (this.#unread.delete(call)) this.#collected.unregister(call);
+  }
+
+  #attributes(scoped: TraceAttributes | undefined, extra: Record<string, string> | undefined) {
+    const { defaults } = this.#options;
+    const warn = (key: string, message: string) => this.#warnOnce(`attribute:${key}`, message);
+    if (scoped === undefined && extra === undefined) {
+      this.#defaultWire ??= wireAttributes(defaults ?? {}, this.#sdkMetadata, warn);
+      return this.#defaultWire;
+    }
+    const merged = scoped === undefined ? defaults : mergeOnto(defaults, scoped);
+    return wireAttributes(merged ?? {}, extra ?? this.#sdkMetadata, warn);
+  }
+
+  #warnOnce(key: string, message: string): void {
+    if (this.#warned.has(key)) return;
+    this.#warned.add(key);
+    this.#options.warn(message);
+  }
+}
+
+function mergeOnto(defaults: TraceAttributes | undefined, scoped: TraceAttributes): TraceAttributes {
+  return defaults ? mergeAttributes(defaults, scoped) : scoped;
+}
+
+/** Counts the service accepts: whole, 0 to 2^31-1, and the parts within their totals. */
+function validTokens(tokens: TokenCounts | undefined): TokenCounts {
+  const tokensIn = count(tokens?.tokensIn ?? 0);
+  const tokensOut = count(tokens?.tokensOut ?? 0);
+  const cachedIn = part(tokens?.tokensCachedIn, tokensIn);
+  const cacheWrite = part(tokens?.tokensCacheWrite, tokensIn - (cachedIn ?? 0));
+  return {
+    tokensIn,
+    tokensOut,
+    tokensCachedIn: cachedIn,
+    tokensCacheWrite: cacheWrite,
+    tokensReasoning: part(tokens?.tokensReasoning, tokensOut),
+  };
+}
+
+function part(value: number | undefined, within: number): number | undefined {
+  return value === undefined ? undefined : Math.min(count(value), within);
 }
 
 function count(value: number): number {
@@ -76,8 +171,10 @@ function count(value: number): number {
 function errorText(error: unknown): string {
   let text: string;
   if (error instanceof Error) {
-    // The class name tells a rate limit from a bad request at a glance.
-    text = error.name && error.name !== "Error" ? `${error.name}: ${error.message}` : error.message;
+    // The class name tells a rate limit from a bad request at a glance. Some
+    // libraries (openai) leave `name` as "Error" on their own classes.
+    const name = error.name && error.name !== "Error" ? error.name : error.constructor?.name;
+    text = name && name !== "Error" ? `${name}: ${error.message}` : error.message;
   } else {
     text = typeof error === "string" ? error : String(error);
   }

@@ -59,6 +59,7 @@ function traceStream(stream: unknown, call: ProviderCall, reader: ResponseReader
     call.succeed(); // not the Stream we know: traced without usage rather than broken
     return;
   }
+  call.watch(stream as object); // created, maybe never read
   // Stream keeps its event source in `iterator`; `[Symbol.asyncIterator]`,
   // `tee()` and `toReadableStream()` all read through it.
   target!.iterator = () =>

@@ -3,11 +3,22 @@ import type { ProviderCall } from "./provider-call.js";
 /**
  * Wraps a stream's async iterator so that its call is traced when the stream
  * ends, when the consumer stops early (`break`, `return()`: traced with what
- * was seen so far) or when it throws (traced as an error, then rethrown
- * unchanged). `observe` sees every item and returns `false` to hide one from
- * the consumer.
+ * was seen so far), when it throws (traced as an error, then rethrown
+ * unchanged), or when the consumer drops it unfinished (see
+ * ProviderCall.watch()). `observe` sees every item and returns `false` to
+ * hide one from the consumer.
  */
-export async function* tracedIterator<T>(
+export function tracedIterator<T>(
+  source: AsyncIterator<T>,
+  call: ProviderCall,
+  observe: (item: T) => boolean,
+): AsyncGenerator<T, void, undefined> {
+  const iterator = iterate(source, call, observe);
+  call.watch(iterator);
+  return iterator;
+}
+
+async function* iterate<T>(
   source: AsyncIterator<T>,
   call: ProviderCall,
   observe: (item: T) => boolean,
@@ -17,6 +28,7 @@ export async function* tracedIterator<T>(
     for (;;) {
       const step = await source.next();
       if (step.done) break;
+      call.touch();
       let visible = true;
       try {
         visible = observe(step.value);

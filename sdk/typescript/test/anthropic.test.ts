@@ -11,10 +11,16 @@ const request = {
   max_tokens: 64,
   messages: [{ role: "user" as const, content: "Say hello" }],
 };
-// Input is uncached + cache writes + cache reads; claude-sonnet-4 costs 3 / 15 USD per million.
+// Input is uncached + cache writes + cache reads; claude-sonnet-4 costs 3 in, 0.3 cache reads, 3.75
+// cache writes and 15 out, USD per million.
 const tokensIn =
   ANTHROPIC_USAGE.input_tokens + ANTHROPIC_USAGE.cache_creation_input_tokens + ANTHROPIC_USAGE.cache_read_input_tokens;
-const cost = (tokensIn * 3 + ANTHROPIC_USAGE.output_tokens * 15) / 1e6;
+const cost =
+  (ANTHROPIC_USAGE.input_tokens * 3 +
+    ANTHROPIC_USAGE.cache_read_input_tokens * 0.3 +
+    ANTHROPIC_USAGE.cache_creation_input_tokens * 3.75 +
+    ANTHROPIC_USAGE.output_tokens * 15) /
+  1e6;
 
 beforeAll(async () => {
   h = await startHarness();

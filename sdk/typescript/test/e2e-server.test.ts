@@ -4,7 +4,7 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { flush, init, shutdown, stats } from "../src/index.js";
+import { flush, init, shutdown, stats, withAttributes, withCallAttributes } from "../src/index.js";
 import { CalltraceServer } from "./support/calltrace-server.js";
 import { FakeProvider } from "./support/fake-provider.js";
 
@@ -103,7 +103,8 @@ describe("end to end with the calltrace server", { timeout: 60_000 }, () => {
       model: "claude-opus-4-5",
       tokens_in: 40,
       tokens_out: 15,
-      cost_usd: (40 * 5 + 15 * 25) / 1e6,
+      // 25 uncached, 10 cache reads, 5 cache writes: 5, 0.5, 6.25 and 25 out per million.
+      cost_usd: (25 * 5 + 10 * 0.5 + 5 * 6.25 + 15 * 25) / 1e6,
       status: "success",
     });
     expect(byProvider.gemini).toMatchObject({ model: "gemini-2.5-pro", tokens_in: 0, cost_usd: 0, status: "error" });
@@ -114,6 +115,55 @@ describe("end to end with the calltrace server", { timeout: 60_000 }, () => {
       expect(trace.received_at).toEqual(expect.any(String));
       expect(trace).not.toHaveProperty("api_key");
     }
+  });
+
+  it("stores the cache and reasoning counts, time to first token and attributes, even ones made to fit", async () => {
+    const before = (await storedTraces()).length;
+    await init({
+      apiKey: key,
+      endpoint: server.endpoint,
+      ...patient,
+      environment: "e2e",
+      tags: ["sdk"],
+      metadata: { team: "platform" },
+      onWarning: () => {},
+    });
+    const anthropic = new Anthropic({ apiKey: "sk-fake", baseURL: provider.url, maxRetries: 0 });
+    const gemini = new GoogleGenAI({ apiKey: "fake", httpOptions: { baseUrl: provider.url } });
+    const tooMany = Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`k${i}`, "v".repeat(600)]));
+    await withAttributes({ userId: "u".repeat(300), sessionId: "s_1", tags: ["chat"], metadata: tooMany }, async () => {
+      const request = {
+        model: "claude-sonnet-4-5",
+        max_tokens: 8,
+        messages: [{ role: "user" as const, content: "hi" }],
+      };
+      for await (const _ of await anthropic.messages.create(
+        withCallAttributes(
+          { ...request, stream: true as const },
+          { tags: Array.from({ length: 30 }, (_, i) => `t${i}`) },
+        ),
+      ));
+      for await (const _ of await gemini.models.generateContentStream({ model: "gemini-2.5-pro", contents: "hi" }));
+    });
+    expect(await flush(40_000)).toBe(true);
+    expect(stats()).toMatchObject({ sent: 2, failed: 0 });
+    const [claude, pro] = (await storedTraces()).slice(before) as [Record<string, any>, Record<string, any>];
+    expect(claude).toMatchObject({
+      provider: "anthropic",
+      tokens_in: 40,
+      tokens_cached_in: 10,
+      tokens_cache_write: 5,
+      user_id: "u".repeat(256),
+      session_id: "s_1",
+      environment: "e2e",
+    });
+    expect(claude.tags).toHaveLength(20);
+    expect(claude.tags.slice(0, 3)).toEqual(["sdk", "chat", "t0"]);
+    expect(Object.keys(claude.metadata)).toHaveLength(32);
+    expect(claude.metadata.team).toBe("platform");
+    expect(claude.ttft_ms).toEqual(expect.any(Number));
+    expect(pro).toMatchObject({ provider: "gemini", tokens_cached_in: 4096, tokens_reasoning: 612, tokens_out: 792 });
+    expect(pro.ttft_ms).toBeLessThanOrEqual(pro.latency_ms);
   });
 
   it("stores every trace of a burst pipelined on one connection", async () => {

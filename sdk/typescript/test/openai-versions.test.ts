@@ -20,12 +20,12 @@ afterAll(() => provider.close());
 
 describe.each(["openai-v4", "openai-v7"])("%s", (packageName) => {
   const traces: Trace[] = [];
-  const recorder = new TraceRecorder(
-    "ct_test",
-    new PriceTable(),
-    (trace) => traces.push(trace),
-    () => {},
-  );
+  const recorder = new TraceRecorder({
+    apiKey: "ct_test",
+    prices: new PriceTable(),
+    send: (trace) => traces.push(trace),
+    warn: () => {},
+  });
   const module = require(packageName);
   let undo: Array<() => void> = [];
   let client: any;

@@ -35,6 +35,8 @@ describe("chat completions", () => {
       model: "gpt-4o-2024-08-06",
       tokens_in: OPENAI_CHAT_USAGE.prompt_tokens,
       tokens_out: OPENAI_CHAT_USAGE.completion_tokens,
+      tokens_cached_in: 0,
+      tokens_reasoning: 0,
       latency_ms: expect.any(Number),
       cost_usd: chatCost,
       api_key: TEST_KEY,

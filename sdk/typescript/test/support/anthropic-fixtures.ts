@@ -69,7 +69,8 @@ export const anthropicMessagesFixture: ProviderFixture = {
         data: {
           type: "message_delta",
           delta: { stop_reason: "end_turn", stop_sequence: null },
-          usage: { output_tokens: ANTHROPIC_USAGE.output_tokens },
+          // Cumulative, input counts included, as the API sends them since mid-2025.
+          usage: { ...ANTHROPIC_USAGE },
         },
       },
       { event: "message_stop", data: { type: "message_stop" } },

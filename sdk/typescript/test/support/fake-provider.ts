@@ -41,6 +41,8 @@ const FIXTURES = [openaiChatFixture, openaiResponsesFixture, anthropicMessagesFi
  */
 export class FakeProvider {
   scenario: Scenario = { kind: "ok" };
+  /** Time before answering a request (headers and all), and between stream events. */
+  delays = { responseMs: 0, eventMs: 0 };
   readonly requests: ReceivedRequest[] = [];
   readonly #server: http.Server;
 
@@ -78,6 +80,11 @@ export class FakeProvider {
       return;
     }
     const scenario = this.scenario;
+    const { responseMs, eventMs } = this.delays;
+    if (responseMs > 0) await new Promise((resolve) => setTimeout(resolve, responseMs));
+    // The client gave up meanwhile (an abort): nothing to answer.
+    const gone = () => response.destroyed || !response.socket || response.socket.destroyed;
+    if (gone()) return;
     if (scenario.kind === "status") {
       response
         .writeHead(scenario.status, { "content-type": "application/json", "x-request-id": "req_fake" })
@@ -92,7 +99,9 @@ export class FakeProvider {
     if (scenario.kind !== "ok") events = events.slice(0, scenario.after);
     if (scenario.kind === "stream-error") events.push(fixture.midStreamError);
     response.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
-    for (const event of events) {
+    for (const [index, event] of events.entries()) {
+      if (index > 0 && eventMs > 0) await new Promise((resolve) => setTimeout(resolve, eventMs));
+      if (gone()) return;
       response.write(encodeSse(event, fixture.newline));
       await new Promise((resolve) => setImmediate(resolve));
     }

@@ -4,6 +4,18 @@
 import type { ProviderFixture } from "./fake-provider.js";
 
 export const GEMINI_USAGE = { promptTokenCount: 8, candidatesTokenCount: 12, thoughtsTokenCount: 3 };
+/**
+ * What gemini-2.5-pro reports for a prompt mostly served from its context
+ * cache: promptTokenCount includes cachedContentTokenCount, while
+ * thoughtsTokenCount (billed as output) is counted apart from candidatesTokenCount.
+ */
+export const GEMINI_CACHED_USAGE = {
+  promptTokenCount: 4_120,
+  cachedContentTokenCount: 4_096,
+  candidatesTokenCount: 180,
+  thoughtsTokenCount: 612,
+};
+const hasCachedUsage = (model: string) => model.startsWith("gemini-2.5-pro");
 
 const MODEL_PATH = /^\/v1beta\/models\/([^:]+):(generateContent|streamGenerateContent)$/;
 
@@ -24,6 +36,14 @@ const full = {
   promptTokensDetails: [{ modality: "TEXT", tokenCount: 8 }],
 };
 
+const cached = {
+  ...GEMINI_CACHED_USAGE,
+  totalTokenCount: 4_912,
+  promptTokensDetails: [{ modality: "TEXT", tokenCount: 4_120 }],
+  cacheTokensDetails: [{ modality: "TEXT", tokenCount: 4_096 }],
+};
+const finalUsage = (model: string) => (hasCachedUsage(model) ? cached : full);
+
 const STATUS: Record<number, [string, string]> = {
   400: ["INVALID_ARGUMENT", "API key not valid. Please pass a valid API key."],
   429: ["RESOURCE_EXHAUSTED", "Resource has been exhausted (e.g. check quota)."],
@@ -40,14 +60,21 @@ export const geminiFixture: ProviderFixture = {
   isStream: (path) => path.endsWith(":streamGenerateContent"),
   response: (path) => {
     const model = MODEL_PATH.exec(path)![1]!;
-    return chunk(model, "Hello there!", full, "STOP");
+    return chunk(model, "Hello there!", finalUsage(model), "STOP");
   },
   events(path) {
     const model = MODEL_PATH.exec(path)![1]!;
+    const prompt = finalUsage(model).promptTokenCount;
     return [
-      { data: chunk(model, "Hello", { promptTokenCount: 8, totalTokenCount: 8 }) },
-      { data: chunk(model, " there", { promptTokenCount: 8, candidatesTokenCount: 6, totalTokenCount: 14 }) },
-      { data: chunk(model, "!", full, "STOP") },
+      { data: chunk(model, "Hello", { promptTokenCount: prompt, totalTokenCount: prompt }) },
+      {
+        data: chunk(model, " there", {
+          promptTokenCount: prompt,
+          candidatesTokenCount: 6,
+          totalTokenCount: prompt + 6,
+        }),
+      },
+      { data: chunk(model, "!", finalUsage(model), "STOP") },
     ];
   },
   midStreamError: {

@@ -6,8 +6,51 @@ import type { SseEvent } from "./sse.js";
 
 export const OPENAI_CHAT_USAGE = { prompt_tokens: 19, completion_tokens: 10 };
 export const OPENAI_RESPONSES_USAGE = { input_tokens: 36, output_tokens: 87 };
+/**
+ * What a reasoning model (o-series, gpt-5) reports for a long prompt sent
+ * again: most of it read from the prompt cache (in 128-token steps past the
+ * first 1024), and most of the output spent reasoning. Counts include their parts.
+ */
+export const OPENAI_REASONING_USAGE = { input: 2_006, cached: 1_920, output: 420, reasoning: 256 };
+const isReasoningModel = (model: string) => /^(o\d|gpt-5)/.test(model);
 /** The snapshot name the fake reports for `gpt-4o` (OpenAI answers with the dated snapshot). */
 export const snapshotOf = (model: string) => (model === "gpt-4o" ? "gpt-4o-2024-08-06" : model);
+
+function chatUsage(model: string) {
+  if (!isReasoningModel(model)) return usage;
+  const { input, cached, output, reasoning } = OPENAI_REASONING_USAGE;
+  return {
+    prompt_tokens: input,
+    completion_tokens: output,
+    total_tokens: input + output,
+    prompt_tokens_details: { cached_tokens: cached, audio_tokens: 0 },
+    completion_tokens_details: {
+      reasoning_tokens: reasoning,
+      audio_tokens: 0,
+      accepted_prediction_tokens: 0,
+      rejected_prediction_tokens: 0,
+    },
+  };
+}
+
+function responsesUsage(model: string) {
+  if (!isReasoningModel(model)) {
+    return {
+      ...OPENAI_RESPONSES_USAGE,
+      input_tokens_details: { cached_tokens: 0 },
+      output_tokens_details: { reasoning_tokens: 0 },
+      total_tokens: 123,
+    };
+  }
+  const { input, cached, output, reasoning } = OPENAI_REASONING_USAGE;
+  return {
+    input_tokens: input,
+    input_tokens_details: { cached_tokens: cached },
+    output_tokens: output,
+    output_tokens_details: { reasoning_tokens: reasoning },
+    total_tokens: input + output,
+  };
+}
 
 const usage = {
   ...OPENAI_CHAT_USAGE,
@@ -67,14 +110,7 @@ function response(model: string, status: "in_progress" | "completed") {
     tools: [],
     top_p: 1.0,
     truncation: "disabled",
-    usage: done
-      ? {
-          ...OPENAI_RESPONSES_USAGE,
-          input_tokens_details: { cached_tokens: 0 },
-          output_tokens_details: { reasoning_tokens: 0 },
-          total_tokens: 123,
-        }
-      : null,
+    usage: done ? responsesUsage(model) : null,
     user: null,
     metadata: {},
   };
@@ -123,7 +159,7 @@ export const openaiChatFixture: ProviderFixture = {
         finish_reason: "stop",
       },
     ],
-    usage,
+    usage: chatUsage(String(body.model)),
     service_tier: "default",
     system_fingerprint: "fp_fc9f1d7035",
   }),
@@ -139,7 +175,7 @@ export const openaiChatFixture: ProviderFixture = {
       chunk(model, delta({}, "stop")),
     ].map((data) => ({ data }));
     // Like OpenAI: the usage chunk only when asked for, after the last choice.
-    if (body.stream_options?.include_usage) events.push({ data: chunk(model, [], { usage }) });
+    if (body.stream_options?.include_usage) events.push({ data: chunk(model, [], { usage: chatUsage(model) }) });
     events.push({ data: "[DONE]" });
     return events;
   },
