@@ -1,5 +1,5 @@
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
-import { PriceCheck, type StoredTrace, type Trace, TraceSource } from "../../gen/calltrace/v1/trace_pb.js";
+import { type StoredTrace, type Trace, TraceSource } from "../../gen/calltrace/v1/trace_pb.js";
 import { bearerToken } from "../auth/api-key.js";
 import type { KeyVerifier } from "../auth/key-verifier.js";
 import type { Plan, Plans } from "../config/plans.js";
@@ -7,6 +7,7 @@ import type { CountryLookup } from "../geo/country-lookup.js";
 import type { AuthFailureLimiter } from "../limits/auth-failure-limiter.js";
 import { type MonthlyQuota, type QuotaDecision, type QuotaReservation, QuotaUnavailableError, quotaHeaders } from "../limits/monthly-quota.js";
 import type { RateLimiter } from "../limits/rate-limiter.js";
+import { priceCheck, serverCost } from "../pricing/server-prices.js";
 import { rateLimitHeaders, type HeaderFields } from "../limits/rate-limit-headers.js";
 import type { ApiKeyRecord } from "../store/records.js";
 import type { WriteOutcome } from "../store/trace-store.js";
@@ -54,15 +55,29 @@ export type TraceOrigin = Pick<StoredTrace, "source" | "priceCheck" | "otlpTrace
   serverCostUsd?: number;
 };
 
-/** The spec's way in: the client measured and priced the call. */
-const apiOrigin: TraceOrigin = {
-  source: TraceSource.API,
-  priceCheck: PriceCheck.UNSPECIFIED,
-  otlpTraceId: "",
-  otlpSpanId: "",
-  otlpParentSpanId: "",
-  serviceName: "",
-};
+/**
+ * The spec's way in: the client measured and priced the call. The server prices it too and keeps
+ * its price beside the client's, so that unknown models and wrong client prices show.
+ */
+function apiOrigin(trace: Trace): TraceOrigin {
+  const serverCostUsd = serverCost({
+    provider: trace.provider,
+    model: trace.model,
+    tokensIn: trace.tokensIn!,
+    tokensOut: trace.tokensOut!,
+    tokensCachedIn: trace.tokensCachedIn,
+    tokensCacheWrite: trace.tokensCacheWrite,
+  });
+  return {
+    source: TraceSource.API,
+    priceCheck: priceCheck(trace.costUsd!, serverCostUsd),
+    ...(serverCostUsd === undefined ? {} : { serverCostUsd }),
+    otlpTraceId: "",
+    otlpSpanId: "",
+    otlpParentSpanId: "",
+    serviceName: "",
+  };
+}
 
 /** One of many traces of a request (an OTLP span), its `api_key` left empty: the request's key is the only one. */
 export interface CallSubmission {
@@ -149,7 +164,7 @@ export function createIngestPipeline(deps: IngestPipelineDeps): IngestPipeline {
       throw keyMismatch();
     }
 
-    const stored = storedTrace(admission, trace, clientAddress, apiOrigin);
+    const stored = storedTrace(admission, trace, clientAddress, apiOrigin(trace));
     if (!admission.reservation) throw new Error("a single trace needs an admission that reserved its quota");
     const decision = await decided(admission.reservation);
     const headers = quotaHeaders(decision);

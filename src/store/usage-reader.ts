@@ -49,6 +49,10 @@ export interface UsageCell extends UsageGroup {
   costUsd: number;
   tokensIn: number;
   tokensOut: number;
+  /** Calls the server could not price (PriceCheck.UNPRICED); absent where a roll-up does not count them (attribute groups). */
+  unpriced?: number;
+  /** Calls whose client cost disagrees with the server's price (PriceCheck.MISMATCH); absent like `unpriced`. */
+  mismatched?: number;
 }
 
 /** Calls of one group in one latency bucket. */
@@ -190,6 +194,8 @@ function totalsOf(cells: UsageCell[], latency: LatencyCell[]): UsageTotals {
     tokensOut: BigInt(sum(cells, (c) => c.tokensOut)),
     latencyP50Ms: percentile(0.5),
     latencyP95Ms: percentile(0.95),
+    unpricedCalls: BigInt(sum(cells, (c) => c.unpriced ?? 0)),
+    mismatchedCalls: BigInt(sum(cells, (c) => c.mismatched ?? 0)),
   });
 }
 

@@ -1,11 +1,12 @@
 import { create } from "@bufbuild/protobuf";
 import type { Document, Filter } from "mongodb";
 import { TracePageSchema } from "../../../gen/calltrace/v1/query_pb.js";
+import { PriceCheck } from "../../../gen/calltrace/v1/trace_pb.js";
 import type { GroupDimension } from "../group-dimension.js";
 import { clampPageSize, decodeTraceCursor, encodeTraceCursor, InvalidCursorError, newestFirst, type TraceSort } from "../trace-cursor.js";
 import { resolveTraceFilter, type ResolvedTraceFilter } from "../trace-filter.js";
 import type { TraceReader } from "../trace-reader.js";
-import { usageReader, type UsageCells, type UsageGroup, type UsageGrouping } from "../usage-reader.js";
+import { usageReader, type UsageCell, type UsageCells, type UsageGroup, type UsageGrouping } from "../usage-reader.js";
 import type { MongoCollections } from "./mongo-collections.js";
 import { metadataPair, objectIdIds, traceFromDoc, type TraceDoc } from "./mongo-trace-doc.js";
 
@@ -56,9 +57,29 @@ interface GroupPart {
   without?: Filter<TraceDoc>;
 }
 
+/** One cell per group and status: the cells of its price checks summed. */
+function foldPriceChecks(cells: UsageCell[]): UsageCell[] {
+  const folded = new Map<string, UsageCell>();
+  for (const cell of cells) {
+    const key = JSON.stringify([cell.day, cell.provider, cell.model, cell.country, cell.group, cell.status]);
+    const into = folded.get(key);
+    if (!into) {
+      folded.set(key, cell);
+      continue;
+    }
+    into.calls += cell.calls;
+    into.costUsd += cell.costUsd;
+    into.tokensIn += cell.tokensIn;
+    into.tokensOut += cell.tokensOut;
+    into.unpriced = (into.unpriced ?? 0) + (cell.unpriced ?? 0);
+    into.mismatched = (into.mismatched ?? 0) + (cell.mismatched ?? 0);
+  }
+  return [...folded.values()];
+}
+
 /** Cells less the cells of the same group (all fields but the counts and sums), dropping groups left empty. */
 function subtract<T extends { calls: number }>(all: T[], less: T[]): T[] {
-  const counts = new Set(["calls", "costUsd", "tokensIn", "tokensOut"]);
+  const counts = new Set(["calls", "costUsd", "tokensIn", "tokensOut", "unpriced", "mismatched"]);
   const keyOf = (cell: T) =>
     JSON.stringify(
       Object.entries(cell)
@@ -188,20 +209,28 @@ export function mongoTraceReader(c: MongoCollections, retentionMs: number): Trac
       const stages: Document[] = [{ $match: match }];
       const partId = part.value ? { ...id, group: part.value } : id;
       const [sumRows, latencyRows] = await Promise.all([
-        grouping.sums === false ? Promise.resolve([]) : group(stages, { ...partId, status: "$meta.status" }, sums),
+        // Grouped by price check too ($group and $sum only), folded below: the unpriced and mismatched counts.
+        grouping.sums === false ? Promise.resolve([]) : group(stages, { ...partId, status: "$meta.status", priceCheck: "$priceCheck" }, sums),
         grouping.latency ? group(stages, { ...partId, bucket: "$latencyBucket" }, { calls: sums.calls }) : Promise.resolve([]),
       ]);
       const groupOf = (row: Row) => (grouping.group ? { group: part.fixed ?? (row._id.group == null ? "" : String(row._id.group)) } : {});
       return {
-        sums: sumRows.map((row) => ({
-          ...(row._id as UsageGroup),
-          ...groupOf(row),
-          status: String(row._id.status),
-          calls: Number(row.calls ?? 0),
-          costUsd: Number(row.costUsd ?? 0),
-          tokensIn: Number(row.tokensIn ?? 0),
-          tokensOut: Number(row.tokensOut ?? 0),
-        })),
+        sums: foldPriceChecks(
+          sumRows.map(({ _id: { priceCheck, ...id }, ...row }) => {
+            const calls = Number(row.calls ?? 0);
+            return {
+              ...(id as UsageGroup),
+              ...groupOf({ _id: id }),
+              status: String(id.status),
+              calls,
+              costUsd: Number(row.costUsd ?? 0),
+              tokensIn: Number(row.tokensIn ?? 0),
+              tokensOut: Number(row.tokensOut ?? 0),
+              unpriced: priceCheck === PriceCheck.UNPRICED ? calls : 0,
+              mismatched: priceCheck === PriceCheck.MISMATCH ? calls : 0,
+            };
+          }),
+        ),
         latency: latencyRows.map((row) => ({
           ...(row._id as UsageGroup),
           ...groupOf(row),

@@ -207,6 +207,12 @@ const migrations: string[] = [
      SELECT t.account_id, g.dimension, g.value, t.received_at / 86400000, latency_bucket(t.latency_ms), t.status, COUNT(*)
      FROM trace_groups g JOIN traces t ON t.seq = g.seq GROUP BY 1, 2, 3, 4, 5, 6;
    DROP VIEW trace_groups;`,
+  // The dashboard's counts of calls the server could not price or priced differently from the
+  // client, kept with the other daily sums. Traces stored before were not checked: 0 is right.
+  `ALTER TABLE usage_daily ADD COLUMN unpriced INTEGER NOT NULL DEFAULT 0;
+   ALTER TABLE usage_daily ADD COLUMN mismatched INTEGER NOT NULL DEFAULT 0;
+   ALTER TABLE usage_country_daily ADD COLUMN unpriced INTEGER NOT NULL DEFAULT 0;
+   ALTER TABLE usage_country_daily ADD COLUMN mismatched INTEGER NOT NULL DEFAULT 0;`,
 ];
 
 /** Brings the database to the current schema; safe to run from several processes at once. */

@@ -1,6 +1,7 @@
 import type Database from "better-sqlite3";
 import { create } from "@bufbuild/protobuf";
 import { TracePageSchema } from "../../../gen/calltrace/v1/query_pb.js";
+import { PriceCheck } from "../../../gen/calltrace/v1/trace_pb.js";
 import { dimensionName } from "../group-dimension.js";
 import { clampPageSize, decodeTraceCursor, encodeTraceCursor, InvalidCursorError, newestFirst } from "../trace-cursor.js";
 import type { sequenceIds } from "../trace-id.js";
@@ -40,6 +41,9 @@ export function sqliteTraceReader(db: Database.Database, retentionMs: number, id
       ...(grouping.country ? ["country"] : []),
     ];
     const sums = "SUM(cost_usd) AS costUsd, SUM(tokens_in) AS tokensIn, SUM(tokens_out) AS tokensOut";
+    // usage_daily and usage_country_daily keep these counts (group_daily does not); the traces have the check itself.
+    const rolledChecks = ", SUM(unpriced) AS unpriced, SUM(mismatched) AS mismatched";
+    const tracedChecks = `, SUM(price_check = ${PriceCheck.UNPRICED}) AS unpriced, SUM(price_check = ${PriceCheck.MISMATCH}) AS mismatched`;
     const out: UsageCells = { sums: [], latency: [] };
     const groupBy = (columns: string[]) => (columns.length > 0 ? ` GROUP BY ${columns.join(", ")}` : "");
     const run = <T>(sql: string, params: Record<string, unknown>) => prepare(sql).all(params) as T[];
@@ -77,7 +81,7 @@ export function sqliteTraceReader(db: Database.Database, retentionMs: number, id
       if (grouping.sums !== false) {
         out.sums.push(
           ...run<UsageCell>(
-            `SELECT ${select("status")}, SUM(calls) AS calls, ${sums} FROM ${usageTable} ${range}${groupBy(keys("status"))}`,
+            `SELECT ${select("status")}, SUM(calls) AS calls, ${sums}${attributeRollup ? "" : rolledChecks} FROM ${usageTable} ${range}${groupBy(keys("status"))}`,
             params,
           ),
         );
@@ -161,7 +165,7 @@ export function sqliteTraceReader(db: Database.Database, retentionMs: number, id
       if (grouping.sums !== false) {
         out.sums.push(
           ...run<UsageCell>(
-            `SELECT ${select("status")}, COUNT(*) AS calls, ${sums} FROM traces${join} ${range}${groupBy(keys("status"))}`,
+            `SELECT ${select("status")}, COUNT(*) AS calls, ${sums}${tracedChecks} FROM traces${join} ${range}${groupBy(keys("status"))}`,
             params,
           ),
         );

@@ -1,4 +1,5 @@
 import type Database from "better-sqlite3";
+import { PriceCheck } from "../../../gen/calltrace/v1/trace_pb.js";
 import { latencyBucket } from "../latency-bucket.js";
 import type { TraceValues } from "./sqlite-trace-row.js";
 
@@ -10,10 +11,14 @@ interface Sums {
   cost: number;
   tokensIn: number;
   tokensOut: number;
+  unpriced: number;
+  mismatched: number;
 }
 
 const sumsUpdate = `calls = calls + excluded.calls, cost_usd = cost_usd + excluded.cost_usd,
   tokens_in = tokens_in + excluded.tokens_in, tokens_out = tokens_out + excluded.tokens_out`;
+// usage_daily and usage_country_daily also count the calls the server could not price or priced differently.
+const checkedSumsUpdate = `${sumsUpdate}, unpriced = unpriced + excluded.unpriced, mismatched = mismatched + excluded.mismatched`;
 
 /**
  * The attribute groups a trace counts in (see the group_daily migration in sqlite-schema.ts):
@@ -48,12 +53,12 @@ export function traceGroups(values: TraceValues): [dimension: string, value: str
  */
 export function sqliteUsageRollup(db: Database.Database): (traces: TraceValues[]) => void {
   const usage = db.prepare(
-    `INSERT INTO usage_daily (account_id, day, provider, model, status, key_id, calls, cost_usd, tokens_in, tokens_out)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET ${sumsUpdate}`,
+    `INSERT INTO usage_daily (account_id, day, provider, model, status, key_id, calls, cost_usd, tokens_in, tokens_out, unpriced, mismatched)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET ${checkedSumsUpdate}`,
   );
   const country = db.prepare(
-    `INSERT INTO usage_country_daily (account_id, day, country, provider, model, status, key_id, calls, cost_usd, tokens_in, tokens_out)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET ${sumsUpdate}`,
+    `INSERT INTO usage_country_daily (account_id, day, country, provider, model, status, key_id, calls, cost_usd, tokens_in, tokens_out, unpriced, mismatched)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET ${checkedSumsUpdate}`,
   );
   const latency = db.prepare(
     `INSERT INTO latency_daily (account_id, day, provider, model, bucket, status, key_id, calls)
@@ -94,8 +99,8 @@ export function sqliteUsageRollup(db: Database.Database): (traces: TraceValues[]
         add(groups.groupLatency, [accountId, dimension, value, day, bucket, status], t);
       }
     }
-    for (const s of groups.usage.values()) usage.run(...s.params, s.calls, s.cost, s.tokensIn, s.tokensOut);
-    for (const s of groups.country.values()) country.run(...s.params, s.calls, s.cost, s.tokensIn, s.tokensOut);
+    for (const s of groups.usage.values()) usage.run(...s.params, s.calls, s.cost, s.tokensIn, s.tokensOut, s.unpriced, s.mismatched);
+    for (const s of groups.country.values()) country.run(...s.params, s.calls, s.cost, s.tokensIn, s.tokensOut, s.unpriced, s.mismatched);
     for (const s of groups.latency.values()) latency.run(...s.params, s.calls);
     for (const s of groups.latencyAll.values()) latencyAll.run(...s.params, s.calls);
     for (const s of groups.group.values()) group.run(...s.params, s.calls, s.cost, s.tokensIn, s.tokensOut);
@@ -103,12 +108,16 @@ export function sqliteUsageRollup(db: Database.Database): (traces: TraceValues[]
   };
 }
 
-function add(groups: Map<string, Sums>, params: unknown[], [, , , , , , tokensIn, tokensOut, , costUsd]: TraceValues): void {
+function add(groups: Map<string, Sums>, params: unknown[], t: TraceValues): void {
+  const [, , , , , , tokensIn, tokensOut, , costUsd] = t;
+  const priceCheck = t[16]; // price_check
   const key = JSON.stringify(params);
   let sums = groups.get(key);
-  if (!sums) groups.set(key, (sums = { params, calls: 0, cost: 0, tokensIn: 0, tokensOut: 0 }));
+  if (!sums) groups.set(key, (sums = { params, calls: 0, cost: 0, tokensIn: 0, tokensOut: 0, unpriced: 0, mismatched: 0 }));
   sums.calls += 1;
   sums.cost += costUsd;
   sums.tokensIn += tokensIn;
   sums.tokensOut += tokensOut;
+  if (priceCheck === PriceCheck.UNPRICED) sums.unpriced += 1;
+  else if (priceCheck === PriceCheck.MISMATCH) sums.mismatched += 1;
 }
