@@ -12,6 +12,7 @@ Usage:
   calltrace accounts list [--json]
   calltrace accounts set-plan <account-id> <plan>
   calltrace accounts create --email EMAIL [--plan PLAN] --password-stdin
+  calltrace prices check [--days N] [--json]                      models seen lately that the price table does not know
 
 Every command takes the configuration flags (--data-dir, --mongodb-uri, --plans-file, ...),
 each also read from its environment variable (DATA_DIR, MONGODB_URI, PLANS_FILE, ...).`;
@@ -22,6 +23,7 @@ const commands: Record<string, () => Promise<(argv: string[]) => Promise<void>>>
   keys: async () => (await import("./keys-command.js")).keysCommand,
   traces: async () => (await import("./traces-command.js")).tracesCommand,
   accounts: async () => (await import("./accounts-command.js")).accountsCommand,
+  prices: async () => (await import("./prices-command.js")).pricesCommand,
 };
 
 async function main(argv: string[]): Promise<void> {

@@ -12,6 +12,7 @@ export function instrumentedStore(store: TraceStore, metrics: Metrics, health: W
     ...(store.handover === undefined ? {} : { handover: store.handover }),
     exportTraces: (query) => store.exportTraces(query),
     otlpSpans: (accountId, otlpTraceIds) => store.otlpSpans(accountId, otlpTraceIds),
+    modelCalls: (since) => store.modelCalls(since),
     deleteExpired: () => store.deleteExpired(),
     writeBatch: async (writes) => {
       const started = performance.now();

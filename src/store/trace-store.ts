@@ -36,6 +36,13 @@ export interface BatchHandover {
   batchSize: number;
 }
 
+/** How many calls one provider's model answered. */
+export interface ModelCalls {
+  provider: string;
+  model: string;
+  calls: number;
+}
+
 /** Where traces live. Implemented by every store adapter. */
 export interface TraceStore {
   /**
@@ -52,6 +59,8 @@ export interface TraceStore {
   otlpSpans(accountId: string, otlpTraceIds: string[]): Promise<OtlpSpanIds[]>;
   /** Traces in receive order, oldest first; never those past the retention period. */
   exportTraces(query: TraceQuery): AsyncIterable<StoredTrace>;
+  /** Calls per provider and model received since `since`, over every account, in no order (`calltrace prices check`). */
+  modelCalls(since: Date): Promise<ModelCalls[]>;
   /**
    * Deletes what is past the retention period now. Stores also do this on their own (the
    * embedded store hourly, MongoDB through TTL indexes where the server has them); a trace past

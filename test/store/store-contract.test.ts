@@ -62,7 +62,9 @@ const hour = 3_600_000;
 const day = 24 * hour;
 const filter = (init: Parameters<typeof create<typeof TraceFilterSchema>>[1] = {}) => create(TraceFilterSchema, init);
 
-type TraceFields = { [K in "keyId" | "accountId" | "country" | "provider" | "model" | "tokensIn" | "tokensOut" | "latencyMs" | "costUsd" | "status" | "error"]?: StoredTrace[K] };
+type TraceFields = {
+  [K in "keyId" | "accountId" | "country" | "provider" | "model" | "tokensIn" | "tokensOut" | "latencyMs" | "costUsd" | "status" | "error" | "priceCheck"]?: StoredTrace[K];
+};
 
 function trace(fields: TraceFields & { at: number }): StoredTrace {
   const { at, ...rest } = fields;
@@ -96,6 +98,8 @@ function expectedTotals(traces: StoredTrace[]) {
     costUsd: traces.reduce((s, t) => s + t.costUsd, 0),
     latencyP50Ms: rank(0.5),
     latencyP95Ms: rank(0.95),
+    unpricedCalls: BigInt(traces.filter((t) => t.priceCheck === PriceCheck.UNPRICED).length),
+    mismatchedCalls: BigInt(traces.filter((t) => t.priceCheck === PriceCheck.MISMATCH).length),
   };
 }
 
@@ -274,6 +278,8 @@ describe.each(adapters)("store contract: %s", (_name, open) => {
           tokensOut: 3 * i,
           latencyMs: Math.floor(random() * 4000),
           costUsd: Math.round(random() * 1e6) / 1e8,
+          // Every check, the unpriced and mismatched ones counted apart from the others.
+          priceCheck: [PriceCheck.MATCH, PriceCheck.UNPRICED, PriceCheck.MISMATCH, PriceCheck.SERVER, PriceCheck.UNSPECIFIED][i % 5]!,
         }),
       );
     }
@@ -331,6 +337,25 @@ describe.each(adapters)("store contract: %s", (_name, open) => {
       );
       expect(histogram.map((b) => Number(b.calls)), label).toEqual(expectedCounts);
     }
+  });
+
+  it("counts calls per provider and model since a time, over every account (prices check)", async () => {
+    const now = Date.now();
+    const since = now - 30 * day;
+    await store.writeBatch(
+      [
+        trace({ accountId: "acc_m1", at: now - 1000, provider: "openai", model: "gpt-9-turbo" }),
+        trace({ accountId: "acc_m2", at: now - 2 * day, provider: "openai", model: "gpt-9-turbo" }),
+        trace({ accountId: "acc_m2", at: since + hour, provider: "gemini", model: "gemini-9-pro" }),
+        trace({ accountId: "acc_m2", at: since - hour, provider: "gemini", model: "gemini-8-pro" }),
+      ].map((t) => write(t)),
+    );
+    const calls = await store.modelCalls(new Date(since));
+    const mine = calls.filter((m) => /^gemini-[89]-pro$|^gpt-9-turbo$/.test(m.model));
+    expect(mine.sort((a, b) => a.model.localeCompare(b.model))).toEqual([
+      { provider: "gemini", model: "gemini-9-pro", calls: 1 },
+      { provider: "openai", model: "gpt-9-turbo", calls: 2 },
+    ]);
   });
 
   it("answers zeros, not errors, for an account with no traces", async () => {

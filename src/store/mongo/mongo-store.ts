@@ -80,6 +80,16 @@ export async function openMongoStore(uri: string, options: MongoStoreOptions = {
         const ids = objectIdIds(c.traceIdKey);
         for await (const doc of cursor) yield traceFromDoc(doc, ids.idOf(doc._id));
       },
+      async modelCalls(since: Date) {
+        const from = Math.max(since.getTime(), keepMs === 0 ? 0 : Date.now() - keepMs);
+        const rows = await c.traces
+          .aggregate<{ _id: { provider: string; model: string }; calls: number }>([
+            { $match: traceMatch(undefined, { sinceMs: from, untilMs: 8_640_000_000_000_000 }) },
+            { $group: { _id: { provider: "$meta.provider", model: "$meta.model" }, calls: { $sum: 1 } } },
+          ])
+          .toArray();
+        return rows.map((row) => ({ provider: row._id.provider, model: row._id.model, calls: Number(row.calls) }));
+      },
       deleteExpired,
       async ping() {
         await client.db("admin").command({ ping: 1 }, { timeoutMS: writeTimeoutMs });

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { KeyLimitError, type KeyStore, type NewKey } from "../key-store.js";
 import type { AccountRecord, ApiKeyRecord } from "../records.js";
 import type { Store } from "../store.js";
-import type { TraceQuery } from "../trace-store.js";
+import type { ModelCalls, TraceQuery } from "../trace-store.js";
 import { newId } from "../ids.js";
 import { latencyBucket } from "../latency-bucket.js";
 import { retentionMs, type RetentionOptions } from "../retention.js";
@@ -60,6 +60,12 @@ export function openSqliteStore(dataDir: string, options: RetentionOptions = {})
     deleteExpiredAllLatencyDays: db.prepare(`DELETE FROM latency_daily_all WHERE day < ?`),
     deleteExpiredGroupDays: db.prepare(`DELETE FROM group_daily WHERE day < ?`),
     deleteExpiredGroupLatencyDays: db.prepare(`DELETE FROM group_latency_daily WHERE day < ?`),
+    // Whole days from the daily roll-up, the part of the first day from the traces.
+    modelCalls: db.prepare(
+      `SELECT provider, model, SUM(calls) AS calls FROM usage_daily WHERE day >= @fromDay GROUP BY provider, model
+       UNION ALL
+       SELECT provider, model, COUNT(*) AS calls FROM traces WHERE received_at >= @since AND received_at < @fromDay * ${dayMs} GROUP BY provider, model`,
+    ),
     exportPage: db.prepare(
       `SELECT * FROM traces WHERE seq > @after AND received_at >= @since AND received_at < @until
          AND (@account_id IS NULL OR account_id = @account_id)
@@ -166,6 +172,17 @@ export function openSqliteStore(dataDir: string, options: RetentionOptions = {})
         if (rows.length < exportPageSize) return;
         params.after = rows[rows.length - 1]!.seq;
       }
+    },
+    async modelCalls(since: Date) {
+      const from = Math.max(since.getTime(), keepMs === 0 ? 0 : Date.now() - keepMs);
+      const calls = new Map<string, ModelCalls>();
+      for (const row of statements.modelCalls.all({ since: from, fromDay: Math.ceil(from / dayMs) }) as ModelCalls[]) {
+        const key = `${row.provider}\u0000${row.model}`;
+        const seen = calls.get(key);
+        if (seen) seen.calls += row.calls;
+        else calls.set(key, { ...row });
+      }
+      return [...calls.values()];
     },
     async ping() {
       db.prepare("SELECT 1").get();
