@@ -183,8 +183,13 @@ describe("dashboard in a real browser", { timeout: 60_000 }, () => {
     await expect.poll(() => calls.textContent()).toBe("5");
     expect(await page.locator("[data-tile=error-rate] strong").textContent()).toBe("20.0%");
     expect(await page.locator("[data-tile=total-spend] strong").textContent()).toBe("$0.0351");
+    // The server's own prices: the failed Claude call (700 tokens in, cost 0) and the Gemini call
+    // (priced by the client below the table's 2.5 Flash rates) disagree by more than 1 %.
+    expect(await page.locator("[data-price-checks] [data-unpriced]").textContent()).toBe("0 unpriced calls");
+    expect(await page.locator("[data-price-checks] [data-mismatched]").textContent()).toBe("2 calls");
     expect(await send("US", { model: "gpt-4o", cost_usd: 0.01 })).toBe(202);
     await expect.poll(() => calls.textContent(), { timeout: 12_000 }).toBe("6");
+    expect(await page.locator("[data-price-checks] [data-mismatched]").textContent()).toBe("3 calls");
     await shot("overview");
   });
 

@@ -5,6 +5,7 @@ import { query } from "../api.js";
 import { BarList } from "../components/bar-list.js";
 import { Histogram } from "../components/histogram.js";
 import { colourOf } from "../components/palette.js";
+import { PriceChecks } from "../components/price-checks.js";
 import { StackedBars, type Series } from "../components/stacked-bars.js";
 import { count, ms, percent, plural, usd } from "../format.js";
 import { useQuery } from "../use-query.js";
@@ -71,6 +72,7 @@ function OverviewBody({ since, totals, models, days, buckets }: { since: Date; t
         <Tile label="p95 latency" value={ms(totals.latencyP95Ms)} id="p95" />
         <Tile label="Tokens in / out" value={`${count(totals.tokensIn)} / ${count(totals.tokensOut)}`} id="tokens" />
       </div>
+      <PriceChecks totals={totals} />
       {calls === 0 ? (
         <p class="muted card">No traces in this period yet. Create an API key under Settings and point an SDK at this server.</p>
       ) : (
