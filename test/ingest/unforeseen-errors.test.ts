@@ -6,6 +6,10 @@ import type { IngestPipeline } from "../../src/ingest/ingest-pipeline.js";
 import { serverCost } from "../../src/pricing/server-prices.js";
 import { createRequestHandler } from "../../src/server/request-handler.js";
 import { traceBody } from "../support/test-service.js";
+import { exportOf, genAiSpan } from "../otlp/otlp-support.js";
+import { ExportTraceServiceRequestSchema } from "../../gen/opentelemetry/proto/collector/trace/v1/trace_service_pb.js";
+import { StatusSchema } from "../../gen/google/rpc/status_pb.js";
+import { fromBinary, toBinary } from "@bufbuild/protobuf";
 
 /**
  * A pipeline step that fails in a way no refusal describes (a bug, an unexpected exception) must
@@ -78,5 +82,34 @@ describe("unforeseen errors on POST /v1/traces", () => {
     expect(response.status).toBe(500);
     expect(await response.json()).toEqual({ error: "Internal error" });
     expect(logged.some((line) => line.includes(message))).toBe(true);
+  });
+});
+
+describe("unforeseen errors on an OTLP Export", () => {
+  let server: { url: string; close: () => void };
+  beforeAll(async () => {
+    server = await serve({
+      admit: async () => admitted,
+      accept: async () => ({}),
+      acceptCalls: async () => {
+        throw new TypeError("acceptCalls broke");
+      },
+      abandon: async () => {},
+    });
+  });
+  afterAll(() => server.close());
+
+  it("500 with a google.rpc.Status (INTERNAL) in the request's encoding, logged", async () => {
+    const request = exportOf([genAiSpan()]);
+    const response = await fetch(`${server.url}/v1/traces`, {
+      method: "POST",
+      headers: { "content-type": "application/x-protobuf", authorization: `Bearer ${key}` },
+      body: toBinary(ExportTraceServiceRequestSchema, request) as BodyInit,
+      signal: AbortSignal.timeout(5000),
+    });
+    expect(response.status).toBe(500);
+    expect(response.headers.get("content-type")).toBe("application/x-protobuf");
+    expect(fromBinary(StatusSchema, new Uint8Array(await response.arrayBuffer()))).toMatchObject({ code: 13, message: "Internal error" });
+    expect(logged.some((line) => line.includes("acceptCalls broke"))).toBe(true);
   });
 });
