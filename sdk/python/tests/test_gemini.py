@@ -62,3 +62,19 @@ def test_a_gemini_stream_made_inside_a_scope_keeps_it_when_read_outside(provider
 
     [request] = tracing.wait_for(1)
     assert (request.body["user_id"], request.body["tags"]) == ("u-1", ["x"])
+
+
+def test_a_google_genai_without_the_private_request_methods_is_left_untraced_with_a_warning(collector, monkeypatch, caplog):
+    from google.genai.models import AsyncModels, Models
+
+    from conftest import API_KEY
+
+    original = Models.generate_content
+    monkeypatch.delattr(AsyncModels, "_generate_content_stream")
+    with caplog.at_level("WARNING", logger="calltrace"):
+        try:
+            assert "gemini" in calltrace.init(api_key=API_KEY, endpoint=collector.endpoint)
+            assert Models.generate_content is original
+        finally:
+            calltrace.shutdown(1)
+    assert "cannot trace this version of google.genai" in caplog.text

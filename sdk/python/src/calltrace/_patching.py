@@ -32,12 +32,13 @@ def _installed(library: str) -> bool:
 def _patch(provider: str) -> None:
     try:
         targets = importlib.import_module(f".providers.{provider}", __package__).targets()
+        # Every method looked up before any is replaced: all or nothing.
+        originals = [(cls, name, shape, cls.__dict__[name]) for cls, name, shape in targets]
     except Exception:
         # A library version whose layout we do not know: trace the others.
         logger.warning("calltrace: cannot trace this version of %s", LIBRARIES[provider], exc_info=True)
         return
-    for cls, name, shape in targets:
-        original = cls.__dict__[name]
+    for cls, name, shape, original in originals:
         setattr(cls, name, wrap(original, shape))
         _originals.append((cls, name, original))
 
