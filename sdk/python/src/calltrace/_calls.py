@@ -1,7 +1,10 @@
 """Wrapping provider methods: time each call, read its usage, report one trace.
 
 Each patched method has a Shape (in providers/) that knows the provider's
-request and response objects. Everything here that is ours runs under
+request and response objects. Every wrapper first takes the `calltrace=`
+option (one call's attributes) out of the arguments, even when nothing is
+traced. A call is traced with init's attributes, the scope's and the
+option's, merged in that order. Everything here that is ours runs under
 `except Exception`, so tracing trouble never reaches the application, and a
 provider exception propagates untouched (a bare `raise`).
 """

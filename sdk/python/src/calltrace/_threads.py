@@ -70,7 +70,10 @@ def carry_into_threads() -> None:
                     finally:
                         self.__dict__.pop("run", None)  # no cycle through the thread object
 
-                self.run = run_in_scope  # type: ignore[method-assign]
+                try:
+                    self.run = run_in_scope  # type: ignore[method-assign]
+                except AttributeError:  # a Thread subclass with __slots__ or a read-only run
+                    pass
             start(self)
 
         def submit_in_scope(self: futures.ThreadPoolExecutor, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
