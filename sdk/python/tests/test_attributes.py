@@ -198,3 +198,18 @@ def test_a_trace_with_full_metadata_still_says_its_usage_is_missing(prefix, prov
     trace = only_trace(tracing)
     assert len(trace["metadata"]) == 32 and trace["metadata"]["calltrace.usage"] == "missing"
     assert f"{prefix}31" not in trace["metadata"]
+
+
+def test_the_option_works_on_the_helpers_that_are_patched_methods(provider, tracing):
+    from clients import anthropic_client
+
+    with anthropic_client(provider.url).messages.stream(
+        model="claude-haiku-4-5", max_tokens=64, messages=MESSAGES, calltrace={"user_id": "helper"}
+    ) as stream:
+        stream.get_final_message()
+    openai_client(provider.url).chat.completions.parse(model="gpt-4o", messages=MESSAGES, calltrace={"user_id": "parse"})
+    openai_client(provider.url).responses.parse(model="gpt-4o", input="hi", calltrace={"user_id": "responses"})
+
+    tracing.wait_for(3)
+    assert [t["user_id"] for t in tracing.traces()] == ["helper", "parse", "responses"]
+    assert all("calltrace" not in json.dumps(r["body"]) for r in provider.requests)
