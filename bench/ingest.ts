@@ -4,7 +4,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
-import { calltrace, startListening } from "./support/processes.js";
+import { calltrace, startListening, waitUntilIdle } from "./support/processes.js";
 import { ghzIngest, type LoadResult, type LoadSettings, wrkPost } from "./support/load.js";
 import { otlpExportLoad } from "./support/otlp-load.js";
 import { machineLine, table, writeResultsSection } from "./support/results.js";
@@ -44,16 +44,26 @@ const results = Object.fromEntries(names.map((n) => [n, [] as LoadResult[]])) as
 const spansPerExport = 100;
 const otlpExporters = 10;
 const otlpResults: Awaited<ReturnType<typeof otlpExportLoad>>[] = [];
+/**
+ * Every target starts its turn with the others idle: the service's writer thread and WAL
+ * checkpoints went on for seconds after its own turn, and were measured against the baseline.
+ */
+const allPids = [...names.map((n) => targets[n].child.pid!), redis.pid!];
+const idleWaitsMs: number[] = [];
+const settle = async () => idleWaitsMs.push(await waitUntilIdle(allPids));
 for (let round = 0; round < rounds; round++) {
   const warmup = round === 0 ? settings.warmupSeconds : 0;
   for (const name of names) {
+    await settle();
     progress(`round ${round + 1} of ${rounds}: ${name}`);
     results[name].push(await wrkPost(`http://127.0.0.1:${targets[name].port}/v1/traces`, body, headers, { ...settings, warmupSeconds: warmup }));
   }
+  await settle();
   progress(`round ${round + 1} of ${rounds}: otlp`);
   const otlpSettings = { ...settings, connections: otlpExporters, warmupSeconds: warmup };
   otlpResults.push(await otlpExportLoad(`http://127.0.0.1:${targets.rest.port}`, key, otlpSettings, spansPerExport));
 }
+await settle();
 progress("calltrace gRPC");
 const grpc = await ghzIngest(`127.0.0.1:${targets.rest.port}`, { trace: traceBody(key) }, { authorization: `Bearer ${key}` }, settings);
 const rss = Object.fromEntries(names.map((n) => [n, targets[n].peakRssMiB()])) as Record<Target, number>;
@@ -101,7 +111,7 @@ const rows = [
 ];
 const markdown = `## Ingest: embedded store, Redis-backed limits, gRPC (\`npm run bench\`, bench/ingest.ts)
 
-${machineLine()}; ${settings.connections} connections, keep-alive, ${settings.warmupSeconds} s warm-up per target, then ${rounds} rounds of ${settings.seconds} s per target, the targets taking turns within each round; wrk -t1 for HTTP/1.1, ghz (10 HTTP/2 connections, 50 concurrent calls, as many calls as the warm-up rate gives in ${settings.seconds} s) for gRPC. Requests/s and p50 are the median round, p99 the worst round; the ratio is the median over rounds of the ratio to the baseline measured in the same round (each round's ratio in brackets). Every calltrace request is authenticated, rate-limited, validated and durably committed (SQLite WAL, synchronous=FULL, group commit) before its 202. ${stored} traces were in the store after the run. Machine load (1-minute load average on its 2 cores, shared with other work): ${loadAtStart.toFixed(1)} at the start, ${loadAtEnd.toFixed(1)} at the end.
+${machineLine()}; ${settings.connections} connections, keep-alive, ${settings.warmupSeconds} s warm-up per target, then ${rounds} rounds of ${settings.seconds} s per target, the targets taking turns within each round; wrk -t1 for HTTP/1.1, ghz (10 HTTP/2 connections, 50 concurrent calls, as many calls as the warm-up rate gives in ${settings.seconds} s) for gRPC. Requests/s and p50 are the median round, p99 the worst round; the ratio is the median over rounds of the ratio to the baseline measured in the same round (each round's ratio in brackets). Every calltrace request is authenticated, rate-limited, validated and durably committed (SQLite WAL, synchronous=FULL, group commit) before its 202. ${stored} traces were in the store after the run. Each turn began once every target (and Redis) had been idle, under 3 % of a core, for half a second: the waits were ${fmt(median(idleWaitsMs) / 1000, 1)} s median, ${fmt(Math.max(...idleWaitsMs) / 1000, 1)} s at most. Machine load (1-minute load average on its 2 cores, shared with other work): ${loadAtStart.toFixed(1)} at the start, ${loadAtEnd.toFixed(1)} at the end.
 
 ${table(["target", "requests/s", "p50 ms", "p99 ms", "peak RSS MiB", "ratio to baseline", "non-2xx / errors"], rows)}
 

@@ -39,6 +39,31 @@ export async function startListening(args: string[], env: NodeJS.ProcessEnv = {}
   };
 }
 
+/** CPU seconds a process has used so far, all its threads (utime + stime of /proc/PID/stat). */
+function cpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  // The fields after the command name, which is in parentheses and may hold spaces.
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / 100; // clock ticks (USER_HZ is 100 on Linux)
+}
+
+/**
+ * Waits until the processes are idle: together under `busyShare` of a core over `windowMs`, so
+ * that one target's leftovers (its writer thread finishing, a WAL checkpoint, garbage collection)
+ * are not measured against the next. Answers how long it waited, in ms; gives up after maxMs.
+ */
+export async function waitUntilIdle(pids: number[], { windowMs = 500, busyShare = 0.03, maxMs = 30_000 } = {}): Promise<number> {
+  const started = performance.now();
+  const total = () => pids.reduce((sum, pid) => sum + cpuSeconds(pid), 0);
+  for (let before = total(); performance.now() - started < maxMs; ) {
+    await new Promise((resolve) => setTimeout(resolve, windowMs));
+    const after = total();
+    if (after - before < (busyShare * windowMs) / 1000) return performance.now() - started;
+    before = after;
+  }
+  return performance.now() - started;
+}
+
 /** Runs the calltrace CLI and returns its stdout. */
 export function calltrace(args: string[], env: NodeJS.ProcessEnv = {}): string {
   const result = spawnSync(process.execPath, ["bin/calltrace.js", ...args], {

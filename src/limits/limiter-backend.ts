@@ -1,5 +1,5 @@
 import type { Redis } from "ioredis";
-import { RateLimiterCluster, RateLimiterMemory, RateLimiterRedis, RLWrapperTimeouts, type RateLimiterAbstract } from "rate-limiter-flexible";
+import { RateLimiterCluster, RateLimiterMemory, RateLimiterRedis, RateLimiterRes, RLWrapperTimeouts, type RateLimiterAbstract } from "rate-limiter-flexible";
 import type { Logger } from "../log/logger.js";
 import type { RedisHealth } from "./redis-health.js";
 
@@ -50,18 +50,56 @@ export function redisBackend({ redis, timeoutMs, health }: RedisBackendOptions):
   };
 }
 
-/** `limiter`, answered by an in-process limiter with the same limits when it fails or takes longer than timeoutMs. */
+/** Keys whose last shared count is remembered for the insurance; past this many the memory starts over. */
+const rememberedKeys = 100_000;
+
+/**
+ * `limiter`, answered by an in-process limiter with the same limits when it fails or takes longer
+ * than timeoutMs. The insurance goes on from the count the shared limiter last gave for a key in
+ * its current window, not from zero: a Redis merely slow under load (not down) used to let every
+ * request it was too slow for through a fresh counter, past the key's limit.
+ */
 function insured(
   limiter: RateLimiterAbstract,
   options: { keyPrefix: string; points: number; duration: number },
   timeoutMs: number,
   insuranceUsed: () => void,
 ): RLWrapperTimeouts {
+  const lastKnown = new Map<string, { consumed: number; until: number }>();
+  const remember = (key: string | number, res: unknown) => {
+    if (!(res instanceof RateLimiterRes)) return;
+    if (lastKnown.size >= rememberedKeys) lastKnown.clear();
+    lastKnown.set(String(key), { consumed: res.consumedPoints, until: Date.now() + res.msBeforeNext });
+  };
+  const shared = limiter.consume.bind(limiter);
+  limiter.consume = (key, ...rest) =>
+    shared(key, ...rest).then(
+      (res) => (remember(key, res), res),
+      (rejection: unknown) => {
+        remember(key, rejection);
+        throw rejection;
+      },
+    );
+
   const insurance = new RateLimiterMemory(options);
   const consume = insurance.consume.bind(insurance);
-  insurance.consume = (...args: Parameters<RateLimiterMemory["consume"]>) => {
+  /** Per key, the shared window the insurance was started from; every consume waits for that start. */
+  const started = new Map<string, { until: number; ready: Promise<unknown> }>();
+  insurance.consume = async (key, ...rest) => {
     insuranceUsed();
-    return consume(...args);
+    const name = String(key);
+    const known = lastKnown.get(name);
+    if (known && known.until > Date.now()) {
+      let start = started.get(name);
+      if (start?.until !== known.until) {
+        const seconds = Math.ceil((known.until - Date.now()) / 1000);
+        start = { until: known.until, ready: insurance.get(key).then((held) => held ?? insurance.set(key, known.consumed, seconds)) };
+        if (started.size >= rememberedKeys) started.clear();
+        started.set(name, start);
+      }
+      await start.ready;
+    }
+    return consume(key, ...rest);
   };
   return new RLWrapperTimeouts({ limiter, timeoutMs, insuranceLimiter: insurance });
 }

@@ -7,7 +7,10 @@ let service: TestService;
 
 beforeAll(async () => {
   redis = await startRedis();
-  service = await startTestService({ redisUrl: redis.url, plans: { steady: { per_minute: 100_000, per_month: 1_000_000 } } });
+  service = await startTestService({
+    redisUrl: redis.url,
+    plans: { steady: { per_minute: 100_000, per_month: 1_000_000 }, small: { per_minute: 20, per_month: 1_000_000 } },
+  });
 });
 afterAll(async () => {
   await redis.close();
@@ -64,5 +67,23 @@ describe("Redis faults (issue: limits across instances)", () => {
     const fresh = redis.client();
     expect((await postTrace(service.url, traceBody(key), { key })).status).toBe(202);
     expect(Number(await fresh.get(`ct:rl:steady:${id}`))).toBeGreaterThanOrEqual(1);
+  });
+
+  it("Redis healthy but slower than REDIS_TIMEOUT_MS: the insurance limiter goes on from the count Redis last gave, so the key's limit still holds", async () => {
+    const { key } = await service.createKey("small");
+    expect(await readinessWhen(false)).toEqual({ status: "ready" });
+    for (let i = 0; i < 12; i++) expect((await postTrace(service.url, traceBody(key), { key })).status).toBe(202);
+    // Redis answers nobody for 1 s (as under CPU load), then answers everything it was sent.
+    process.kill(redis.pid!, "SIGSTOP");
+    const asleep = new Promise((r) => setTimeout(r, 1000)).then(() => process.kill(redis.pid!, "SIGCONT"));
+    let statuses: number[];
+    try {
+      statuses = await Promise.all(Array.from({ length: 15 }, () => postTrace(service.url, traceBody(key), { key }).then((r) => r.status)));
+    } finally {
+      await asleep;
+    }
+    // 12 were counted in Redis; of the 15 answered by the insurance limiter, only the 8 left may pass.
+    expect(statuses.filter((s) => s === 202)).toHaveLength(8);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(7);
   });
 });

@@ -8,6 +8,8 @@ export const redisInstall = "apt-get install -y redis-server";
 export interface RedisTestServer {
   url: string;
   port: number;
+  /** The running server's process id. */
+  readonly pid: number | undefined;
   /** SIGKILL: Redis vanishes mid-run. */
   kill(): Promise<void>;
   /** Starts it again on the same port (empty: it keeps nothing on disk). */
@@ -53,6 +55,9 @@ export async function startRedis(): Promise<RedisTestServer> {
   return {
     url: `redis://127.0.0.1:${port}`,
     port,
+    get pid() {
+      return child?.pid;
+    },
     kill,
     start,
     client() {
