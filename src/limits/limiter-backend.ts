@@ -74,7 +74,10 @@ function insured(
   const shared = limiter.consume.bind(limiter);
   limiter.consume = (key, ...rest) =>
     shared(key, ...rest).then(
-      (res) => (remember(key, res), res),
+      (res) => {
+        remember(key, res);
+        return res;
+      },
       (rejection: unknown) => {
         remember(key, rejection);
         throw rejection;
