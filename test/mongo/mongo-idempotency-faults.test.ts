@@ -20,7 +20,7 @@ describe("MongoDB store: Idempotency-Key retries under faults (D14)", () => {
     const setup = await mongoServiceSetup(uri);
     const service = await setup.start({ WRITE_TIMEOUT_MS: "1000" });
     try {
-      const total = 600;
+      const total = 400;
       let next = 0;
       let accepted = 0;
       let froze: Promise<void> | undefined;
@@ -49,5 +49,5 @@ describe("MongoDB store: Idempotency-Key retries under faults (D14)", () => {
       service.child.kill("SIGTERM");
       await service.exited;
     }
-  });
+  }, 120_000);
 });
