@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import re
+import secrets
 import threading
 from typing import Any, Dict, List, Optional
 
@@ -338,6 +339,7 @@ class FakeProvider(Server):
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._ids = 0
+        self._run = secrets.token_hex(3)
         self.requests: List[Dict[str, Any]] = []
         self.tokens = (1234, 567)
         self.anthropic_cache = (0, 0)
@@ -350,10 +352,10 @@ class FakeProvider(Server):
         self.stream_failure: Optional[str] = None
 
     def unique(self, prefix: str) -> str:
-        """An id that no other response of this fake has, as the real APIs' ids (prefix kept for the look)."""
+        """An id no other response has, in this fake or another one, as the real APIs' ids (prefix kept for the look)."""
         with self._lock:
             self._ids += 1
-            return f"{prefix}{self._ids:08d}"
+            return f"{prefix}{self._run}{self._ids:06d}"
 
     def record(self, path: str, headers: Dict[str, str], body: Any) -> None:
         with self._lock:
