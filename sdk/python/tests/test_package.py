@@ -20,7 +20,7 @@ SOURCE = Path(__file__).resolve().parents[1] / "src"
 def test_the_distribution_is_calltrace_sdk_at_the_packages_version():
     distribution = importlib.metadata.distribution("calltrace-sdk")
     assert distribution.version == calltrace.__version__
-    assert distribution.metadata["Requires-Dist"] is None  # the standard library only
+    assert not distribution.requires  # the standard library only
 
 
 def test_under_the_wheel_the_code_and_the_price_table_come_from_the_installed_package():
