@@ -80,7 +80,7 @@ const plainResponse = (description: string, schema: JsonSchema, headers: Record<
 /**
  * The OpenAPI 3.1 document of the REST surface: `POST /v1/traces` with every status and body of
  * the decisions (D1-D15), `/healthz` and `/readyz`. The Trace schema is derived from the
- * contract's descriptor; the rest restates decisions.md.
+ * contract's descriptor; the rest restates docs/decisions.md.
  */
 export function openApiDocument(): Record<string, unknown> {
   return {
@@ -90,7 +90,7 @@ export function openApiDocument(): Record<string, unknown> {
       version: "1",
       summary: "Self-hostable LLM usage tracing: one trace per LLM call.",
       description:
-        "The REST surface of calltrace. The same Ingest is served over gRPC, gRPC-Web and Connect on the same port (see proto/calltrace/v1/trace_service.proto).",
+        "The REST surface of calltrace. The same Ingest is served over gRPC, gRPC-Web and Connect on the same port (see proto/calltrace/v1/trace_service.proto). `D<n>` cites decision n of the project's decision record, docs/decisions.md in the calltrace repository (anchor #d<n>).",
       license: { name: "Apache-2.0", identifier: "Apache-2.0" },
     },
     components: {

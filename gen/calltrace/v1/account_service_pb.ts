@@ -50,7 +50,7 @@ export type GetAccountResponse = Message<"calltrace.v1.GetAccountResponse"> & {
   plan: string;
 
   /**
-   * The plan's limits, which apply to each key (D19).
+   * The plan's limits, which apply to each key (D19, docs/decisions.md#d19).
    *
    * @generated from field: int64 plan_per_minute = 4;
    */
@@ -509,8 +509,8 @@ export const DeleteAccountResponseSchema: GenMessage<DeleteAccountResponse> = /*
  * `x-csrf-token` header (see AuthService) and acts on the caller's own
  * account only.
  *
- * Key rotation (D20): create a new key, move applications over to it, then
- * revoke the old one.
+ * Key rotation (D20, docs/decisions.md#d20): create a new key, move
+ * applications over to it, then revoke the old one.
  *
  * @generated from service calltrace.v1.AccountService
  */

@@ -57,14 +57,17 @@ export const IngestResponseSchema: GenMessage<IngestResponse> = /*@__PURE__*/
  *
  * Authentication: the `authorization: Bearer ct_...` header (gRPC metadata).
  * Optional `idempotency-key` header (at most 128 characters): a retry with the
- * same key within 24 hours returns the first answer and stores nothing new.
+ * same key within 24 hours returns the first answer and stores nothing new
+ * (D14, docs/decisions.md#d14).
  *
- * Errors (REST status in brackets): INVALID_ARGUMENT (400), UNAUTHENTICATED
- * (401), RESOURCE_EXHAUSTED (413 body too large, 429 rate limit or monthly
- * quota), UNAVAILABLE (503). Rate-limit and quota figures travel as the response
- * headers `x-ratelimit-limit`, `x-ratelimit-remaining`, `x-ratelimit-reset`
- * (and `x-quota-*`); the wait before a retry as a `google.rpc.RetryInfo` error
- * detail.
+ * Errors (REST status in brackets; D17, docs/decisions.md#d17):
+ * INVALID_ARGUMENT (400), UNAUTHENTICATED (401), RESOURCE_EXHAUSTED (413 body
+ * too large, 429 rate limit or monthly quota), UNAVAILABLE (503). Rate-limit
+ * and quota figures travel as the response headers `x-ratelimit-limit`,
+ * `x-ratelimit-remaining`, `x-ratelimit-reset` (and `x-quota-*`); the wait
+ * before a retry as a `google.rpc.RetryInfo` error detail; which refusal it is
+ * as a `google.rpc.ErrorInfo`; and for INVALID_ARGUMENT, the fields at fault as
+ * a `google.rpc.BadRequest` (D25, docs/decisions.md#d25).
  *
  * @generated from service calltrace.v1.TraceService
  */
