@@ -6,6 +6,10 @@ import { join } from "node:path";
 /** The Go tools the tests run, with how to install each (`.ci/run` does). */
 export const goTools = {
   grpcurl: "go install github.com/fullstorydev/grpcurl/cmd/grpcurl@v1.9.3",
+  // The Go codegen consumer's plugins (test/codegen, docs/codegen.md).
+  "protoc-gen-go": "go install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12",
+  "protoc-gen-go-grpc": "go install google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.2",
+  "protoc-gen-connect-go": "go install connectrpc.com/connect/cmd/protoc-gen-connect-go@v1.21.1",
 } as const;
 
 /** GOPATH/bin, where `go install` puts tools. */
