@@ -44,8 +44,9 @@ async function pythonVenv(): Promise<string> {
 }
 
 beforeAll(async () => {
-  // Each consumer uses its own key, on a plan that refuses the fifth request of a minute.
-  service = await startTestService({ plans: { free: { per_minute: 4, per_month: 1000 } } });
+  // Each consumer uses its own key, on a plan that refuses the fifth request of a minute. The
+  // consumers check answers, not retries: a commit may take long on a loaded machine, so no 503.
+  service = await startTestService({ plans: { free: { per_minute: 4, per_month: 1000 } }, writeTimeoutMs: 60_000 });
   address = new URL(service.url).host;
   const scratch = mkdtempSync(join(tmpdir(), "calltrace-codegen-"));
 

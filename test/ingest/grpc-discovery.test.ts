@@ -16,7 +16,11 @@ let service: TestService;
 let address: string;
 
 beforeAll(async () => {
-  service = await startTestService({ plans: { free: { per_minute: 2, per_month: 50_000 }, pro: { per_minute: 1000, per_month: 500_000 } } });
+  // The README's commands cannot retry a 503: a commit may take long on a loaded machine.
+  service = await startTestService({
+    plans: { free: { per_minute: 2, per_month: 50_000 }, pro: { per_minute: 1000, per_month: 500_000 } },
+    writeTimeoutMs: 60_000,
+  });
   address = new URL(service.url).host;
 });
 
