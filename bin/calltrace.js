@@ -1,6 +1,14 @@
 #!/usr/bin/env node
-// Runs the TypeScript sources directly (tsx), so there is no build step between install and start.
-import { register } from "tsx/esm/api";
+// The calltrace command. From a source checkout (src/ is here) it runs the TypeScript sources
+// through tsx, so there is no build step between `npm install` and `npm start`; the installed
+// package (npm pack) ships no src/, only the JavaScript compiled into dist/ by `npm run build`.
+import { existsSync } from "node:fs";
 
-register();
-await import("../src/cli/main.ts");
+const source = new URL("../src/cli/main.ts", import.meta.url);
+if (existsSync(source)) {
+  const { register } = await import("tsx/esm/api");
+  register();
+  await import(source.href);
+} else {
+  await import(new URL("../dist/src/cli/main.js", import.meta.url).href);
+}

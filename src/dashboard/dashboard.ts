@@ -67,7 +67,8 @@ export interface Dashboard {
 }
 
 const mount = "/app/";
-const defaultWebRoot = fileURLToPath(new URL("../../web/dist", import.meta.url));
+// The package root is two levels up from src/dashboard/, three from the compiled dist/src/dashboard/.
+const defaultWebRoot = fileURLToPath(new URL(import.meta.url.endsWith(".js") ? "../../../web/dist" : "../../web/dist", import.meta.url));
 
 export function createDashboard(options: DashboardOptions): Dashboard {
   const sessions = createSessions(options.users, { ttlSeconds: options.sessionTtlSeconds, ...(options.now ? { now: options.now } : {}) });

@@ -7,11 +7,17 @@ import type { CloseRequest, WriteReply, WriteRequest } from "./sqlite-write-work
 const closeGraceMs = 5000;
 
 /**
- * The worker loads its TypeScript entry through tsx, as the main thread does (on Node 20 an
- * `--import tsx` in the worker's execArgv does not reach the worker's own entry module).
+ * The worker's entry. Compiled (the installed package), this module is JavaScript and so is the
+ * worker's. From a source checkout the worker loads its TypeScript entry through tsx, as the main
+ * thread does (on Node 20 an `--import tsx` in the worker's execArgv does not reach the worker's
+ * own entry module); tsx is a development dependency, so it is only looked up then.
  */
-const bootstrap = `import(${JSON.stringify(import.meta.resolve("tsx/esm/api"))})
+function workerEntry(): { entry: string | URL; eval: boolean } {
+  if (import.meta.url.endsWith(".js")) return { entry: new URL("./sqlite-write-worker.js", import.meta.url), eval: false };
+  const bootstrap = `import(${JSON.stringify(import.meta.resolve("tsx/esm/api"))})
   .then((tsx) => { tsx.register(); return import(${JSON.stringify(new URL("./sqlite-write-worker.ts", import.meta.url).href)}); })`;
+  return { entry: bootstrap, eval: true };
+}
 
 const stored: WriteOutcome = { kind: "stored" };
 const duplicate: WriteOutcome = { kind: "duplicate" };
@@ -37,7 +43,8 @@ export function sqliteWriterThread(file: string): SqliteWriterThread {
   };
 
   const start = (): Worker => {
-    const started = new Worker(bootstrap, { eval: true, workerData: { file } });
+    const { entry, eval: evaluated } = workerEntry();
+    const started = new Worker(entry, { eval: evaluated, workerData: { file } });
     started.on("message", (reply: WriteReply) => {
       const waiting = pending.get(reply.id);
       if (!waiting) return;
