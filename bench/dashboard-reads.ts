@@ -1,8 +1,10 @@
 // Dashboard reads at scale: 1,000,000 traces for one account and 100,000 for each of nine others,
-// spread over the last 30 days. Times the traces table's first page, a deep page through the
-// cursor, and the overview's 30-day aggregates, at the store port and through QueryService over
-// HTTP (session cookie and CSRF header, as the web app calls it). Target on the embedded store:
-// each under 300 ms median.
+// spread over the last 30 days, each with a user (10,000 distinct in the big account, a few much
+// busier than the rest), a session, up to three of 50 tags, metadata (`feature`, `team`) and an
+// environment. Times the traces table's first page, a deep page through the cursor, the overview's
+// 30-day aggregates, spend grouped by user, tag and metadata key, and the first page sorted by
+// cost, at the store port and through QueryService over HTTP (session cookie and CSRF header, as
+// the web app calls it). Target on the embedded store: each under 300 ms median.
 //
 //   node --import tsx bench/dashboard-reads.ts                 embedded store (SQLite)
 //   node --import tsx bench/dashboard-reads.ts --store mongo   MongoDB adapter on FerretDB (test/support/ferretdb.ts),
@@ -53,6 +55,10 @@ const models = [
   ["gemini", "gemini-2.5-flash", 0.3, 2.5],
 ] as const;
 const countries = ["US", "US", "US", "GB", "DE", "FR", "IN", "BR", "JP", "CA", "AU", "IE", "NL", "ES", "SG", ""];
+const users = 10_000;
+const tags = Array.from({ length: 50 }, (_, i) => `tag-${String(i).padStart(2, "0")}`);
+const features = Array.from({ length: 20 }, (_, i) => `feature-${String(i).padStart(2, "0")}`);
+const teams = ["payments", "growth", "search", "support", "platform"];
 
 /** Deterministic pseudo-random numbers (mulberry32), so every run seeds the same data. */
 function random(seed: number): () => number {
@@ -108,6 +114,9 @@ async function seed(store: Store): Promise<Seeded> {
       const tokensIn = Math.floor(50 + rand() * 4000);
       const tokensOut = Math.floor(rand() * 800);
       const failed = rand() < 0.03;
+      // Squaring skews usage: the lowest-numbered users make most of the calls, as big customers do.
+      const user = Math.floor(users * rand() ** 2);
+      const traceTags = Array.from({ length: Math.floor(rand() * 4) }, () => tags[Math.floor(rand() * tags.length)]!);
       batch.push({
         idempotencyKey: undefined,
         trace: create(StoredTraceSchema, {
@@ -123,6 +132,11 @@ async function seed(store: Store): Promise<Seeded> {
           costUsd: failed ? 0 : (tokensIn * inPrice + tokensOut * outPrice) / 1e6,
           status: failed ? "error" : "success",
           ...(failed ? { error: "rate_limit_error: slow down" } : {}),
+          userId: `user-${user}`,
+          sessionId: `user-${user}-s${Math.floor(rand() * 20)}`,
+          tags: traceTags,
+          metadata: rand() < 0.9 ? { feature: features[Math.floor(rand() * features.length)]!, team: teams[Math.floor(rand() * teams.length)]! } : {},
+          environment: rand() < 0.8 ? "production" : "staging",
         }),
       });
     }
@@ -242,6 +256,28 @@ async function main(): Promise<void> {
   await measure("store: overview, 30 UTC days (totals + by model + by day + latency, concurrently)", () => overview(thirtyDays));
   await measure("store: overview, rolling 30 x 24 h (the same four reads)", () => overview(rolling));
   await measure("store: geography, 30 UTC days (by country)", () => store.usageByCountry(seeded.accountId, thirtyDays));
+  await measure("store: spend by user, 30 UTC days (top 100 of 10,000 users, with p50/p95)", () =>
+    store.usageByGroup(seeded.accountId, thirtyDays, { kind: "user" }, 100),
+  );
+  await measure("store: spend by tag, 30 UTC days (50 tags)", () => store.usageByGroup(seeded.accountId, thirtyDays, { kind: "tag" }, 100));
+  await measure("store: spend by metadata key `feature`, 30 UTC days (20 values)", () =>
+    store.usageByGroup(seeded.accountId, thirtyDays, { kind: "metadata", key: "feature" }, 100),
+  );
+  await measure("store: spend by user, rolling 30 x 24 h (top 100)", () => store.usageByGroup(seeded.accountId, rolling, { kind: "user" }, 100));
+  const topUsers = (await store.usageByGroup(seeded.accountId, thirtyDays, { kind: "user" }, 10)).groups.map((g) => g.value);
+  await measure("store: spend per day of the top 10 users, 30 UTC days", () =>
+    store.usageByGroupAndDay(seeded.accountId, thirtyDays, { kind: "user" }, topUsers),
+  );
+  await measure("store: first page sorted by cost, 30 UTC days (50 rows, most expensive first)", () =>
+    store.listTraces(seeded.accountId, thirtyDays, { pageSize: 50, sort: { order: "cost", ascending: false } }),
+  );
+  const topUser = create(TraceFilterSchema, { since: thirtyDays.since, userId: topUsers[0] });
+  await measure("store: first page of the top user sorted by cost, 30 UTC days", () =>
+    store.listTraces(seeded.accountId, topUser, { pageSize: 50, sort: { order: "cost", ascending: false } }),
+  );
+  await measure("store: tags of the top user, 30 UTC days (group-by under a user filter)", () =>
+    store.usageByGroup(seeded.accountId, topUser, { kind: "tag" }, 100),
+  );
   await store.close();
 
   const config = { ...resolveConfig({}, {}), port: 0, dataDir, logLevel: "silent", ...(uri ? { mongodbUri: uri } : {}) };
@@ -257,6 +293,14 @@ async function main(): Promise<void> {
       Promise.all(
         ["GetUsageTotals", "GetUsageByModel", "GetUsageByDay", "GetLatencyHistogram"].map((m) => call(`QueryService/${m}`, { filter })),
       ),
+    );
+    await measure("HTTP attribution page by user, 30 UTC days (top 100, then the top 10 per day)", async () => {
+      const top = await call("QueryService/GetUsageByGroup", { filter, dimension: "DIMENSION_USER", limit: 100 });
+      const values = (top.groups as { value?: string }[]).slice(0, 10).map((g) => g.value ?? "");
+      await call("QueryService/GetUsageByGroupAndDay", { filter, dimension: "DIMENSION_USER", values });
+    });
+    await measure("HTTP QueryService.ListTraces: first page sorted by cost", () =>
+      call("QueryService/ListTraces", { filter, pageSize: 50, order: "TRACE_ORDER_COST" }),
     );
   } finally {
     await service.close(1000);
@@ -277,7 +321,8 @@ async function main(): Promise<void> {
     `### Dashboard reads: ${storeName}`,
     "",
     `\`node --import tsx bench/dashboard-reads.ts${uri ? " --store mongo" : ""}${scale !== 1 ? ` --scale ${scale}` : ""}\`: ${seeded.total.toLocaleString("en-US")} traces over 30 days, ` +
-      `${Math.round(1_000_000 * scale).toLocaleString("en-US")} of them in the account read, ${Math.round(100_000 * scale).toLocaleString("en-US")} in each of nine others. ` +
+      `${Math.round(1_000_000 * scale).toLocaleString("en-US")} of them in the account read, ${Math.round(100_000 * scale).toLocaleString("en-US")} in each of nine others; ` +
+      `each trace has one of ${users.toLocaleString("en-US")} users (skewed: a few make most calls), a session, up to 3 of ${tags.length} tags, metadata \`feature\` (${features.length} values) and \`team\` on 90%, and an environment. ` +
       `Up to ${runs} timed runs per row (fewer when a row passes ${rowBudgetMs / 1000} s, at least 3; one cold run for a read over ${slowReadMs / 1000} s) after warm-up. ${machineLine()}, ${cpus().length} cores (shared). ${load}${ferretNote}`,
     "",
     table(

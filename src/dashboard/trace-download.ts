@@ -3,6 +3,7 @@ import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { TraceFilterSchema, type TraceFilter } from "../../gen/calltrace/v1/query_pb.js";
 import type { StoredTrace } from "../../gen/calltrace/v1/trace_pb.js";
+import { createValidator } from "@bufbuild/protovalidate";
 import { exportLines, type ExportFormat } from "../export/trace-export.js";
 import { sendJson } from "../server/json-response.js";
 import type { NodeRequest, NodeResponse } from "../server/node-types.js";
@@ -10,12 +11,14 @@ import type { TraceReader } from "../store/trace-reader.js";
 import { assertSameOrigin } from "./same-origin.js";
 import type { Sessions } from "./sessions.js";
 
+const validator = createValidator();
+
 /** Traces read per page while streaming a download. */
 const pageSize = 500;
 
 /**
- * `GET /app/export/traces.csv|jsonl?since&until&key_id&provider&model&status`: the signed-in
- * account's traces matching the filter, newest first, streamed page by page so a download of
+ * `GET /app/export/traces.csv|jsonl?since&until&key_id&provider&model&status&user&tag...`: the
+ * signed-in account's traces matching the filter (filterFromQuery), newest first, streamed page by page so a download of
  * millions of rows never sits in memory. A GET without side effects behind a SameSite=Strict
  * cookie, so it needs no CSRF token and a browser link can start it.
  */
@@ -58,7 +61,12 @@ async function* pages(reader: TraceReader, accountId: string, filter: TraceFilte
   } while (cursor);
 }
 
-/** The query's filter, named as TraceFilter's fields are; times in ISO 8601. */
+/**
+ * The query's filter: `since` and `until` in ISO 8601, `key_id`, `provider`, `model` and `status`
+ * named as TraceFilter's fields are, and the attributes as the web app's address bar names them
+ * (`user`, `session`, `tag` (repeated), `meta.<key>`, `env`, `service`, `otlp`, `q` for model text,
+ * `error` for error text), so a download holds what the page shows. Checked by TraceFilter's rules.
+ */
 export function filterFromQuery(query: URLSearchParams): TraceFilter {
   const time = (name: string) => {
     const value = query.get(name);
@@ -69,14 +77,28 @@ export function filterFromQuery(query: URLSearchParams): TraceFilter {
   };
   const since = time("since");
   const until = time("until");
-  return create(TraceFilterSchema, {
+  const metadata: Record<string, string> = {};
+  for (const [name, value] of query) if (name.startsWith("meta.")) metadata[name.slice("meta.".length)] = value;
+  const filter = create(TraceFilterSchema, {
     ...(since ? { since } : {}),
     ...(until ? { until } : {}),
     keyId: query.get("key_id") ?? "",
     provider: query.get("provider") ?? "",
     model: query.get("model") ?? "",
     status: query.get("status") ?? "",
+    userId: query.get("user") ?? "",
+    sessionId: query.get("session") ?? "",
+    tags: query.getAll("tag"),
+    metadata,
+    environment: query.get("env") ?? "",
+    service: query.get("service") ?? "",
+    otlpTraceId: query.get("otlp") ?? "",
+    modelContains: query.get("q") ?? "",
+    errorContains: query.get("error") ?? "",
   });
+  const result = validator.validate(TraceFilterSchema, filter);
+  if (result.kind !== "valid") throw new Error(result.kind === "invalid" ? result.violations.map((v) => v.toString()).join("; ") : result.error.message);
+  return filter;
 }
 
 /** A Node request's headers as fetch Headers (HTTP/2 pseudo-headers left out). */

@@ -190,6 +190,18 @@ describe("QueryService attribution: group-by, sorted and searched pages, one tra
     );
   });
 
+  it("downloads what the page shows: the attribute filters apply to the CSV and JSONL downloads too", async () => {
+    const jsonl = (await (await alice.get("/app/export/traces.jsonl?user=cust-1&tag=beta")).text()).trim().split("\n");
+    expect(jsonl.map((line) => JSON.parse(line).model)).toEqual(["GPT-4o-mini"]);
+    const csv = (await (await alice.get("/app/export/traces.csv?meta.feature=chat&q=GPT")).text()).trim().split("\n");
+    expect(csv).toHaveLength(3); // header + the two chat calls (GPT-4o-mini and the default gpt-4o-2024-08-06)
+    const bad = await alice.get("/app/export/traces.csv?meta.bad%20key=x");
+    expect(bad.status).toBe(400);
+    expect(await bad.text()).toContain("metadata");
+    // Bob's download under Alice's filters holds only his own trace for cust-1.
+    expect((await (await bob.get("/app/export/traces.jsonl?user=cust-1")).text()).trim().split("\n")).toHaveLength(1);
+  });
+
   it("refuses malformed requests field by field", async () => {
     const invalid = async (method: string, body: unknown) => {
       const answer = await alice.call(`QueryService/${method}`, body);

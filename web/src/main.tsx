@@ -2,6 +2,7 @@ import { render } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import type { Session } from "../../gen/calltrace/v1/auth_service_pb.js";
 import { auth, messageOf, whenSignedOut } from "./api.js";
+import { Attribution } from "./pages/attribution.js";
 import { Geography } from "./pages/geography.js";
 import { Login } from "./pages/login.js";
 import { Overview } from "./pages/overview.js";
@@ -12,6 +13,7 @@ import "./styles.css";
 
 const pages = [
   { path: "/", title: "Overview", page: Overview },
+  { path: "/attribution", title: "Attribution", page: Attribution },
   { path: "/traces", title: "Traces", page: Traces },
   { path: "/geography", title: "Geography", page: Geography },
   { path: "/settings", title: "Settings · API keys", page: Settings },

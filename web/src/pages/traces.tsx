@@ -1,8 +1,11 @@
 import { useState } from "preact/hooks";
 import { account, query } from "../api.js";
+import { AttributeBar } from "../components/attribute-bar.js";
 import { FilterBar } from "../components/filter-bar.js";
+import { TraceDetail } from "../components/trace-detail.js";
+import { columnsFromQuery, optionalColumns, sortFromQuery, sortToQuery, TraceTable, traceOrder, type ColumnId, type TraceSort } from "../components/trace-table.js";
+import { attributesFromQuery, attributesToQuery, joinQuery, withAttributes, type Attributes } from "../attributes.js";
 import { downloadQuery, filtersFromQuery, filtersToQuery, traceFilter, type Filters } from "../filters.js";
-import { count, dateTime, usdPrecise } from "../format.js";
 import { base, navigate, useLocation } from "../router.js";
 import { useQuery } from "../use-query.js";
 
@@ -13,7 +16,11 @@ const refreshMs = 5000;
 export function Traces() {
   const { query: params } = useLocation();
   const filters = filtersFromQuery(params);
-  const filterKey = filtersToQuery(filters);
+  const attributes = attributesFromQuery(params);
+  const sort = sortFromQuery(params);
+  const columns = columnsFromQuery(params);
+  const opened = params.get("trace") ?? "";
+  const filterKey = joinQuery(filtersToQuery(filters), attributesToQuery(attributes), sortToQuery(sort));
   // Cursors of the pages before the current one: keyset pagination stays fast however deep.
   const [cursors, setCursors] = useState<{ filterKey: string; stack: string[] }>({ filterKey, stack: [] });
   const stack = cursors.filterKey === filterKey ? cursors.stack : [];
@@ -22,16 +29,25 @@ export function Traces() {
   const keys = useQuery(async () => (await account.listKeys({})).keys, []);
   const models = useQuery(async () => (await query.getUsageByModel({ filter: { since: traceFilter(filters).since } })).models.map((m) => m.model), [filters.range]);
   const page = useQuery(
-    async () => (await query.listTraces({ filter: traceFilter(filters), pageSize, cursor })).page!,
+    async () => (await query.listTraces({ filter: withAttributes(traceFilter(filters), attributes), pageSize, cursor, ...traceOrder(sort) })).page!,
     [filterKey, cursor],
     cursor === "" ? refreshMs : undefined,
   );
   const keyNames = new Map((keys.data ?? []).map((k) => [k.id, `${k.name || "(unnamed)"} · ct_${k.prefix}…`]));
-  const change = (f: Filters) => navigate(`${base}traces?${filtersToQuery(f)}`);
-  const download = downloadQuery(filters);
+  const keyName = (id: string) => keyNames.get(id) ?? id;
+  const go = (f: Filters, a: Attributes, s: TraceSort, cols: ColumnId[], trace: string) =>
+    navigate(
+      `${base}traces?${joinQuery(filtersToQuery(f), attributesToQuery(a), sortToQuery(s), cols.length > 0 ? `cols=${cols.join(",")}` : "", trace ? `trace=${encodeURIComponent(trace)}` : "")}`,
+    );
+  const close = () => {
+    go(filters, attributes, sort, columns, "");
+    // Focus goes back to the row the panel was opened from.
+    requestAnimationFrame(() => document.querySelector<HTMLElement>(`tr[data-trace-id="${CSS.escape(opened)}"]`)?.focus());
+  };
+  const download = joinQuery(downloadQuery(filters), attributesToQuery(attributes));
 
   return (
-    <section>
+    <section class={opened ? "with-detail" : ""}>
       <div class="row between">
         <h1>Traces</h1>
         <div class="row">
@@ -43,56 +59,45 @@ export function Traces() {
           </a>
         </div>
       </div>
-      <FilterBar filters={filters} onChange={change} keys={keys.data ?? []} models={models.data ?? []} />
+      <FilterBar filters={filters} onChange={(f) => go(f, attributes, sort, columns, "")} keys={keys.data ?? []} models={models.data ?? []} />
+      <AttributeBar attributes={attributes} onChange={(a) => go(filters, a, sort, columns, "")} search />
+      <details class="columns">
+        <summary>Columns</summary>
+        {optionalColumns.map((c) => (
+          <label class="inline">
+            <input
+              type="checkbox"
+              name={`column-${c.id}`}
+              checked={columns.includes(c.id)}
+              onChange={(e) => go(filters, attributes, sort, e.currentTarget.checked ? [...columns, c.id] : columns.filter((x) => x !== c.id), opened)}
+            />
+            {c.label}
+          </label>
+        ))}
+      </details>
       {page.error && <p class="error">{page.error}</p>}
-      <div class="card table-wrap">
-        <table class="traces">
-          <thead>
-            <tr>
-              <th>Time</th>
-              <th>Provider</th>
-              <th>Model</th>
-              <th class="num">Tokens in</th>
-              <th class="num">Tokens out</th>
-              <th class="num">Latency (ms)</th>
-              <th class="num">Cost (USD)</th>
-              <th>Status</th>
-              <th>Error</th>
-              <th>Country</th>
-              <th>Key</th>
-            </tr>
-          </thead>
-          <tbody>
-            {(page.data?.traces ?? []).map((t) => (
-              <tr data-trace-id={t.id}>
-                <td class="nowrap">{dateTime(t.receivedAt)}</td>
-                <td>{t.provider}</td>
-                <td>{t.model}</td>
-                <td class="num">{count(t.tokensIn)}</td>
-                <td class="num">{count(t.tokensOut)}</td>
-                <td class="num">{count(t.latencyMs)}</td>
-                <td class="num">{usdPrecise(t.costUsd)}</td>
-                <td>
-                  <span class={`status ${t.status}`}>{t.status}</span>
-                </td>
-                <td class="error-text" title={t.error ?? ""}>
-                  {t.error ?? ""}
-                </td>
-                <td>{t.country || "—"}</td>
-                <td class="muted small">{keyNames.get(t.keyId) ?? t.keyId}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-        {page.data && page.data.traces.length === 0 && <p class="muted pad">No traces match these filters.</p>}
+      <div class="traces-layout">
+        <div class="card table-wrap">
+          <TraceTable
+            traces={page.data?.traces ?? []}
+            sort={sort}
+            onSort={(s) => go(filters, attributes, s, columns, opened)}
+            columns={columns}
+            keyName={keyName}
+            selected={opened}
+            onOpen={(id) => go(filters, attributes, sort, columns, id)}
+          />
+          {page.data && page.data.traces.length === 0 && <p class="muted pad">No traces match these filters.</p>}
+        </div>
+        {opened && <TraceDetail id={opened} keyName={keyName} onClose={close} />}
       </div>
       <div class="row pager">
         <button type="button" disabled={stack.length === 0} onClick={() => setCursors({ filterKey, stack: stack.slice(0, -1) })}>
-          ← Newer
+          ← {sort.order === "time" && !sort.ascending ? "Newer" : "Previous"}
         </button>
         <span class="muted">Page {stack.length + 1}</span>
         <button type="button" disabled={!page.data?.nextCursor} onClick={() => setCursors({ filterKey, stack: [...stack, page.data!.nextCursor] })}>
-          Older →
+          {sort.order === "time" && !sort.ascending ? "Older" : "Next"} →
         </button>
       </div>
     </section>

@@ -1,0 +1,189 @@
+import { Dimension, TraceOrder } from "../../../gen/calltrace/v1/query_pb.js";
+import { account, query } from "../api.js";
+import { AttributeBar } from "../components/attribute-bar.js";
+import { FilterBar } from "../components/filter-bar.js";
+import { StackedBars } from "../components/stacked-bars.js";
+import {
+  attributesForGroup,
+  attributesFromQuery,
+  attributesToQuery,
+  dimensions,
+  joinQuery,
+  withAttributes,
+  type Attributes,
+  type DimensionId,
+} from "../attributes.js";
+import { dayRange } from "../days.js";
+import { bounds, filtersFromQuery, filtersToQuery, traceFilter, type Filters } from "../filters.js";
+import { count, dateTime, ms, percent, usd } from "../format.js";
+import { base, navigate, useLocation } from "../router.js";
+import { useQuery } from "../use-query.js";
+
+/** Groups in the ranked table, and how many of the top ones the chart draws. */
+const tableSize = 50;
+const chartSize = 5;
+
+/**
+ * Who and what spent it: usage grouped by one dimension (user, tag, a metadata key, ...), ranked
+ * by spend, the top groups' spend per day, and the most expensive calls. Clicking a group narrows
+ * everything to it and groups by the next dimension: users, then their tags.
+ */
+export function Attribution() {
+  const { query: params } = useLocation();
+  const filters = filtersFromQuery(params, "30d");
+  const attributes = attributesFromQuery(params);
+  const dim = (dimensions.find((d) => d.id === params.get("dim"))?.id ?? "user") as DimensionId;
+  const filter = withAttributes(traceFilter(filters), attributes);
+  const filterKey = joinQuery(filtersToQuery(filters), attributesToQuery(attributes));
+
+  const keys = useQuery(async () => (await account.listKeys({})).keys, []);
+  const metadataKeys = useQuery(
+    async () => (await query.getUsageByGroup({ filter, dimension: Dimension.METADATA_KEY, limit: 100 })).groups.map((g) => g.value).filter((k) => k !== ""),
+    [filterKey],
+  );
+  const metadataKey = dim === "metadata" ? params.get("key") || metadataKeys.data?.[0] || "" : "";
+  const waiting = dim === "metadata" && metadataKey === "";
+  const groups = useQuery(async () => {
+    if (waiting) return undefined;
+    const proto = dimensions.find((d) => d.id === dim)!.proto;
+    const answer = await query.getUsageByGroup({ filter, dimension: proto, metadataKey, limit: tableSize });
+    const top = answer.groups.slice(0, chartSize).map((g) => g.value);
+    const days = top.length === 0 ? [] : (await query.getUsageByGroupAndDay({ filter, dimension: proto, metadataKey, values: top })).days;
+    return { ...answer, top, days };
+  }, [filterKey, dim, metadataKey]);
+  const costly = useQuery(async () => (await query.listTraces({ filter, pageSize: 5, order: TraceOrder.COST })).page?.traces ?? [], [filterKey]);
+
+  const keyNames = new Map((keys.data ?? []).map((k) => [k.id, k.name || `ct_${k.prefix}…`]));
+  const label = (value: string) => (value === "" ? "(none)" : dim === "key" ? (keyNames.get(value) ?? value) : value);
+  const go = (f: Filters, a: Attributes, d: DimensionId, key = "") =>
+    navigate(`${base}attribution?${joinQuery(filtersToQuery(f), attributesToQuery(a), `dim=${d}`, key ? `key=${encodeURIComponent(key)}` : "")}`);
+  const open = (value: string) => {
+    const narrowed = attributesForGroup(attributes, dim, metadataKey, value);
+    if (!narrowed) return;
+    go(filters, narrowed, dim === "user" ? "tag" : "user");
+  };
+  const tracesOf = (a: Attributes, extra = "") => `${base}traces?${joinQuery(filtersToQuery(filters), attributesToQuery(a), "order=cost", extra)}`;
+
+  const total = (groups.data?.groups ?? []).reduce((sum, g) => sum + (g.totals?.costUsd ?? 0), 0);
+  const { since } = bounds(filters);
+  const firstDay = since ?? (groups.data?.days[0] ? new Date(groups.data.days[0].day) : new Date());
+  const columns = dayRange(firstDay, new Date());
+  const series = (groups.data?.top ?? []).map((value) => ({
+    name: label(value),
+    values: columns.map((day) => groups.data!.days.filter((d) => d.day === day && d.value === value).reduce((s, d) => s + d.costUsd, 0)),
+  }));
+  const dimLabel = dimensions.find((d) => d.id === dim)!.label;
+
+  return (
+    <section class="attribution">
+      <h1>Attribution</h1>
+      <FilterBar filters={filters} onChange={(f) => go(f, attributes, dim, metadataKey)} keys={keys.data ?? []} models={[]} />
+      <AttributeBar attributes={attributes} onChange={(a) => go(filters, a, dim, metadataKey)} />
+      <div class="row">
+        <div class="segmented" role="group" aria-label="Group by">
+          {dimensions.map((d) => (
+            <button type="button" class={d.id === dim ? "active" : ""} aria-pressed={d.id === dim} data-dimension={d.id} onClick={() => go(filters, attributes, d.id)}>
+              {d.label}
+            </button>
+          ))}
+        </div>
+        {dim === "metadata" && (
+          <label class="inline">
+            Key
+            <select name="metadata-key" value={metadataKey} onChange={(e) => go(filters, attributes, "metadata", e.currentTarget.value)}>
+              {(metadataKeys.data ?? []).map((k) => (
+                <option value={k}>{k}</option>
+              ))}
+            </select>
+          </label>
+        )}
+      </div>
+      {groups.error && <p class="error">{groups.error}</p>}
+      {waiting && metadataKeys.data && <p class="muted card">No trace in this view carries metadata.</p>}
+      {groups.data && (
+        <>
+          <div class="card">
+            <h2>
+              Spend per day, top {Math.min(chartSize, groups.data.top.length)} by {dimLabel.toLowerCase()}
+            </h2>
+            {series.length === 0 ? <p class="muted">No calls in this view.</p> : <StackedBars label={`Spend per day by ${dimLabel}`} columns={columns} series={series} format={usd} />}
+          </div>
+          <div class="card table-wrap">
+            <h2 class="pad">
+              {dimLabel}s by spend{" "}
+              <span class="muted small">
+                ({count(groups.data.totalGroups)} in all{groups.data.totalGroups > BigInt(tableSize) ? `, the top ${tableSize} shown` : ""}; p50 and p95 are estimates from latency buckets, at most 5% high)
+              </span>
+            </h2>
+            <table class="groups" data-groups={dim}>
+              <thead>
+                <tr>
+                  <th class="num">#</th>
+                  <th>{dimLabel}</th>
+                  <th class="num">Spend</th>
+                  <th class="num">Share</th>
+                  <th class="num">Calls</th>
+                  <th class="num">Tokens in / out</th>
+                  <th class="num">Error rate</th>
+                  <th class="num">p50 ≈</th>
+                  <th class="num">p95 ≈</th>
+                  <th />
+                </tr>
+              </thead>
+              <tbody>
+                {groups.data.groups.map((g, i) => {
+                  const t = g.totals!;
+                  const narrowed = attributesForGroup(attributes, dim, metadataKey, g.value);
+                  return (
+                    <tr data-group={g.value}>
+                      <td class="num">{i + 1}</td>
+                      <td>
+                        {narrowed ? (
+                          <button type="button" class="link group" onClick={() => open(g.value)} title={`Show only ${label(g.value)}`}>
+                            {label(g.value)}
+                          </button>
+                        ) : (
+                          <span class={g.value === "" ? "muted" : ""}>{label(g.value)}</span>
+                        )}
+                      </td>
+                      <td class="num" data-cell="spend">
+                        {usd(t.costUsd)}
+                      </td>
+                      <td class="num">{percent(t.costUsd, total)}</td>
+                      <td class="num">{count(t.calls)}</td>
+                      <td class="num">
+                        {count(t.tokensIn)} / {count(t.tokensOut)}
+                      </td>
+                      <td class="num">{percent(Number(t.errors), Number(t.calls))}</td>
+                      <td class="num">{ms(t.latencyP50Ms)}</td>
+                      <td class="num">{ms(t.latencyP95Ms)}</td>
+                      <td>{narrowed && <a href={tracesOf(narrowed)}>calls →</a>}</td>
+                    </tr>
+                  );
+                })}
+              </tbody>
+            </table>
+          </div>
+        </>
+      )}
+      <div class="card">
+        <h2>Most expensive calls in this view</h2>
+        <ol class="costly">
+          {(costly.data ?? []).map((t) => (
+            <li>
+              <a href={tracesOf(attributes, `trace=${encodeURIComponent(t.id)}`)} data-costly={t.id}>
+                {usd(t.costUsd)} · {t.model}
+              </a>{" "}
+              <span class="muted small">
+                {dateTime(t.receivedAt)}
+                {t.userId ? ` · ${t.userId}` : ""}
+                {t.tags.length > 0 ? ` · ${t.tags.join(", ")}` : ""}
+              </span>
+            </li>
+          ))}
+        </ol>
+        {costly.data && costly.data.length === 0 && <p class="muted">No calls in this view.</p>}
+      </div>
+    </section>
+  );
+}
