@@ -1,12 +1,11 @@
 // Ingest throughput: the full REST path (auth, limiter, validation, group-committed durable write),
 // the gRPC path, and the REST path with Redis-backed limits, against a bare node:http server
-// parsing the same body, in the same run; and OTLP/HTTP Exports of GenAI spans against the REST path.
+// parsing the same body, in the same run (OTLP Exports against REST: bench/otlp-ingest.ts).
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { calltrace, startListening, waitUntilIdle } from "./support/processes.js";
 import { ghzIngest, type LoadResult, type LoadSettings, wrkPost } from "./support/load.js";
-import { otlpExportLoad } from "./support/otlp-load.js";
 import { machineLine, table, writeResultsSection } from "./support/results.js";
 import { startRedis } from "../test/support/redis-server.js";
 import { traceBody } from "../test/support/test-service.js";
@@ -40,10 +39,6 @@ const targets = {
 type Target = keyof typeof targets;
 const names = Object.keys(targets) as Target[];
 const results = Object.fromEntries(names.map((n) => [n, [] as LoadResult[]])) as Record<Target, LoadResult[]>;
-/** OTLP/HTTP protobuf Exports to the REST target's process, in the same rounds. */
-const spansPerExport = 100;
-const otlpExporters = 10;
-const otlpResults: Awaited<ReturnType<typeof otlpExportLoad>>[] = [];
 /**
  * Every target starts its turn with the others idle: the service's writer thread and WAL
  * checkpoints went on for seconds after its own turn, and were measured against the baseline.
@@ -59,9 +54,6 @@ for (let round = 0; round < rounds; round++) {
     results[name].push(await wrkPost(`http://127.0.0.1:${targets[name].port}/v1/traces`, body, headers, { ...settings, warmupSeconds: warmup }));
   }
   await settle();
-  progress(`round ${round + 1} of ${rounds}: otlp`);
-  const otlpSettings = { ...settings, connections: otlpExporters, warmupSeconds: warmup };
-  otlpResults.push(await otlpExportLoad(`http://127.0.0.1:${targets.rest.port}`, key, otlpSettings, spansPerExport));
 }
 await settle();
 progress("calltrace gRPC");
@@ -89,16 +81,6 @@ function summary(name: Target) {
 const baseline = summary("bare");
 const rest = summary("rest");
 const withRedis = summary("redis");
-/** Stored spans per second, the median round; p50 and p99 per Export; the ratio to the REST target's traces/s in the same round. */
-const otlp = {
-  spansPerSecond: median(otlpResults.map((r) => r.spansPerSecond)),
-  exportsPerSecond: median(otlpResults.map((r) => r.requestsPerSecond)),
-  p50Ms: median(otlpResults.map((r) => r.p50Ms)),
-  p99Ms: Math.max(...otlpResults.map((r) => r.p99Ms)),
-  ratios: otlpResults.map((r, i) => r.spansPerSecond / results.rest[i]!.requestsPerSecond),
-  errors: otlpResults.reduce((n, r) => n + r.errors, 0),
-};
-const otlpRatio = median(otlp.ratios);
 
 const fmt = (n: number, digits = 1) => (Number.isFinite(n) ? n.toFixed(digits) : "n/a");
 const ratios = (s: ReturnType<typeof summary>) => `${fmt(s.ratio, 2)} (${s.ratios.map((r) => fmt(r, 2)).join(", ")})`;
@@ -106,7 +88,6 @@ const rows = [
   ["bare node:http (baseline)", fmt(baseline.requestsPerSecond, 0), fmt(baseline.p50Ms, 2), fmt(baseline.p99Ms, 2), fmt(rss.bare, 0), "1.00", baseline.errors],
   ["calltrace REST `POST /v1/traces`", fmt(rest.requestsPerSecond, 0), fmt(rest.p50Ms, 2), fmt(rest.p99Ms, 2), fmt(rss.rest, 0), ratios(rest), rest.errors],
   ["calltrace REST, limits in Redis (`REDIS_URL`)", fmt(withRedis.requestsPerSecond, 0), fmt(withRedis.p50Ms, 2), fmt(withRedis.p99Ms, 2), fmt(rss.redis, 0), ratios(withRedis), withRedis.errors],
-  [`calltrace OTLP/HTTP protobuf, ${spansPerExport} GenAI spans per Export (${otlpExporters} exporters)`, `${fmt(otlp.exportsPerSecond, 0)} Exports/s = **${fmt(otlp.spansPerSecond, 0)} spans/s**`, fmt(otlp.p50Ms, 2), fmt(otlp.p99Ms, 2), "(same process as REST)", `${fmt(otlpRatio, 1)}× REST traces/s (${otlp.ratios.map((r) => fmt(r, 1)).join(", ")})`, otlp.errors],
   ["calltrace gRPC `Ingest` (h2c, ghz)", fmt(grpc.requestsPerSecond, 0), fmt(grpc.p50Ms, 2), fmt(grpc.p99Ms, 2), "(same process as REST)", fmt(grpc.requestsPerSecond / baseline.requestsPerSecond, 2), grpc.errors],
 ];
 const markdown = `## Ingest: embedded store, Redis-backed limits, gRPC (\`npm run bench\`, bench/ingest.ts)
@@ -115,9 +96,7 @@ ${machineLine()}; ${settings.connections} connections, keep-alive, ${settings.wa
 
 ${table(["target", "requests/s", "p50 ms", "p99 ms", "peak RSS MiB", "ratio to baseline", "non-2xx / errors"], rows)}
 
-Targets: REST at least 0.5× the baseline's requests/s with p99 under 20 ms: **${verdict(rest.ratio >= 0.5 && rest.p99Ms < 20)}**; with Redis-backed limits at least 0.35×: **${verdict(withRedis.ratio >= 0.35)}**; OTLP at least 10× the REST path's traces/s in stored spans/s, every span committed before its 200: **${verdict(otlpRatio >= 10 && otlp.errors === 0)}**.
-
-The OTLP row: each Export is new (fresh trace and response ids patched into one encoded template of OpenLLMetry-like openai.chat spans), so every span is mapped, priced, validated, claimed under its idempotency key and durably committed before the Export's 200; an Export that was not 200, or whose response reported a rejected span, counts as an error. Its p50 and p99 are per Export (100 traces). The ratio is stored spans per second over the REST target's traces per second, both against the same server process in the same round.
+Targets: REST at least 0.5× the baseline's requests/s with p99 under 20 ms: **${verdict(rest.ratio >= 0.5 && rest.p99Ms < 20)}**; with Redis-backed limits at least 0.35×: **${verdict(withRedis.ratio >= 0.35)}**.
 
 Where the time goes (CPU profiles of the service under this load): the event loop is the bottleneck; the SQLite writer thread and wrk together use well under the second core. Beyond what the bare server does (parse the request, write the response), each accepted trace costs the event loop the key's SHA-256 and cache lookup, the per-minute and monthly counters, validation (the contract's protovalidate rules compiled once into a quick check, protovalidate itself only for traces that fail it), the stored trace handed to the writer thread in batches of 32 as flat arrays, and the response's rate-limit and quota headers. Each batch's commit (fsync, synchronous=FULL) overlaps the parsing of the next requests. With REDIS_URL, the per-minute window and the month's quota are reserved in one auto-pipelined Redis round trip; ioredis's command objects and reply parsing then cost the event loop about as much as all of validation. The gRPC path is dominated by connect-node's per-call machinery (async iterables, an AbortController and a DOMException per call): it is reported, not targeted.`;
 

@@ -4,7 +4,7 @@ import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { repoRoot } from "./support/processes.js";
 
-const benchmarks = ["ingest", "mongo-ingest", "redis-ingest", "dashboard-reads", "pricing", "startup"];
+const benchmarks = ["ingest", "otlp-ingest", "mongo-ingest", "redis-ingest", "dashboard-reads", "pricing", "startup"];
 const only = process.env.BENCH_ONLY?.split(",");
 let failed = 0;
 for (const name of benchmarks) {

@@ -1,0 +1,99 @@
+// OTLP ingest throughput: OTLP/HTTP protobuf Exports of 100 GenAI spans each against the spec's
+// REST path, both on one calltrace process and embedded store, taking turns in rounds: stored spans
+// per second against REST traces per second, and the service's CPU time per stored trace.
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { loadavg, tmpdir } from "node:os";
+import { join } from "node:path";
+import { type LoadResult, type LoadSettings, wrkPost } from "./support/load.js";
+import { otlpExportLoad } from "./support/otlp-load.js";
+import { calltrace, startListening, waitUntilIdle } from "./support/processes.js";
+import { machineLine, table, writeResultsSection } from "./support/results.js";
+import { traceBody } from "../test/support/test-service.js";
+
+const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
+const settings: LoadSettings = {
+  connections: 50,
+  seconds: Number(process.env.BENCH_SECONDS ?? 6),
+  warmupSeconds: Number(process.env.BENCH_WARMUP_SECONDS ?? 3),
+};
+const spansPerExport = 100;
+/** Exporters sending one Export at a time each, as a BatchSpanProcessor does. */
+const exporters = 10;
+
+const dataDir = mkdtempSync(join(tmpdir(), "calltrace-bench-"));
+const plansFile = join(dataDir, "plans.json");
+// A plan whose limits never throttle the run, so every request takes the accepted path.
+writeFileSync(plansFile, JSON.stringify({ bench: { per_minute: 1_000_000_000, per_month: 1_000_000_000 } }));
+const env = { DATA_DIR: dataDir, PLANS_FILE: plansFile, LOG_LEVEL: "info" };
+const key = calltrace(["keys", "create", "--plan", "bench"], env);
+const body = JSON.stringify(traceBody(key));
+const headers = { "Content-Type": "application/json", Authorization: `Bearer ${key}` };
+const progress = (what: string) => console.error(`[bench otlp-ingest] ${what}`);
+
+const loadAtStart = loadavg()[0]!;
+const server = await startListening(["bin/calltrace.js", "serve", "--port", "0"], env);
+const url = `http://127.0.0.1:${server.port}`;
+/** The service process's CPU time (all threads), in ms: what a stored trace costs it, whatever the machine's load. */
+const cpuMs = () => {
+  const fields = readFileSync(`/proc/${server.child.pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+};
+const rest: (LoadResult & { cpuUsPerTrace: number })[] = [];
+const otlp: (Awaited<ReturnType<typeof otlpExportLoad>> & { cpuUsPerTrace: number })[] = [];
+for (let round = 0; round < rounds; round++) {
+  const warmupSeconds = round === 0 ? settings.warmupSeconds : 0;
+  // Each turn starts once the service is idle: its writer thread and WAL checkpoints go on after a turn.
+  await waitUntilIdle([server.child.pid!]);
+  progress(`round ${round + 1} of ${rounds}: REST`);
+  if (warmupSeconds > 0) await wrkPost(`${url}/v1/traces`, body, headers, { ...settings, seconds: warmupSeconds, warmupSeconds: 0 });
+  let cpu = cpuMs();
+  const r = await wrkPost(`${url}/v1/traces`, body, headers, { ...settings, warmupSeconds: 0 });
+  rest.push({ ...r, cpuUsPerTrace: ((cpuMs() - cpu) * 1000) / (r.requestsPerSecond * settings.seconds) });
+  await waitUntilIdle([server.child.pid!]);
+  progress(`round ${round + 1} of ${rounds}: OTLP`);
+  if (warmupSeconds > 0)
+    await otlpExportLoad(url, key, { ...settings, connections: exporters, seconds: warmupSeconds, warmupSeconds: 0 }, spansPerExport);
+  cpu = cpuMs();
+  const o = await otlpExportLoad(url, key, { ...settings, connections: exporters, warmupSeconds: 0 }, spansPerExport);
+  otlp.push({ ...o, cpuUsPerTrace: ((cpuMs() - cpu) * 1000) / (o.exports * spansPerExport) });
+}
+const rss = server.peakRssMiB();
+await server.stop();
+const stored = calltrace(["traces", "export"], env).split("\n").filter(Boolean).length;
+const loadAtEnd = loadavg()[0]!;
+rmSync(dataDir, { recursive: true, force: true });
+
+const median = (values: number[]) => [...values].sort((x, y) => x - y)[Math.floor(values.length / 2)]!;
+const fmt = (n: number, digits = 1) => (Number.isFinite(n) ? n.toFixed(digits) : "n/a");
+const ratios = otlp.map((o, i) => o.spansPerSecond / rest[i]!.requestsPerSecond);
+const ratio = median(ratios);
+const otlpErrors = otlp.reduce((n, o) => n + o.errors, 0);
+const rows = [
+  [
+    "REST `POST /v1/traces`, one trace per request (wrk, 50 connections)",
+    `${fmt(median(rest.map((r) => r.requestsPerSecond)), 0)} traces/s`,
+    fmt(median(rest.map((r) => r.p50Ms)), 2),
+    fmt(Math.max(...rest.map((r) => r.p99Ms)), 2),
+    fmt(median(rest.map((r) => r.cpuUsPerTrace)), 0),
+    "1",
+    rest.reduce((n, r) => n + r.errors, 0),
+  ],
+  [
+    `OTLP/HTTP protobuf, ${spansPerExport} GenAI spans per Export (${exporters} exporters)`,
+    `${fmt(median(otlp.map((o) => o.requestsPerSecond)), 0)} Exports/s = **${fmt(median(otlp.map((o) => o.spansPerSecond)), 0)} spans/s**`,
+    fmt(median(otlp.map((o) => o.p50Ms)), 2),
+    fmt(Math.max(...otlp.map((o) => o.p99Ms)), 2),
+    fmt(median(otlp.map((o) => o.cpuUsPerTrace)), 0),
+    `**${fmt(ratio, 2)}** (${ratios.map((x) => fmt(x, 2)).join(", ")})`,
+    otlpErrors,
+  ],
+];
+const markdown = `## OTLP ingest against REST (\`npm run bench\`, bench/otlp-ingest.ts)
+
+${machineLine()}; one calltrace process on the embedded store, loaded in turns: REST (wrk -t1, 50 connections) then OTLP/HTTP protobuf Exports (${exporters} exporters, each sending one Export at a time on a keep-alive connection), ${settings.warmupSeconds} s warm-up each, then ${rounds} rounds of ${settings.seconds} s each. Every Export is new (fresh trace and response ids patched into one encoded template of OpenLLMetry-like \`openai.chat\` spans), so each span is mapped, priced, validated, claimed under its idempotency key and durably committed (SQLite WAL, synchronous=FULL, group commit) before the Export's 200; an Export that was not 200, or whose response reported a rejected span, counts as an error. Throughput and p50 are the median round, p99 the worst round (per request: one trace for REST, one Export of ${spansPerExport} for OTLP); the ratio is OTLP's stored spans/s over REST's traces/s in the same round (each round's in brackets). CPU µs per trace is the service process's CPU time (all threads) over the traces stored in the round, a figure the machine's load moves less than throughput. Peak RSS ${fmt(rss, 0)} MiB; ${stored} traces were in the store after the run. Machine load (1-minute load average on its 2 cores, shared with other work): ${loadAtStart.toFixed(1)} at the start, ${loadAtEnd.toFixed(1)} at the end.
+
+${table(["target", "throughput", "p50 ms", "p99 ms", "CPU µs per trace", "ratio to REST traces/s", "non-2xx / errors"], rows)}
+
+Target: OTLP at least 10× the REST path's traces/s in stored spans/s, every span committed before its 200: **${ratio >= 10 && otlpErrors === 0 ? "met" : "not met"}**.`;
+console.log(markdown);
+writeResultsSection("otlp-ingest", markdown);
