@@ -1,7 +1,7 @@
 import { anthropicInstrumentation } from "./anthropic-instrumentation.js";
 import { geminiInstrumentation } from "./gemini-instrumentation.js";
 import type { Instrumentation } from "./instrumentation.js";
-import { importPackage, requirePackage } from "./load-package.js";
+import { findPackage, otherLoadedCopies, type PackageCopy } from "./load-package.js";
 import { openaiInstrumentation } from "./openai-instrumentation.js";
 import { resolveOptions, type InitOptions, type ResolvedOptions } from "./options.js";
 import { PriceTable } from "./price-table.js";
@@ -31,6 +31,9 @@ export class CallTrace {
   readonly #recorder: TraceRecorder | undefined;
   readonly #undo: Array<() => void> = [];
   readonly #instrumented: string[] = [];
+  // Package folders patched, by package name; what the application loads from elsewhere is not traced.
+  readonly #patchedDirs = new Map<string, string[]>();
+  readonly #warnedCopies = new Set<string>();
   #unpatched = false;
 
   /**
@@ -85,14 +88,28 @@ export class CallTrace {
       warn(`the endpoint path is ${pathname}, not .../v1/traces: the endpoint is the full URL of the trace endpoint`);
     }
     process.on("beforeExit", this.#flushBeforeExit);
+    const found: Array<[Instrumentation, PackageCopy]> = [];
     for (const instrumentation of INSTRUMENTATIONS) {
-      this.#patch(instrumentation, "cjs", () => requirePackage(instrumentation.packageName));
+      let copies: PackageCopy[];
+      try {
+        copies = findPackage(instrumentation.packageName);
+      } catch (error) {
+        this.#warnLoadFailure(instrumentation, error);
+        continue;
+      }
+      this.#patchedDirs.set(instrumentation.packageName, copies.map((copy) => copy.dir));
+      for (const copy of copies) {
+        found.push([instrumentation, copy]);
+        this.#patch(instrumentation, "cjs", () => copy.require());
+      }
     }
+    // Once the application has had time to load its modules: is any copy it loaded left unpatched?
+    setTimeout(() => this.#checkLoadedCopies(), 1_000).unref();
     return Promise.all(
-      INSTRUMENTATIONS.map(async (instrumentation) => {
+      found.map(async ([instrumentation, copy]) => {
         let esm: unknown;
         try {
-          esm = await importPackage(instrumentation.packageName);
+          esm = await copy.import();
         } catch (error) {
           this.#warnLoadFailure(instrumentation, error);
           return;
@@ -103,6 +120,7 @@ export class CallTrace {
   }
 
   stats(): CallTraceStats {
+    this.#checkLoadedCopies();
     const delivery = this.#sender?.stats() ?? { sent: 0, failed: 0, dropped: 0, pending: 0 };
     return { ...delivery, instrumented: [...this.#instrumented] };
   }
@@ -143,6 +161,26 @@ export class CallTrace {
     this.#instrumented.push(`${instrumentation.packageName} (${build})`);
   }
 
+  /**
+   * Warns once per copy of a provider package that the application loaded
+   * (with require) from somewhere other than the copies patched, such as a
+   * dependency's own nested copy: its calls are not traced.
+   */
+  #checkLoadedCopies(): void {
+    if (this.#unpatched) return;
+    for (const [name, dirs] of this.#patchedDirs) {
+      for (const dir of otherLoadedCopies(name, dirs)) {
+        if (this.#warnedCopies.has(dir)) continue;
+        this.#warnedCopies.add(dir);
+        const patched = dirs.length > 0 ? dirs.join(" and ") : "none";
+        this.#options.warn(
+          `the application loaded ${name} from ${dir}, which is not traced: calltrace patched the copies its ` +
+            `main module and working directory resolve (${patched})`,
+        );
+      }
+    }
+  }
+
   #warnLoadFailure(instrumentation: Instrumentation, error: unknown): void {
     const reason = error instanceof Error ? error.message : String(error);
     this.#options.warn(
@@ -154,6 +192,8 @@ export class CallTrace {
   // at most exitFlushTimeoutMs, then drop what is left so that it can exit.
   // Not reached on process.exit() or a signal; call shutdown() there.
   readonly #flushBeforeExit = (): void => {
+    this.#checkLoadedCopies();
+    // Nothing can read a stream any more: trace the ones left unread.
     this.#recorder?.abandonUnread();
     const sender = this.#sender;
     if (!sender || sender.stats().pending === 0) return;

@@ -1,11 +1,12 @@
-import { fileURLToPath } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { FakeCalltrace, type Answer } from "./support/fake-calltrace.js";
 import { FakeProvider } from "./support/fake-provider.js";
 import { TEST_KEY } from "./support/harness.js";
+import { packedSdk, placeApp } from "./support/installed-app.js";
 import { runApp } from "./support/run-app.js";
 
-const app = fileURLToPath(new URL("apps/esm-app.mjs", import.meta.url));
+// The ESM application, run where the packed SDK is installed.
+const app = () => placeApp("esm-app.mjs");
 let provider: FakeProvider;
 let service: FakeCalltrace;
 
@@ -20,12 +21,16 @@ afterEach(async () => {
 
 /** Runs the app; returns how long it lived after its own work was done. */
 async function lingerAfterWork(env: Record<string, string> = {}) {
-  const run = await runApp(app, {
-    PROVIDER_URL: provider.url,
-    CALLTRACE_API_KEY: TEST_KEY,
-    CALLTRACE_ENDPOINT: service.endpoint,
-    ...env,
-  });
+  const run = await runApp(
+    app(),
+    {
+      PROVIDER_URL: provider.url,
+      CALLTRACE_API_KEY: TEST_KEY,
+      CALLTRACE_ENDPOINT: service.endpoint,
+      ...env,
+    },
+    packedSdk().app,
+  );
   expect(run.code).toBe(0);
   return run.exitedAt - JSON.parse(run.stdout).doneAt;
 }

@@ -17,7 +17,8 @@ export const GEMINI_CACHED_USAGE = {
 };
 const hasCachedUsage = (model: string) => model.startsWith("gemini-2.5-pro");
 
-const MODEL_PATH = /^\/v1beta\/models\/([^:]+):(generateContent|streamGenerateContent)$/;
+// @google/genai 2.x calls the v1beta API, 3.x the v1 API.
+const MODEL_PATH = /^\/v1(?:beta)?\/models\/([^:]+):(generateContent|streamGenerateContent)$/;
 
 function chunk(model: string, text: string, usage: object, finishReason?: string) {
   return {
