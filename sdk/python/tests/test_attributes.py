@@ -213,3 +213,30 @@ def test_the_option_works_on_the_helpers_that_are_patched_methods(provider, trac
     tracing.wait_for(3)
     assert [t["user_id"] for t in tracing.traces()] == ["helper", "parse", "responses"]
     assert all("calltrace" not in json.dumps(r["body"]) for r in provider.requests)
+
+
+@pytest.mark.parametrize("asynchronous", MODES)
+def test_openais_stream_helpers_take_the_option_and_keep_the_scope_they_were_made_in(asynchronous, provider, tracing):
+    from clients import openai_async
+
+    options = dict(model="gpt-4o", messages=MESSAGES, stream_options={"include_usage": True}, calltrace={"tags": ["helper"]})
+
+    async def run_async():
+        client = openai_async(provider.url)
+        with calltrace.attributes(user_id="maker"):
+            manager = client.chat.completions.stream(**options)
+        async with manager as stream:
+            return (await stream.get_final_completion()).choices[0].message.content
+
+    if asynchronous:
+        content = asyncio.run(run_async())
+    else:
+        with calltrace.attributes(user_id="maker"):
+            manager = openai_client(provider.url).chat.completions.stream(**options)
+        with manager as stream:
+            content = stream.get_final_completion().choices[0].message.content
+
+    assert content == "Hello there!"
+    trace = only_trace(tracing)
+    assert (trace["user_id"], trace["tags"], trace["tokens_out"]) == ("maker", ["helper"], 567)
+    assert "calltrace" not in json.dumps(provider.requests[0]["body"])

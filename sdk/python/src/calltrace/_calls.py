@@ -20,6 +20,7 @@ from typing import Any, Callable, Dict, Optional
 from . import _tracer
 from ._attributes import Attributes, call_option, scope, untraced_block
 from ._streams import (
+    ScopedManager,
     TracedAsyncStream,
     TracedAsyncStreamManager,
     TracedStream,
@@ -43,7 +44,8 @@ class Shape:
 
     # Makes no trace itself: the method makes its requests through other
     # traced methods, which trace each request (Gemini's automatic function
-    # calling). It only lends them the caller's scope and call option.
+    # calling, OpenAI's .stream() helpers). It only lends them the caller's
+    # scope and call option.
     outer = False
 
     # The method returns a context manager that makes the streamed request
@@ -68,6 +70,12 @@ class Shape:
     def trace_helper(self, helper: Any, trace: Callable[[Any], Any]) -> None:
         """Replaces the provider stream an entered stream helper reads with trace(stream)."""
         raise NotImplementedError
+
+
+class Outer(Shape):
+    """A method that only lends its requests the caller's scope and calltrace= option."""
+
+    outer = True
 
 
 class Call:
@@ -249,6 +257,8 @@ def _with_scope(values: Any, result: Any) -> Any:
         return _iter_with(values, result)
     if inspect.isasyncgen(result):
         return _aiter_with(values, result)
+    if hasattr(result, "__enter__") or hasattr(result, "__aenter__"):
+        return ScopedManager(result, values)
     return result
 
 

@@ -16,6 +16,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any, AsyncIterator, Iterable, Iterator
 
+from ._threads import run_with, run_with_async
+
 
 def traced_iter(source: Iterable[Any], call: Any) -> Iterator[Any]:
     try:
@@ -194,3 +196,27 @@ class TracedAsyncStreamManager(_Proxy):
             return await self._inner.__aexit__(*exc_info)
         finally:
             self._call.ended()
+
+
+class ScopedManager(_Proxy):
+    """A context manager that makes its request when entered (OpenAI's .stream()
+    helpers), entered in the scope of the call that made it: `values` (see
+    _threads.run_with)."""
+
+    __slots__ = ("_values",)
+
+    def __init__(self, inner: Any, values: Any) -> None:
+        super().__init__(inner, None)
+        self._values = values
+
+    def __enter__(self) -> Any:
+        return run_with(self._values, self._inner.__enter__)
+
+    def __exit__(self, *exc_info: Any) -> Any:
+        return self._inner.__exit__(*exc_info)
+
+    async def __aenter__(self) -> Any:
+        return await run_with_async(self._values, self._inner.__aenter__())
+
+    async def __aexit__(self, *exc_info: Any) -> Any:
+        return await self._inner.__aexit__(*exc_info)

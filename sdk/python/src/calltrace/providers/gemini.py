@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Tuple
 
-from .._calls import Shape
+from .._calls import Outer, Shape
 from .._tracer import Usage
 
 
@@ -44,11 +44,6 @@ class GenerateContent(Shape):
         if usage.first_output is None and any(c.content and c.content.parts for c in item.candidates or ()):
             usage.output_seen()
         return False
-
-
-class Outer(Shape):
-    provider = "gemini"
-    outer = True
 
 
 def targets() -> List[Tuple[type, str, Shape]]:

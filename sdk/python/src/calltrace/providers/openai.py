@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Dict, List, Mapping, Tuple
 
-from .._calls import Shape
+from .._calls import Outer, Shape
 from .._tracer import Usage
 
 logger = logging.getLogger("calltrace")
@@ -124,11 +124,13 @@ def targets() -> List[Tuple[type, str, Shape]]:
     from openai.resources.chat.completions import AsyncCompletions, Completions
     from openai.resources.responses import AsyncResponses, Responses as SyncResponses
 
-    # The stream() helpers call create(); the parse() helpers do not.
-    chat, responses = ChatCompletions(), Responses()
+    # The parse() helpers are traced themselves; the stream() helpers make
+    # their request through create() when entered, and only lend it the
+    # caller's scope and calltrace= option.
+    chat, responses, outer = ChatCompletions(), Responses(), Outer()
     return [
         (cls, method, shape)
         for classes, shape in (((Completions, AsyncCompletions), chat), ((SyncResponses, AsyncResponses), responses))
         for cls in classes
         for method in ("create", "parse")
-    ]
+    ] + [(cls, "stream", outer) for cls in (Completions, AsyncCompletions, SyncResponses, AsyncResponses)]
