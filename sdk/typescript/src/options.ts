@@ -13,7 +13,10 @@ export interface InitOptions {
    * server. Default: CALLTRACE_ENDPOINT, else the hosted service.
    */
   endpoint?: string;
-  /** Prices to add or replace, in USD per million tokens: `{ openai: { "my-model": { input: 1, output: 2 } } }`. */
+  /**
+   * Prices to add or replace, in USD per million tokens: `{ openai: { "my-model": { input: 1, output: 2 } } }`;
+   * `cached_input`, `cache_write` (default: `input`) and long-context `tiers` as in sdk/pricing/models.json.
+   */
   prices?: PriceOverrides;
   /** Traces held in memory while the service is slow or down; the oldest are dropped beyond this. Default 10000. */
   maxQueueSize?: number;
