@@ -55,7 +55,9 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     writer,
     countryOf: openCountryLookup(),
   });
+  const shuttingDown = new AbortController();
   const handler = createRequestHandler({
+    shutdown: shuttingDown.signal,
     pipeline,
     otlp: {
       price: serverCost,
@@ -118,6 +120,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     async close(graceMs = config.shutdownGraceMs) {
       // One deadline for all of it: what the store has not committed by then was never answered 202.
       const deadline = performance.now() + graceMs;
+      shuttingDown.abort();
       await listener.close(graceMs);
       await metricsListener?.close();
       await writer.drain(Math.max(0, deadline - performance.now()));

@@ -33,6 +33,8 @@ export interface RequestHandlerOptions {
   dashboard?: Dashboard;
   /** Counts every request; without it nothing is counted. */
   metrics?: Metrics;
+  /** Aborted when the server starts to shut down: long-lived RPCs (a health Watch) end then. */
+  shutdown?: AbortSignal;
   /** When set, GET /metrics on this port answers requests bearing `Authorization: Bearer <token>`. */
   metricsToken?: string;
 }
@@ -60,6 +62,7 @@ export function createRequestHandler(options: RequestHandlerOptions) {
       serveReflection(router);
     },
     readMaxBytes: options.maxBodyBytes,
+    ...(options.shutdown ? { shutdownSignal: options.shutdown } : {}),
     contextValues: (req) =>
       createContextValues().set(clientAddressKey, clientAddress(req.headers, req.socket?.remoteAddress, options.trustProxy)),
     fallback: (req, res) => {

@@ -115,6 +115,21 @@ describe("grpc.health.v1.Health", () => {
       break;
     }
   });
+
+  it("a Watch ends when the server shuts down, and does not hold the shutdown up", async () => {
+    const own = await startTestService();
+    const health = createClient(Health, createGrpcTransport({ baseUrl: own.url }));
+    const updates: Serving[] = [];
+    const watching = (async () => {
+      for await (const update of health.watch({})) updates.push(update.status);
+    })();
+    await expect.poll(() => updates.length).toBe(1);
+    const started = performance.now();
+    await own.close(10_000);
+    await watching;
+    expect(performance.now() - started).toBeLessThan(5_000);
+    expect(updates).toEqual([Serving.SERVING]);
+  });
 });
 
 describe("gRPC server reflection", () => {
