@@ -172,7 +172,8 @@ export function createIngestPipeline(deps: IngestPipelineDeps): IngestPipeline {
     const outcome = await write(stored, idempotencyKey ?? undefined);
     if (outcome.kind === "duplicate") {
       // A repeated Idempotency-Key (D14) stored nothing and gives its reservation back: the answer
-      // counts the month without it, as the first answer did.
+      // counts the month without it, which is the first answer's figure unless the key stored
+      // other traces in between (D23).
       const remaining = Math.min(decision.limit, decision.remaining + 1);
       return { headers: quotaHeaders({ ...decision, remaining }), counted: false };
     }
