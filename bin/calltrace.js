@@ -6,8 +6,11 @@ import { existsSync } from "node:fs";
 
 const source = new URL("../src/cli/main.ts", import.meta.url);
 if (existsSync(source)) {
-  const { register } = await import("tsx/esm/api");
-  register();
+  const tsx = await import("tsx/esm/api").catch(() => {
+    console.error("calltrace: a source checkout runs through tsx, a dev dependency: run `npm install` (not --omit=dev), or install the package that `npm pack` makes");
+    process.exit(1);
+  });
+  tsx.register();
   await import(source.href);
 } else {
   await import(new URL("../dist/src/cli/main.js", import.meta.url).href);
