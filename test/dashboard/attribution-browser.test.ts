@@ -190,4 +190,32 @@ describe("attribution in a real browser", { timeout: 90_000 }, () => {
     await expect.poll(() => page.evaluate(() => document.activeElement?.getAttribute("data-trace-id"))).toBe(id);
     expect(new URL(page.url()).searchParams.get("trace")).toBeNull();
   });
+
+  it("the overview takes filters and a custom date range, and shows spend by key and by provider", async () => {
+    await page.getByRole("link", { name: "Overview" }).click();
+    const spend = page.locator("[data-tile=total-spend] strong");
+    await expect.poll(() => spend.textContent()).toBe("$8.21");
+    const providers = page.locator("[data-breakdown=provider] .bar-list li");
+    await expect.poll(async () => (await providers.locator(".label").allTextContents()).map((t) => t.trim())).toEqual(["anthropic", "openai", "gemini"]);
+    expect(await providers.first().locator(".value").textContent()).toContain("$4.25");
+    expect(await page.locator("[data-breakdown=key] .bar-list li .label").allTextContents()).toEqual([expect.stringContaining("attribution")]);
+
+    await page.selectOption("select[name=provider]", "openai");
+    await expect.poll(() => spend.textContent()).toBe("$3.91");
+    await page.selectOption("select[name=provider]", "");
+    // A custom range that ends before the traces were sent holds none of them.
+    await page.selectOption("select[name=range]", "custom");
+    await page.fill("input[name=from]", "2024-01-01T00:00");
+    await page.locator("input[name=from]").dispatchEvent("change");
+    await page.fill("input[name=to]", "2024-01-02T00:00");
+    await page.locator("input[name=to]").dispatchEvent("change");
+    await expect.poll(() => page.locator("[data-tile=total-calls] strong").textContent()).toBe("0");
+    expect(new URL(page.url()).searchParams.get("range")).toBe("custom");
+    await page.selectOption("select[name=range]", "30d");
+    await expect.poll(() => spend.textContent()).toBe("$8.21");
+    // An attribute filter from the address bar narrows the overview too, and shows as a chip.
+    await page.goto(`${service.url}/app/?range=30d&user=globex`);
+    await expect.poll(() => spend.textContent()).toBe("$2.00");
+    expect(await page.locator(".chips").textContent()).toContain("user: globex");
+  });
 });

@@ -1,55 +1,86 @@
-import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { useState } from "preact/hooks";
-import type { DayModelUsage, LatencyBucket, ModelUsage, UsageTotals } from "../../../gen/calltrace/v1/query_pb.js";
-import { query } from "../api.js";
+import { Dimension, type DayModelUsage, type GroupUsage, type LatencyBucket, type ModelUsage, type UsageTotals } from "../../../gen/calltrace/v1/query_pb.js";
+import { account, query } from "../api.js";
+import { attributesFromQuery, attributesToQuery, joinQuery, withAttributes, type Attributes } from "../attributes.js";
+import { AttributeBar } from "../components/attribute-bar.js";
+import { FilterBar } from "../components/filter-bar.js";
 import { BarList } from "../components/bar-list.js";
 import { Histogram } from "../components/histogram.js";
 import { colourOf } from "../components/palette.js";
 import { PriceChecks } from "../components/price-checks.js";
 import { StackedBars, type Series } from "../components/stacked-bars.js";
+import { dayRange } from "../days.js";
+import { bounds, filtersFromQuery, filtersToQuery, traceFilter, type Filters } from "../filters.js";
 import { count, ms, percent, plural, usd } from "../format.js";
+import { base, navigate, useLocation } from "../router.js";
 import { useQuery } from "../use-query.js";
-
-const periods = { "24h": 1, "7d": 7, "30d": 30, "90d": 90 } as const;
-type Period = keyof typeof periods;
 
 /** Refreshed on this interval, so new traces show up without a reload. */
 const refreshMs = 5000;
 
 export function Overview() {
-  const [period, setPeriod] = useState<Period>("30d");
+  const { query: params } = useLocation();
+  const filters = filtersFromQuery(params, "30d");
+  const attributes = attributesFromQuery(params);
+  const filterKey = joinQuery(filtersToQuery(filters), attributesToQuery(attributes));
+  const keys = useQuery(async () => (await account.listKeys({})).keys, []);
   const { data, error } = useQuery(
     async () => {
-      const since = periodStart(period, Date.now());
-      const filter = { since: timestampFromDate(since) };
-      const [totals, models, days, latency] = await Promise.all([
+      const filter = withAttributes(traceFilter(filters), attributes);
+      const [totals, models, days, latency, byKey, byProvider] = await Promise.all([
         query.getUsageTotals({ filter }),
         query.getUsageByModel({ filter }),
         query.getUsageByDay({ filter }),
         query.getLatencyHistogram({ filter }),
+        query.getUsageByGroup({ filter, dimension: Dimension.KEY, limit: 10 }),
+        query.getUsageByGroup({ filter, dimension: Dimension.PROVIDER, limit: 10 }),
       ]);
-      return { since, totals: totals.totals!, models: models.models, days: days.days, buckets: latency.buckets };
+      // The charts start on the range's first day, or for all time on the first day with calls.
+      const since = bounds(filters).since ?? new Date(days.days[0]?.day ?? Date.now());
+      return { since, totals: totals.totals!, models: models.models, days: days.days, buckets: latency.buckets, byKey: byKey.groups, byProvider: byProvider.groups };
     },
-    [period],
+    [filterKey],
     refreshMs,
   );
+  const change = (f: Filters, a: Attributes) => navigate(`${base}?${joinQuery(filtersToQuery(f), attributesToQuery(a))}`);
+  const keyNames = new Map((keys.data ?? []).map((k) => [k.id, `${k.name || "(unnamed)"} · ct_${k.prefix}…`]));
 
   return (
     <section>
       <div class="row between">
         <h1>Overview</h1>
-        <div class="segmented" role="group" aria-label="Period">
-          {(Object.keys(periods) as Period[]).map((p) => (
-            <button type="button" class={p === period ? "active" : ""} onClick={() => setPeriod(p)}>
-              {p}
-            </button>
-          ))}
-        </div>
       </div>
-      <p class="muted small">{period === "24h" ? "The last 24 hours." : `The last ${periods[period]} days in UTC, today included.`} Updates every few seconds.</p>
+      <FilterBar filters={filters} onChange={(f) => change(f, attributes)} keys={keys.data ?? []} models={[]} />
+      <AttributeBar attributes={attributes} onChange={(a) => change(filters, a)} />
+      <p class="muted small">Updates every few seconds.</p>
       {error && <p class="error">{error}</p>}
       {data && <OverviewBody {...data} />}
+      {data && Number(data.totals.calls) > 0 && (
+        <div class="grid2 breakdowns">
+          <div class="card" data-breakdown="key">
+            <h2>Spend by API key</h2>
+            <GroupBars groups={data.byKey} label={(id) => keyNames.get(id) ?? id} />
+          </div>
+          <div class="card" data-breakdown="provider">
+            <h2>Spend by provider</h2>
+            <GroupBars groups={data.byProvider} label={(p) => p} />
+          </div>
+        </div>
+      )}
     </section>
+  );
+}
+
+/** Groups of one dimension as bars of their spend, highest first. */
+function GroupBars({ groups, label }: { groups: GroupUsage[]; label: (value: string) => string }) {
+  return (
+    <BarList
+      rows={groups.map((g, i) => ({
+        label: label(g.value),
+        value: g.totals?.costUsd ?? 0,
+        text: `${usd(g.totals?.costUsd ?? 0)} · ${plural(g.totals?.calls ?? 0n, "call")}`,
+        colour: colourOf(i),
+      }))}
+    />
   );
 }
 
@@ -113,25 +144,4 @@ function Tile({ label, value, id }: { label: string; value: string; id: string }
       <strong>{value}</strong>
     </div>
   );
-}
-
-/**
- * The last 24 hours, or whole UTC days: today and the days before it. Whole days match the
- * per-day charts and let the store answer from its daily roll-ups instead of reading traces.
- */
-function periodStart(period: Period, now: number): Date {
-  if (period === "24h") return new Date(now - 86400e3);
-  const today = Math.floor(now / 86400e3) * 86400e3;
-  return new Date(today - (periods[period] - 1) * 86400e3);
-}
-
-/** Every UTC day from `since` to `until`, as YYYY-MM-DD. */
-function dayRange(since: Date, until: Date): string[] {
-  const days: string[] = [];
-  const d = new Date(Date.UTC(since.getUTCFullYear(), since.getUTCMonth(), since.getUTCDate()));
-  while (d <= until && days.length < 400) {
-    days.push(d.toISOString().slice(0, 10));
-    d.setUTCDate(d.getUTCDate() + 1);
-  }
-  return days;
 }
