@@ -124,6 +124,8 @@ def test_traces_of_every_provider_are_accepted_and_stored_as_sent(calltrace_serv
         assert trace["tokens_in"] == (1234 + 1100 if trace["provider"] == "anthropic" else 1234)
         assert trace["tokens_out"] == (567 + 300 if trace["provider"] == "gemini" else 567)
         assert trace["cost_usd"] > 0
+        # The server prices each call itself, cached and written input included, to the bit.
+        assert (trace["price_check"], trace["server_cost_usd"]) == ("PRICE_CHECK_MATCH", trace["cost_usd"])
         assert trace["latency_ms"] >= 0
         assert trace["key_id"] and trace["received_at"]
     [failure] = [t for t in stored if t["status"] == "error"]

@@ -110,6 +110,8 @@ describe("end to end with the calltrace server", { timeout: 60_000 }, () => {
     expect(byProvider.gemini).toMatchObject({ model: "gemini-2.5-pro", tokens_in: 0, cost_usd: 0, status: "error" });
     expect(byProvider.gemini.error).toContain("API key not valid");
     for (const trace of stored) {
+      // The server prices each call itself with the same table and rule: to the bit.
+      expect(trace).toMatchObject({ price_check: "PRICE_CHECK_MATCH", server_cost_usd: trace.cost_usd });
       expect(Number.isInteger(trace.latency_ms)).toBe(true);
       expect(trace.key_id).toEqual(expect.any(String));
       expect(trace.received_at).toEqual(expect.any(String));
@@ -164,6 +166,8 @@ describe("end to end with the calltrace server", { timeout: 60_000 }, () => {
     expect(claude.ttft_ms).toEqual(expect.any(Number));
     expect(pro).toMatchObject({ provider: "gemini", tokens_cached_in: 4096, tokens_reasoning: 612, tokens_out: 792 });
     expect(pro.ttft_ms).toBeLessThanOrEqual(pro.latency_ms);
+    // Cache reads and writes priced as the server prices them.
+    for (const trace of [claude, pro]) expect(trace).toMatchObject({ price_check: "PRICE_CHECK_MATCH", server_cost_usd: trace.cost_usd });
   });
 
   it("stores every trace of a burst pipelined on one connection", async () => {
