@@ -1,5 +1,6 @@
 import type { OtlpSpanIds } from "../store/trace-store.js";
 import type { SpanCall } from "./llm-call.js";
+import type { UnpairedSpans } from "./unpaired-spans.js";
 
 /**
  * One call, one trace. Instrumentations report some calls in more than one span, each with usage:
@@ -10,10 +11,11 @@ import type { SpanCall } from "./llm-call.js";
  *   `anthropic.chat`, in different traces or as siblings. With a response id both share it (the
  *   idempotency key is made from it, so the first stored wins, in this Export or a later one);
  *   without one (a failed call) spans of different instrumentation scopes with the same provider,
- *   model and outcome whose times overlap are paired up, one trace per pair.
+ *   model and outcome whose times overlap are paired up, one trace per pair, within this Export
+ *   and against the calls without a response id of the last minutes (`unpaired`).
  * In every case the first span of the Export is kept (the SDK's span ends, and is exported, first).
  */
-export function oneTracePerCall(calls: SpanCall[], stored: OtlpSpanIds[]): SpanCall[] {
+export function oneTracePerCall(calls: SpanCall[], stored: OtlpSpanIds[], accountId: string, unpaired: UnpairedSpans): SpanCall[] {
   const spanKey = (traceId: string, spanId: string) => `${traceId}:${spanId}`;
   const inExport = new Set(calls.map(({ submission: { origin } }) => spanKey(origin.otlpTraceId, origin.otlpSpanId)));
   const storedSpans = new Set(stored.map((s) => spanKey(s.otlpTraceId, s.otlpSpanId)));
@@ -26,28 +28,11 @@ export function oneTracePerCall(calls: SpanCall[], stored: OtlpSpanIds[]): SpanC
 
   const kept: SpanCall[] = [];
   const keys = new Set<string>();
-  /** Kept calls without a response id by provider, model and outcome, each with the scopes whose span was paired with it. */
-  const unpaired = new Map<string, { call: SpanCall; scopes: Set<string> }[]>();
   for (const call of calls) {
     if (nested(call) || keys.has(call.submission.idempotencyKey)) continue;
-    if (call.responseId === undefined) {
-      const { provider, model, status } = call.submission.trace;
-      const group = `${provider}\n${model}\n${status}`;
-      const candidates = unpaired.get(group) ?? [];
-      const twin = candidates.find((k) => !k.scopes.has(call.scope) && overlap(k.call, call));
-      if (twin) {
-        twin.scopes.add(call.scope);
-        continue;
-      }
-      candidates.push({ call, scopes: new Set([call.scope]) });
-      unpaired.set(group, candidates);
-    }
+    if (call.responseId === undefined && unpaired.pairOrRecord(accountId, call)) continue;
     keys.add(call.submission.idempotencyKey);
     kept.push(call);
   }
   return kept;
-}
-
-function overlap(a: SpanCall, b: SpanCall): boolean {
-  return a.startNs <= b.endNs && b.startNs <= a.endNs;
 }

@@ -10,6 +10,7 @@ import { callsOf } from "./export-calls.js";
 import { KeyedLock } from "./keyed-lock.js";
 import type { LlmCallOptions } from "./llm-call.js";
 import { oneTracePerCall } from "./one-trace-per-call.js";
+import { UnpairedSpans } from "./unpaired-spans.js";
 import type { OtlpSpanIds } from "../store/trace-store.js";
 
 export interface OtlpIngestDeps extends LlmCallOptions {
@@ -41,6 +42,7 @@ export type OtlpIngest = (
  */
 export function createOtlpIngest(deps: OtlpIngestDeps): OtlpIngest {
   const lock = new KeyedLock();
+  const unpaired = new UnpairedSpans();
   return async (admission, request, clientAddress) => {
     const { calls, rejected } = callsOf(request, deps);
     const traceIds = [...new Set(calls.map((c) => c.submission.origin.otlpTraceId))];
@@ -49,7 +51,7 @@ export function createOtlpIngest(deps: OtlpIngestDeps): OtlpIngest {
       traceIds.map((id) => `${accountId}:${id}`),
       async () => {
         const stored = traceIds.length === 0 ? [] : await deps.storedSpans(accountId, traceIds);
-        const once = oneTracePerCall(calls, stored).map((c) => c.submission);
+        const once = oneTracePerCall(calls, stored, accountId, unpaired).map((c) => c.submission);
         return deps.pipeline.acceptCalls(admission, once, clientAddress).then((result) => ({ ...result, once }));
       },
     );
