@@ -57,7 +57,7 @@ export type TraceOrigin = Pick<StoredTrace, "source" | "priceCheck" | "otlpTrace
 
 /**
  * The spec's way in: the client measured and priced the call. The server prices it too and keeps
- * its price beside the client's, so that unknown models and wrong client prices show.
+ * its price beside the client's, so that unknown models and wrong client prices show (D30).
  */
 function apiOrigin(trace: Trace): TraceOrigin {
   const serverCostUsd = serverCost({

@@ -1,8 +1,8 @@
 import { PriceCheck } from "../../gen/calltrace/v1/trace_pb.js";
 // The one implementation of the shared table's resolution rule and cost formula, the TypeScript
 // SDK's own: the service prices a call exactly as the SDK does (sdk/pricing/README.md), so a
-// MISMATCH means different prices or counts, never a different rule. Packaging the service must
-// ship sdk/typescript/src/{price-table,trace}.ts and sdk/pricing/models.json with it.
+// MISMATCH means different prices or counts, never a different rule (D30). The package build
+// compiles that file and the table into dist/sdk/ with the rest (tsconfig.build.json).
 import { PriceTable } from "../../sdk/typescript/src/price-table.js";
 
 /** A call's provider, model and token counts; cached input and cache writes are parts of `tokensIn`. */
