@@ -97,7 +97,10 @@ export class CallTrace {
         this.#warnLoadFailure(instrumentation, error);
         continue;
       }
-      this.#patchedDirs.set(instrumentation.packageName, copies.map((copy) => copy.dir));
+      this.#patchedDirs.set(
+        instrumentation.packageName,
+        copies.map((copy) => copy.dir),
+      );
       for (const copy of copies) {
         found.push([instrumentation, copy]);
         this.#patch(instrumentation, "cjs", () => copy.require());
