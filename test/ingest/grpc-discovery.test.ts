@@ -69,6 +69,18 @@ describe("a gRPC call to a method the server does not have", () => {
     expect(body.subarray(5).toString()).toMatch(/^grpc-status: 12\r\n/);
   });
 
+  it("and over gRPC-Web text, as a base64 trailer frame", async () => {
+    const response = await fetch(`${service.url}/foo.v1.Bar/Baz`, {
+      method: "POST",
+      headers: { "content-type": "application/grpc-web-text" },
+      body: Buffer.alloc(5).toString("base64"),
+    });
+    expect(response.headers.get("content-type")).toBe("application/grpc-web-text");
+    const frame = Buffer.from(await response.text(), "base64");
+    expect(frame[0]).toBe(0x80);
+    expect(frame.subarray(5).toString()).toMatch(/^grpc-status: 12\r\ngrpc-message: unknown%20method%20%2Ffoo.v1.Bar%2FBaz\r\n$/);
+  });
+
   it("while other requests to unknown paths stay a JSON 404", async () => {
     const response = await fetch(`${service.url}/foo.v1.Bar/Baz`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
     expect(response.status).toBe(404);
