@@ -1,10 +1,10 @@
 import { fromBinary } from "@bufbuild/protobuf";
 import { beforeAll, describe, expect, it } from "vitest";
-import { PriceCheck, type StoredTrace, TraceSource } from "../../gen/calltrace/v1/trace_pb.js";
+import { PriceCheck, TraceSource } from "../../gen/calltrace/v1/trace_pb.js";
 import { StatusSchema } from "../../gen/google/rpc/status_pb.js";
 import { ExportTraceServiceResponseSchema } from "../../gen/opentelemetry/proto/collector/trace/v1/trace_service_pb.js";
 import { startTestService, type TestService } from "../support/test-service.js";
-import { chatSpan, curlPost, otlpJson, otlpProtobuf, type Span, tableCost, withIds } from "./interop.js";
+import { chatSpan, curlPost, otlpJson, otlpProtobuf, type Span, storedFor, tableCost, withIds } from "./interop.js";
 
 // OTLP/HTTP on POST /v1/traces as the real curl binary sends it: the OTLP JSON encoding and
 // protobuf, gzip, a retried Export, a key whose monthly quota holds only part of an Export, and
@@ -22,12 +22,6 @@ const protobuf = { "Content-Type": "application/x-protobuf" };
 async function newKey(plan = "free"): Promise<{ key: string; accountId: string; auth: Record<string, string> }> {
   const { key, accountId } = await service.createKey(plan);
   return { key, accountId, auth: { Authorization: `Bearer ${key}` } };
-}
-
-async function storedFor(accountId: string): Promise<StoredTrace[]> {
-  const traces: StoredTrace[] = [];
-  for await (const trace of service.store.exportTraces({ accountId })) traces.push(trace);
-  return traces;
 }
 
 const url = () => `${service.url}/v1/traces`;
@@ -56,7 +50,7 @@ describe("OTLP JSON and protobuf through curl", () => {
     ]) as [Span];
     const answer = await curlPost(url(), otlpJson([span]), { ...json, ...auth });
     expect(exportAnswer(answer, "json").rejected).toBe(0);
-    const [trace, ...rest] = await storedFor(accountId);
+    const [trace, ...rest] = await storedFor(service, accountId);
     expect(rest).toEqual([]);
     expect(trace).toMatchObject({
       provider: "openai",
@@ -94,7 +88,7 @@ describe("OTLP JSON and protobuf through curl", () => {
       chatSpan("gcp.vertex_ai", "gemini-2.5-flash", 30, 40),
     ]);
     expect(exportAnswer(await curlPost(url(), otlpJson(spans), { ...json, ...auth }), "json").rejected).toBe(0);
-    const stored = await storedFor(accountId);
+    const stored = await storedFor(service, accountId);
     const bySpan = new Map(stored.map((t) => [t.otlpSpanId, t]));
     expect(spans.map((s) => bySpan.get(s.spanId)?.provider)).toEqual(["anthropic", "openai", "gemini"]);
     expect(bySpan.get(spans[0]!.spanId)).toMatchObject({ tokensIn: 900, tokensOut: 120 });
@@ -112,7 +106,7 @@ describe("OTLP JSON and protobuf through curl", () => {
     const result = exportAnswer(await curlPost(url(), otlpJson(spans), { ...json, ...auth }), "json");
     expect(result.rejected).toBe(1);
     expect(result.message).toContain("mistral_ai");
-    expect((await storedFor(accountId)).map((t) => t.otlpSpanId)).toEqual([spans[4]!.spanId]);
+    expect((await storedFor(service, accountId)).map((t) => t.otlpSpanId)).toEqual([spans[4]!.spanId]);
   });
 
   it("takes a failed call's status message as its error", async () => {
@@ -121,7 +115,7 @@ describe("OTLP JSON and protobuf through curl", () => {
       { ...chatSpan("gemini", "gemini-2.5-pro", 12, 0, { "error.type": "429" }), error: "429 RESOURCE_EXHAUSTED. quota" },
     ]);
     exportAnswer(await curlPost(url(), otlpProtobuf(spans), { ...protobuf, ...auth }), "protobuf");
-    expect(await storedFor(accountId)).toMatchObject([
+    expect(await storedFor(service, accountId)).toMatchObject([
       { status: "error", error: "429 RESOURCE_EXHAUSTED. quota", model: "gemini-2.5-pro" },
     ]);
   });
@@ -138,7 +132,7 @@ describe("OTLP JSON and protobuf through curl", () => {
       const body = encoding === "json" ? otlpJson(spans) : otlpProtobuf(spans);
       const answer = await curlPost(url(), body, { ...(encoding === "json" ? json : protobuf), ...auth }, { gzip: true });
       expect(exportAnswer(answer, encoding).rejected).toBe(0);
-      const [trace] = await storedFor(accountId);
+      const [trace] = await storedFor(service, accountId);
       expect(trace).toMatchObject({
         tokensIn: 2234,
         tokensOut: 567,
@@ -159,7 +153,7 @@ describe("OTLP JSON and protobuf through curl", () => {
     for (let attempt = 0; attempt < 3; attempt++) exportAnswer(await curlPost(url(), body, { ...protobuf, ...auth }), "protobuf");
     // The same spans again, in JSON this time: still the same calls.
     exportAnswer(await curlPost(url(), otlpJson(spans), { ...json, ...auth }), "json");
-    expect((await storedFor(accountId)).map((t) => t.otlpSpanId).sort()).toEqual(spans.map((s) => s.spanId).sort());
+    expect((await storedFor(service, accountId)).map((t) => t.otlpSpanId).sort()).toEqual(spans.map((s) => s.spanId).sort());
   });
 
   it("stores what the monthly quota holds, reports the rest in partial_success, then answers 429 with Retry-After", async () => {
@@ -170,12 +164,12 @@ describe("OTLP JSON and protobuf through curl", () => {
     const partial = exportAnswer(await curlPost(url(), otlpProtobuf([...http, ...calls]), { ...protobuf, ...auth }), "protobuf");
     expect(partial.rejected).toBe(2);
     expect(partial.message).toMatch(/quota/i);
-    expect(await storedFor(accountId)).toHaveLength(3);
+    expect(await storedFor(service, accountId)).toHaveLength(3);
 
     const refused = await curlPost(url(), otlpJson(withIds([chatSpan("openai", "gpt-4o-mini", 1, 1)])), { ...json, ...auth });
     expect(refused.status).toBe(429);
     expect(Number(refused.headers["retry-after"])).toBeGreaterThan(0);
-    expect(await storedFor(accountId)).toHaveLength(3);
+    expect(await storedFor(service, accountId)).toHaveLength(3);
   });
 });
 
@@ -194,7 +188,7 @@ describe("bodies that are not what they claim: 400 with a google.rpc.Status, nev
       expect(answer.headers["content-type"]).toMatch(/^application\/x-protobuf/);
       const status = fromBinary(StatusSchema, answer.body);
       expect(status.message).not.toBe("");
-      expect(await storedFor(accountId)).toEqual([]);
+      expect(await storedFor(service, accountId)).toEqual([]);
     });
   }
 

@@ -2,12 +2,11 @@ import { fromBinary } from "@bufbuild/protobuf";
 import { anyUnpack } from "@bufbuild/protobuf/wkt";
 import { credentials, Client, Metadata, status as GrpcStatus, type ServiceError } from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { StoredTrace } from "../../gen/calltrace/v1/trace_pb.js";
 import { RetryInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { StatusSchema } from "../../gen/google/rpc/status_pb.js";
 import { ExportTraceServiceResponseSchema } from "../../gen/opentelemetry/proto/collector/trace/v1/trace_service_pb.js";
 import { startTestService, type TestService } from "../support/test-service.js";
-import { chatSpan, otlpProtobuf, withIds } from "./interop.js";
+import { chatSpan, otlpProtobuf, storedFor, withIds } from "./interop.js";
 
 // OTLP/gRPC's TraceService/Export on the service's port, called with grpc-js (the gRPC library the
 // OpenTelemetry JS exporter is built on) as raw bytes, so a test can send what no exporter would:
@@ -51,19 +50,13 @@ function callExport(body: Uint8Array, key?: string): Promise<Answer> {
   });
 }
 
-async function storedFor(accountId: string): Promise<StoredTrace[]> {
-  const traces: StoredTrace[] = [];
-  for await (const trace of service.store.exportTraces({ accountId })) traces.push(trace);
-  return traces;
-}
-
 describe("OTLP/gRPC Export through grpc-js", () => {
   it("stores the GenAI spans of an Export, and nothing twice when the Export is retried", async () => {
     const { key, accountId } = await service.createKey();
     const spans = withIds([chatSpan("openai", "gpt-4o", 100, 20), chatSpan("anthropic", "claude-haiku-4-5", 300, 40)]);
     const body = otlpProtobuf(spans, "grpc-app");
     for (let attempt = 0; attempt < 3; attempt++) expect(await callExport(body, key)).toEqual({ ok: true, rejected: 0, message: "" });
-    const stored = await storedFor(accountId);
+    const stored = await storedFor(service, accountId);
     expect(stored.map((t) => t.otlpSpanId).sort()).toEqual(spans.map((s) => s.spanId).sort());
     expect(stored.map((t) => t.serviceName)).toEqual(["grpc-app", "grpc-app"]);
   });
@@ -76,7 +69,7 @@ describe("OTLP/gRPC Export through grpc-js", () => {
     );
     expect(partial).toMatchObject({ ok: true, rejected: 2 });
     expect(partial.ok && partial.message).toMatch(/quota/i);
-    expect(await storedFor(accountId)).toHaveLength(3);
+    expect(await storedFor(service, accountId)).toHaveLength(3);
 
     const refused = await callExport(otlpProtobuf(withIds([chatSpan("gemini", "gemini-2.5-flash", 1, 1)])), key);
     expect(refused.ok).toBe(false);
@@ -90,7 +83,7 @@ describe("OTLP/gRPC Export through grpc-js", () => {
       .find((info) => info !== undefined);
     expect(retryInfo, "a RetryInfo detail").toBeDefined();
     expect(Number(retryInfo?.retryDelay?.seconds ?? 0n)).toBeGreaterThan(0);
-    expect(await storedFor(accountId)).toHaveLength(3);
+    expect(await storedFor(service, accountId)).toHaveLength(3);
   });
 
   const malformed: [string, Uint8Array][] = [
@@ -107,7 +100,7 @@ describe("OTLP/gRPC Export through grpc-js", () => {
         expect(answer.error.code, answer.error.details).toBe(GrpcStatus.INVALID_ARGUMENT);
         expect(answer.error.details).not.toBe("");
       }
-      expect(await storedFor(accountId)).toEqual([]);
+      expect(await storedFor(service, accountId)).toEqual([]);
     });
   }
 

@@ -91,6 +91,28 @@ export async function dashboardTraces(client: DashboardClient): Promise<StoredTr
   return traces;
 }
 
+/**
+ * The environment of an instrumented app as its user would set it: the endpoint and the key, plus
+ * any `settings`; nothing else from this process's environment configures the exporter.
+ */
+export function otelEnvironment(service: TestService, key: string, settings: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {
+    // An http:// endpoint is all a gRPC exporter needs to speak h2c.
+    OTEL_EXPORTER_OTLP_ENDPOINT: service.url,
+    OTEL_EXPORTER_OTLP_HEADERS: `Authorization=Bearer ${key}`,
+    ...settings,
+  };
+  for (const name of Object.keys(process.env)) if (name.startsWith("OTEL_") && !(name in env)) env[name] = undefined;
+  return env;
+}
+
+/** Every trace the store holds for an account, oldest first. */
+export async function storedFor(service: TestService, accountId: string): Promise<StoredTrace[]> {
+  const traces: StoredTrace[] = [];
+  for await (const trace of service.store.exportTraces({ accountId })) traces.push(trace);
+  return traces;
+}
+
 /** A span's duration in milliseconds, from its nanosecond times. */
 export function spanMs(startNs: number, endNs: number): number {
   return (endNs - startNs) / 1e6;

@@ -3,7 +3,7 @@ import { PriceCheck, type StoredTrace, TraceSource } from "../../gen/calltrace/v
 import type { DashboardClient } from "../dashboard/dashboard-client.js";
 import { runProcess } from "../support/run-process.js";
 import { startTestService, type TestService } from "../support/test-service.js";
-import { dashboardTraces, dashboardUser, tableCost, type Usage } from "./interop.js";
+import { dashboardTraces, dashboardUser, otelEnvironment, tableCost, type Usage } from "./interop.js";
 
 // The OpenTelemetry JS SDK with its stock OTLP exporters (@opentelemetry/exporter-trace-otlp-proto
 // over HTTP, -grpc over h2c), configured only by OTEL_EXPORTER_OTLP_ENDPOINT and
@@ -116,11 +116,7 @@ describe.each(["proto", "grpc"])("the OpenTelemetry JS SDK with the OTLP %s expo
   beforeAll(async () => {
     const user = await dashboardUser(service, `js-${exporter}@example.com`);
     client = user.client;
-    const env: NodeJS.ProcessEnv = {
-      OTEL_EXPORTER_OTLP_ENDPOINT: service.url,
-      OTEL_EXPORTER_OTLP_HEADERS: `Authorization=Bearer ${user.key}`,
-    };
-    for (const name of Object.keys(process.env)) if (name.startsWith("OTEL_") && !(name in env)) env[name] = undefined;
+    const env = otelEnvironment(service, user.key);
     const result = await runProcess(process.execPath, ["test/otlp-interop/genai_spans.mjs", exporter], {
       env,
       input: JSON.stringify(plan.map((p) => p.span)),

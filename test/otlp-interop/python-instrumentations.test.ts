@@ -3,7 +3,7 @@ import { PriceCheck, type StoredTrace, TraceSource } from "../../gen/calltrace/v
 import type { DashboardClient } from "../dashboard/dashboard-client.js";
 import { runProcess } from "../support/run-process.js";
 import { startTestService, type TestService } from "../support/test-service.js";
-import { dashboardTraces, dashboardUser, otlpPython, spanMs, tableCost, type Usage } from "./interop.js";
+import { dashboardTraces, dashboardUser, otelEnvironment, otlpPython, spanMs, tableCost, type Usage } from "./interop.js";
 
 // The issue's "done when": an application instrumented with stock OpenTelemetry GenAI
 // instrumentation (OpenLLMetry's openai and anthropic, OpenTelemetry's google-genai) and no
@@ -158,14 +158,7 @@ describe.each([
   beforeAll(async () => {
     const user = await dashboardUser(service, `python-${userName}@example.com`);
     client = user.client;
-    const env: NodeJS.ProcessEnv = {
-      // An http:// endpoint is all the gRPC exporter needs to speak h2c.
-      OTEL_EXPORTER_OTLP_ENDPOINT: service.url,
-      OTEL_EXPORTER_OTLP_HEADERS: `Authorization=Bearer ${user.key}`,
-      ...settings,
-    };
-    // Nothing else from this process's environment configures the exporter.
-    for (const name of Object.keys(process.env)) if (name.startsWith("OTEL_") && !(name in env)) env[name] = undefined;
+    const env = otelEnvironment(service, user.key, settings);
     const result = await runProcess(otlpPython(), ["test/otlp-interop/genai_app.py", exporter], {
       env,
       input: JSON.stringify(plan.map((call) => call.step)),
