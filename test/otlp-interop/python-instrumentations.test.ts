@@ -145,10 +145,22 @@ beforeAll(async () => {
   service = await startTestService();
 });
 
+// Anthropic's calls each give two spans (the SDK's own and OpenLLMetry's). One span per Export
+// (a setting a user may choose) puts them in different Exports: still one trace per call. With
+// gzip, the other setting users turn on.
+const splitPlan = plan.filter((call, index) => call.provider === "anthropic" || index === 0 || call.step.model === "gemini-2.5-flash");
+
 describe.each([
   // The two exporters a Python user picks between; each gets nothing but the endpoint and the key.
   { name: "the OTLP proto-http exporter", exporter: "http", user: "http", calls: plan, settings: {} },
   { name: "the OTLP grpc exporter", exporter: "grpc", user: "grpc", calls: plan, settings: {} },
+  {
+    name: "the OTLP grpc exporter with gzip, sending one span per Export",
+    exporter: "grpc",
+    user: "split",
+    calls: splitPlan,
+    settings: { OTEL_BSP_MAX_EXPORT_BATCH_SIZE: "1", OTEL_EXPORTER_OTLP_COMPRESSION: "gzip" },
+  },
 ])("a Python app with stock GenAI instrumentation and $name", ({ exporter, user: userName, calls, settings }) => {
   const plan = calls;
   let client: DashboardClient;
