@@ -94,6 +94,8 @@ ${machineLine()}; one calltrace process on the embedded store, loaded in turns: 
 
 ${table(["target", "throughput", "p50 ms", "p99 ms", "CPU µs per trace", "ratio to REST traces/s", "non-2xx / errors"], rows)}
 
-Target: OTLP at least 10× the REST path's traces/s in stored spans/s, every span committed before its 200: **${ratio >= 10 && otlpErrors === 0 ? "met" : "not met"}**.`;
+Target: OTLP at least 10× the REST path's traces/s in stored spans/s, every span committed before its 200: **${ratio >= 10 && otlpErrors === 0 ? "met" : "not met"}**.
+
+Where the time goes: an Export pays once for what a REST request pays per trace (HTTP parsing, the key's check, the per-minute window, the quota round trip, the response), but every span still costs its own row: decoding, mapping and pricing, validation, and on the SQLite writer thread an insert into the traces table and its indexes plus the idempotency claim that makes retried Exports and twin spans store nothing twice (about a third of the writer's time per row in a separate measurement of the writer alone). That single writer thread is the limit of this path: in CPU profiles under this load the event loop still had idle time while the writer thread was busy nearly throughout. So spans per second stay within a small factor of the REST path's traces per second, and the CPU per stored span is close to that of a whole REST request; the 10× target would need each span to cost the service about a tenth of a REST request, which per-row inserts and claims on this store do not allow. The figures were taken on a machine shared with other work (load average above); they move by tens of percent between rounds.`;
 console.log(markdown);
 writeResultsSection("otlp-ingest", markdown);

@@ -52,15 +52,17 @@ export function restIngest(pipeline: IngestPipeline, otlp: OtlpIngest, options: 
         if ("shouldKeepAlive" in res) res.shouldKeepAlive = false;
         throw payloadTooLarge(options.maxBodyBytes);
       }
-      if (req.headers["content-encoding"] !== undefined)
+      // D1 order: the body's size, then its type, then its content (and gzip is content).
+      if (otlpEncoding !== "protobuf" && !isJson(contentType)) throw unsupportedMediaType(contentType);
+      if (req.headers["content-encoding"] !== undefined) {
         raw = await decodedBody(raw, req.headers["content-encoding"], options.maxBodyBytes);
+      }
       if (otlpEncoding === "protobuf") {
         const request = exportFromProtobuf(raw);
         accepting = true;
         sendOtlpExport(res, otlpEncoding, await otlp(admission, request, address), admission.headers);
         return;
       }
-      if (!isJson(contentType)) throw unsupportedMediaType(contentType);
       const body = parseJsonObject(raw);
       if (Object.hasOwn(body, "resourceSpans")) {
         otlpEncoding = "json";

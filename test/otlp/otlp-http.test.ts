@@ -131,6 +131,12 @@ describe("gzip", () => {
     expect(brotli.status).toBe(415);
     expect(brotli.refusal).toMatchObject({ code: 3, message: 'Content-Encoding must be gzip or identity, got "br"' });
   });
+
+  it("another content type is 415 before its gzip is looked at (the spec's order: size, type, content)", async () => {
+    const text = await postJson(service.url, key, "not gzip", { "content-type": "text/plain", "content-encoding": "gzip" });
+    expect(text.status).toBe(415);
+    expect(text.json).toEqual({ error: "Unsupported media type", details: 'Content-Type must be application/json, got "text/plain"' });
+  });
 });
 
 describe("malformed Exports are 400 with a google.rpc.Status in the request's encoding, never 500", () => {
