@@ -2,7 +2,7 @@
 // OpenTelemetry JS SDK and its stock OTLP exporter. The exporter is built with no options: the
 // endpoint and the key come only from OTEL_EXPORTER_OTLP_ENDPOINT and OTEL_EXPORTER_OTLP_HEADERS.
 //
-//   node genai_spans.mjs proto|grpc < plan.json
+//   node genai_spans.mjs proto|json|grpc < plan.json   (json: OTLP JSON over HTTP)
 //
 // The plan lists spans: {name, attributes, durationMs, error?: message, parent?: {name,
 // attributes?} of a span around it (an application's request span, or a framework's GenAI span
@@ -14,14 +14,13 @@ import { resourceFromAttributes } from "@opentelemetry/resources";
 import { BasicTracerProvider, BatchSpanProcessor } from "@opentelemetry/sdk-trace-base";
 
 const kind = process.argv[2];
-const { OTLPTraceExporter } =
-  kind === "proto"
-    ? await import("@opentelemetry/exporter-trace-otlp-proto")
-    : kind === "grpc"
-      ? await import("@opentelemetry/exporter-trace-otlp-grpc")
-      : (() => {
-          throw new Error(`unknown exporter ${kind}: proto or grpc`);
-        })();
+const exporters = {
+  proto: "@opentelemetry/exporter-trace-otlp-proto",
+  json: "@opentelemetry/exporter-trace-otlp-http",
+  grpc: "@opentelemetry/exporter-trace-otlp-grpc",
+};
+if (!(kind in exporters)) throw new Error(`unknown exporter ${kind}: proto, json or grpc`);
+const { OTLPTraceExporter } = await import(exporters[kind]);
 
 const plan = JSON.parse(readFileSync(0, "utf8"));
 const exporter = new OTLPTraceExporter();

@@ -6,8 +6,9 @@ import { startTestService, type TestService } from "../support/test-service.js";
 import { dashboardTraces, dashboardUser, otelEnvironment, tableCost, type Usage } from "./interop.js";
 
 // The OpenTelemetry JS SDK with its stock OTLP exporters (@opentelemetry/exporter-trace-otlp-proto
-// over HTTP, -grpc over h2c), configured only by OTEL_EXPORTER_OTLP_ENDPOINT and
-// OTEL_EXPORTER_OTLP_HEADERS, sends GenAI spans as a JavaScript application's instrumentation would.
+// and -http: protobuf and OTLP JSON over HTTP; -grpc over h2c), configured only by
+// OTEL_EXPORTER_OTLP_ENDPOINT and OTEL_EXPORTER_OTLP_HEADERS, sends GenAI spans as a JavaScript
+// application's instrumentation would.
 
 interface PlannedSpan {
   span: {
@@ -105,7 +106,7 @@ beforeAll(async () => {
   service = await startTestService();
 });
 
-describe.each(["proto", "grpc"])("the OpenTelemetry JS SDK with the OTLP %s exporter", (exporter) => {
+describe.each(["proto", "json", "grpc"])("the OpenTelemetry JS SDK with the OTLP %s exporter", (exporter) => {
   let client: DashboardClient;
   let sent: {
     spans: { name: string; traceId: string; spanId: string; parentSpanId?: string }[];
