@@ -35,13 +35,28 @@ async function measure(bin: string, cwd: string): Promise<Start> {
   const began = performance.now();
   const child = spawn(process.execPath, [bin, "serve"], { cwd, env, stdio: "ignore" });
   const url = `http://127.0.0.1:${port}`;
+  try {
+    return await startAndLoad(child, url, key, began);
+  } finally {
+    if (child.exitCode === null) {
+      await new Promise((resolve) => {
+        child.once("exit", resolve);
+        child.kill("SIGTERM");
+      });
+    }
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+/** Waits for the first answered request, then sends the burst; the caller stops the server. */
+async function startAndLoad(child: ChildProcess, url: string, key: string, began: number): Promise<Start> {
   for (;;) {
     const ok = await fetch(`${url}/healthz`).then(
       (r) => r.ok,
       () => false,
     );
     if (ok) break;
-    if (child.exitCode !== null) throw new Error(`${bin} serve exited ${child.exitCode}`);
+    if (child.exitCode !== null) throw new Error(`calltrace serve exited ${child.exitCode}`);
     await new Promise((resolve) => setTimeout(resolve, 2));
   }
   const ms = performance.now() - began;
@@ -54,13 +69,7 @@ async function measure(bin: string, cwd: string): Promise<Start> {
     const refused = answers.find((a) => a.status !== 202 && a.status !== 503);
     if (refused) throw new Error(`a trace of the burst got ${refused.status}`);
   }
-  const burstRssMiB = peakRssMiB(child);
-  await new Promise((resolve) => {
-    child.once("exit", resolve);
-    child.kill("SIGTERM");
-  });
-  rmSync(dataDir, { recursive: true, force: true });
-  return { ms, startRssMiB, burstRssMiB };
+  return { ms, startRssMiB, burstRssMiB: peakRssMiB(child) };
 }
 
 const median = (values: number[]) => {
