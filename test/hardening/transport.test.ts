@@ -1,15 +1,12 @@
-import { execFileSync } from "node:child_process";
-import { readFileSync } from "node:fs";
 import { request as httpsRequest } from "node:https";
 import { connect as http2Connect } from "node:http2";
-import { join } from "node:path";
 import { connect as tlsConnect, type ConnectionOptions } from "node:tls";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { beforeAll, describe, expect, it } from "vitest";
 import { TraceService } from "../../gen/calltrace/v1/trace_service_pb.js";
 import { postTrace, startTestService, traceBody, type TestService } from "../support/test-service.js";
-import { tempDir } from "../support/temp-dir.js";
+import { throwawayCertificate } from "../support/tls-certificate.js";
 import { openRaw } from "./support/attack.js";
 
 // TLS when configured: TLS 1.2+ with forward-secret AEAD ciphers only, HTTP/2 through ALPN,
@@ -20,37 +17,9 @@ let cert: Buffer;
 let key: string;
 
 beforeAll(async () => {
-  const dir = tempDir();
-  const certFile = join(dir, "cert.pem");
-  const keyFile = join(dir, "key.pem");
-  try {
-    execFileSync(
-      "openssl",
-      [
-        "req",
-        "-x509",
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:prime256v1",
-        "-nodes",
-        "-days",
-        "1",
-        "-subj",
-        "/CN=localhost",
-        "-addext",
-        "subjectAltName=IP:127.0.0.1,DNS:localhost",
-        "-keyout",
-        keyFile,
-        "-out",
-        certFile,
-      ],
-      { stdio: "pipe" },
-    );
-  } catch (error) {
-    throw new Error(`the TLS tests make a throwaway certificate with openssl (Debian: openssl): ${(error as Error).message}`);
-  }
-  cert = readFileSync(certFile);
+  const certificate = throwawayCertificate();
+  const { certFile, keyFile } = certificate;
+  cert = certificate.cert;
   tls = await startTestService({ tlsCertFile: certFile, tlsKeyFile: keyFile, headersTimeoutMs: 1000, requestTimeoutMs: 2000 });
   plain = await startTestService({});
   key = (await tls.createKey("pro")).key;

@@ -1,12 +1,9 @@
-import { execFileSync } from "node:child_process";
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { beforeAll, describe, expect, it } from "vitest";
 import { TraceService } from "../../gen/opentelemetry/proto/collector/trace/v1/trace_service_pb.js";
 import { RetryInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
-import { tempDir } from "../support/temp-dir.js";
+import { throwawayCertificate } from "../support/tls-certificate.js";
 import { startTestService, type TestService } from "../support/test-service.js";
 import { exportOf, genAiSpan, hex, storedOtlp } from "./otlp-support.js";
 
@@ -16,37 +13,9 @@ let tls: TestService;
 let cert: Buffer;
 
 beforeAll(async () => {
-  const dir = tempDir();
-  const certFile = join(dir, "cert.pem");
-  const keyFile = join(dir, "key.pem");
-  try {
-    execFileSync(
-      "openssl",
-      [
-        "req",
-        "-x509",
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:prime256v1",
-        "-nodes",
-        "-days",
-        "1",
-        "-subj",
-        "/CN=localhost",
-        "-addext",
-        "subjectAltName=IP:127.0.0.1,DNS:localhost",
-        "-keyout",
-        keyFile,
-        "-out",
-        certFile,
-      ],
-      { stdio: "pipe" },
-    );
-  } catch (error) {
-    throw new Error(`the TLS test makes a throwaway certificate with openssl (Debian: openssl): ${(error as Error).message}`);
-  }
-  cert = readFileSync(certFile);
+  const certificate = throwawayCertificate();
+  const { certFile, keyFile } = certificate;
+  cert = certificate.cert;
   const plans = {
     free: { per_minute: 1, per_month: 1000 },
     metered: { per_minute: 1000, per_month: 2 },
