@@ -1,8 +1,9 @@
-import Anthropic from "@anthropic-ai/sdk";
-import { GoogleGenAI } from "@google/genai";
-import OpenAI from "openai";
+import type Anthropic from "@anthropic-ai/sdk";
+import type { GoogleGenAI } from "@google/genai";
+import type OpenAI from "openai";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { withAttributes, withCallAttributes } from "../src/index.js";
+import { clientsFor } from "./support/clients.js";
 import { startHarness, type Harness } from "./support/harness.js";
 
 // Three levels, each overriding the one before: init() defaults, a
@@ -17,9 +18,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 beforeAll(async () => {
   h = await startHarness({ environment: "staging", tags: ["web"], metadata: { team: "search", region: "eu" } });
-  openai = new OpenAI({ apiKey: "sk-fake", baseURL: `${h.provider.url}/v1`, maxRetries: 0 });
-  anthropic = new Anthropic({ apiKey: "sk-ant-fake", baseURL: h.provider.url, maxRetries: 0 });
-  gemini = new GoogleGenAI({ apiKey: "gemini-fake", httpOptions: { baseUrl: h.provider.url } });
+  ({ openai, anthropic, gemini } = clientsFor(h.provider.url));
 });
 afterAll(() => h.close());
 beforeEach(async () => {

@@ -167,7 +167,8 @@ describe("end to end with the calltrace server", { timeout: 60_000 }, () => {
     expect(pro).toMatchObject({ provider: "gemini", tokens_cached_in: 4096, tokens_reasoning: 612, tokens_out: 792 });
     expect(pro.ttft_ms).toBeLessThanOrEqual(pro.latency_ms);
     // Cache reads and writes priced as the server prices them.
-    for (const trace of [claude, pro]) expect(trace).toMatchObject({ price_check: "PRICE_CHECK_MATCH", server_cost_usd: trace.cost_usd });
+    for (const trace of [claude, pro])
+      expect(trace).toMatchObject({ price_check: "PRICE_CHECK_MATCH", server_cost_usd: trace.cost_usd });
   });
 
   it("stores every trace of a burst pipelined on one connection", async () => {

@@ -1,25 +1,21 @@
-import OpenAI from "openai";
+import type OpenAI from "openai";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { flush, init, shutdown, stats } from "../src/index.js";
 import { importPackage, requirePackage } from "../src/load-package.js";
 import { FakeCalltrace } from "./support/fake-calltrace.js";
-import { FakeProvider } from "./support/fake-provider.js";
-import { TEST_KEY } from "./support/harness.js";
+import { startFakes, TEST_KEY } from "./support/harness.js";
 
-let provider: FakeProvider;
 let service: FakeCalltrace;
 let client: OpenAI;
 const messages = [{ role: "user" as const, content: "hi" }];
 
+let fakes: Awaited<ReturnType<typeof startFakes>>;
+
 beforeAll(async () => {
-  provider = await FakeProvider.start();
-  service = await FakeCalltrace.start();
-  client = new OpenAI({ apiKey: "sk-fake", baseURL: `${provider.url}/v1`, maxRetries: 0 });
+  fakes = await startFakes();
+  ({ service, client } = fakes);
 });
-afterAll(async () => {
-  await provider.close();
-  await service.close();
-});
+afterAll(() => fakes.close());
 afterEach(async () => {
   vi.unstubAllEnvs();
   await shutdown(1_000);

@@ -1,6 +1,7 @@
-import OpenAI, { AzureOpenAI } from "openai";
+import OpenAI from "openai";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { stats, unpatch } from "../src/index.js";
+import { azureClientFor } from "./support/clients.js";
 import { startHarness, TEST_KEY, type Harness } from "./support/harness.js";
 import { OPENAI_CHAT_USAGE, OPENAI_RESPONSES_USAGE } from "./support/openai-fixtures.js";
 
@@ -167,13 +168,7 @@ describe("chat completions", () => {
   });
 
   it("traces AzureOpenAI, which shares OpenAI's resource classes", async () => {
-    const azure = new AzureOpenAI({
-      apiKey: "azure-fake",
-      endpoint: h.provider.url,
-      apiVersion: "2024-10-21",
-      deployment: "my-gpt-4o",
-      maxRetries: 0,
-    });
+    const azure = azureClientFor(h.provider.url);
     await azure.chat.completions.create({ model: "gpt-4o", messages });
     expect(h.provider.requests.at(-1)?.path).toBe("/openai/deployments/my-gpt-4o/chat/completions");
     expect(await h.traces()).toMatchObject([{ provider: "openai", model: "gpt-4o-2024-08-06", tokens_in: 19 }]);

@@ -1,9 +1,10 @@
-import Anthropic from "@anthropic-ai/sdk";
-import { GoogleGenAI } from "@google/genai";
+import type Anthropic from "@anthropic-ai/sdk";
+import type { GoogleGenAI } from "@google/genai";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
-import OpenAI, { AzureOpenAI } from "openai";
+import OpenAI from "openai";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { azureClientFor, clientsFor } from "./support/clients.js";
 import { startHarness, type Harness } from "./support/harness.js";
 
 // Time to first token for every stream shape, streams that are never read or
@@ -21,9 +22,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 beforeAll(async () => {
   h = await startHarness();
-  openai = new OpenAI({ apiKey: "sk-fake", baseURL: `${h.provider.url}/v1`, maxRetries: 0 });
-  anthropic = new Anthropic({ apiKey: "sk-ant-fake", baseURL: h.provider.url, maxRetries: 0 });
-  gemini = new GoogleGenAI({ apiKey: "gemini-fake", httpOptions: { baseUrl: h.provider.url } });
+  ({ openai, anthropic, gemini } = clientsFor(h.provider.url));
 });
 afterAll(() => h.close());
 beforeEach(async () => {
@@ -206,13 +205,7 @@ describe("errors", () => {
 
 describe("OpenAI-compatible servers", () => {
   it("Azure OpenAI is asked for stream usage, and its usage chunk is hidden from the caller", async () => {
-    const azure = new AzureOpenAI({
-      apiKey: "azure-fake",
-      endpoint: h.provider.url,
-      apiVersion: "2024-10-21",
-      deployment: "my-gpt-4o",
-      maxRetries: 0,
-    });
+    const azure = azureClientFor(h.provider.url);
     const chunks = [];
     for await (const chunk of await azure.chat.completions.create({ model: "gpt-4o", messages, stream: true })) {
       chunks.push(chunk);

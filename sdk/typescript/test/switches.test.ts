@@ -1,9 +1,9 @@
-import OpenAI from "openai";
+import type OpenAI from "openai";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { flush, init, shutdown, stats, untraced, withAttributes, withCallAttributes } from "../src/index.js";
-import { FakeCalltrace } from "./support/fake-calltrace.js";
-import { FakeProvider } from "./support/fake-provider.js";
-import { TEST_KEY } from "./support/harness.js";
+import type { FakeCalltrace } from "./support/fake-calltrace.js";
+import type { FakeProvider } from "./support/fake-provider.js";
+import { startFakes, TEST_KEY } from "./support/harness.js";
 
 // Sampling, switching tracing off, and untraced blocks.
 let provider: FakeProvider;
@@ -12,15 +12,13 @@ let client: OpenAI;
 const messages = [{ role: "user" as const, content: "hi" }];
 const chat = () => client.chat.completions.create({ model: "gpt-4o", messages });
 
+let fakes: Awaited<ReturnType<typeof startFakes>>;
+
 beforeAll(async () => {
-  provider = await FakeProvider.start();
-  service = await FakeCalltrace.start();
-  client = new OpenAI({ apiKey: "sk-fake", baseURL: `${provider.url}/v1`, maxRetries: 0 });
+  fakes = await startFakes();
+  ({ provider, service, client } = fakes);
 });
-afterAll(async () => {
-  await provider.close();
-  await service.close();
-});
+afterAll(() => fakes.close());
 afterEach(async () => {
   vi.unstubAllEnvs();
   provider.scenario = { kind: "ok" };

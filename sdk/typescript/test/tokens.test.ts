@@ -1,9 +1,10 @@
-import Anthropic from "@anthropic-ai/sdk";
-import { GoogleGenAI } from "@google/genai";
-import OpenAI from "openai";
+import type Anthropic from "@anthropic-ai/sdk";
+import type { GoogleGenAI } from "@google/genai";
+import type OpenAI from "openai";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { ANTHROPIC_USAGE } from "./support/anthropic-fixtures.js";
 import { GEMINI_CACHED_USAGE } from "./support/gemini-fixtures.js";
+import { clientsFor } from "./support/clients.js";
 import { startHarness, type Harness } from "./support/harness.js";
 import { OPENAI_REASONING_USAGE } from "./support/openai-fixtures.js";
 
@@ -17,9 +18,7 @@ const messages = [{ role: "user" as const, content: "Summarise the attached cont
 
 beforeAll(async () => {
   h = await startHarness();
-  openai = new OpenAI({ apiKey: "sk-fake", baseURL: `${h.provider.url}/v1`, maxRetries: 0 });
-  anthropic = new Anthropic({ apiKey: "sk-ant-fake", baseURL: h.provider.url, maxRetries: 0 });
-  gemini = new GoogleGenAI({ apiKey: "gemini-fake", httpOptions: { baseUrl: h.provider.url } });
+  ({ openai, anthropic, gemini } = clientsFor(h.provider.url));
 });
 afterAll(() => h.close());
 beforeEach(async () => {

@@ -1,4 +1,5 @@
 import { flush, init, shutdown, type InitOptions } from "../../src/index.js";
+import { clientsFor } from "./clients.js";
 import { FakeCalltrace } from "./fake-calltrace.js";
 import { FakeProvider } from "./fake-provider.js";
 
@@ -35,6 +36,21 @@ export async function startHarness(options: InitOptions = {}): Promise<Harness> 
     },
     async close() {
       await shutdown(1_000);
+      await provider.close();
+      await service.close();
+    },
+  };
+}
+
+/** A fake provider and a fake calltrace service, for tests that call init() themselves. */
+export async function startFakes() {
+  const provider = await FakeProvider.start();
+  const service = await FakeCalltrace.start();
+  return {
+    provider,
+    service,
+    client: clientsFor(provider.url).openai,
+    async close() {
       await provider.close();
       await service.close();
     },
