@@ -18,6 +18,7 @@ import { sendJson, sendJsonText } from "./json-response.js";
 import { metricsAuthorized, sendMetrics } from "./metrics-endpoint.js";
 import type { NodeRequest, NodeResponse } from "./node-types.js";
 import { restIngest } from "./rest-ingest.js";
+import { unaryRoute } from "./grpc-unary.js";
 import { rpcAdapter } from "./rpc-adapter.js";
 
 export interface RequestHandlerOptions {
@@ -53,14 +54,17 @@ export function createRequestHandler(options: RequestHandlerOptions) {
   const otlp = createOtlpIngest({ ...options.otlp, pipeline });
   const rest = restIngest(pipeline, otlp, options);
   const rpcOutcomes = new WeakMap<NodeRequest, string>();
+  const ingest = traceService(pipeline);
+  const otlpExport = otlpTraceService(pipeline, otlp);
   const rpc = rpcAdapter({
     routes: (router) => {
-      router.service(TraceService, traceService(pipeline));
-      router.service(OtlpTraceService, otlpTraceService(pipeline, otlp));
+      router.service(TraceService, ingest);
+      router.service(OtlpTraceService, otlpExport);
       options.dashboard?.routes(router);
       serveHealth(router, { ready: options.ready });
       serveReflection(router);
     },
+    fastUnary: [unaryRoute(TraceService.method.ingest, ingest.ingest), unaryRoute(OtlpTraceService.method.export, otlpExport.export)],
     readMaxBytes: options.maxBodyBytes,
     ...(options.shutdown ? { shutdownSignal: options.shutdown } : {}),
     contextValues: (req) =>
@@ -90,7 +94,10 @@ export function createRequestHandler(options: RequestHandlerOptions) {
       const level = status !== "ok" && !/^[23]\d\d$/.test(status) ? "info" : "debug";
       // Most requests log at debug, usually off: the line is not even built then.
       if (!options.logger.isLevelEnabled(level)) return;
-      options.logger[level]({ reqId: requestId, method: req.method, path, protocol, status, ms: Math.round(seconds * 10_000) / 10 }, "request");
+      options.logger[level](
+        { reqId: requestId, method: req.method, path, protocol, status, ms: Math.round(seconds * 10_000) / 10 },
+        "request",
+      );
     });
 
     const handled = (() => {

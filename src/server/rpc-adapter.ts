@@ -7,6 +7,7 @@ import {
 } from "@connectrpc/connect-node";
 import type { UniversalHandler, UniversalServerResponse } from "@connectrpc/connect/protocol";
 import { answerUnimplemented } from "./grpc-unimplemented.js";
+import { grpcUnary, isGrpcProto, type UnaryRoute } from "./grpc-unary.js";
 import type { NodeRequest, NodeResponse } from "./node-types.js";
 
 export interface RpcAdapterOptions extends ConnectRouterOptions {
@@ -18,6 +19,8 @@ export interface RpcAdapterOptions extends ConnectRouterOptions {
   onOutcome?: (req: NodeRequest, code: string) => void;
   /** Told when a handler fails outside any RPC status (a write error, a bug). */
   onError?: (req: NodeRequest, res: NodeResponse, error: unknown) => void;
+  /** Unary methods also registered in `routes` whose gRPC calls in the protobuf encoding are answered directly (grpc-unary.ts): the ingest paths. */
+  fastUnary?: UnaryRoute[];
 }
 
 /**
@@ -27,18 +30,37 @@ export interface RpcAdapterOptions extends ConnectRouterOptions {
  * client's fault, where connect-es (like grpc-go) says INTERNAL, which would read as a server fault (a 500 on the Connect protocol).
  */
 export function rpcAdapter(options: RpcAdapterOptions) {
-  const router = createConnectRouter({ acceptCompression: [compressionGzip, compressionBrotli], ...options });
+  const acceptCompression = [compressionGzip, compressionBrotli];
+  const router = createConnectRouter({ acceptCompression, ...options });
   options.routes(router);
   const paths = new Map<string, UniversalHandler>(router.handlers.map((h) => [h.requestPath, h]));
+  const fast = new Map(
+    (options.fastUnary ?? []).map((route) => [
+      `/${route.method.parent.typeName}/${route.method.name}`,
+      grpcUnary(route, {
+        acceptCompression,
+        readMaxBytes: options.readMaxBytes ?? 0xffffffff,
+        contextValues: options.contextValues,
+        report: (req, code) => options.onOutcome?.(req, codeName(code)),
+        onError: (req, res, error) => options.onError?.(req, res, error),
+      }),
+    ]),
+  );
 
   return (req: NodeRequest, res: NodeResponse): void => {
-    const handler = paths.get((req.url ?? "").split("?", 2)[0] ?? "");
+    const path = (req.url ?? "").split("?", 2)[0] ?? "";
+    const direct = fast.get(path);
+    if (direct && req.httpVersionMajor === 2 && req.method === "POST" && isGrpcProto(contentTypeOf(req))) {
+      direct(req, res);
+      return;
+    }
+    const handler = paths.get(path);
     if (!handler) {
       // A gRPC client calling a method we do not have is told so in gRPC's terms.
       const contentType = contentTypeOf(req);
       if (contentType.startsWith("application/grpc")) {
         options.onOutcome?.(req, codeName(Code.Unimplemented));
-        answerUnimplemented(res, contentType, (req.url ?? "").split("?", 2)[0] ?? "");
+        answerUnimplemented(res, contentType, path);
       } else options.fallback(req, res);
       return;
     }
