@@ -64,7 +64,7 @@ async function* pages(reader: TraceReader, accountId: string, filter: TraceFilte
 /**
  * The query's filter: `since` and `until` in ISO 8601, `key_id`, `provider`, `model` and `status`
  * named as TraceFilter's fields are, and the attributes as the web app's address bar names them
- * (`user`, `session`, `tag` (repeated), `meta.<key>`, `env`, `service`, `otlp`, `q` for model text,
+ * (`user`, `session`, `tag` (repeated), `meta.<key>`, `env`, `service`, `otlp`, `q` (or `model_contains`) for model text,
  * `error` for error text), so a download holds what the page shows. Checked by TraceFilter's rules.
  */
 export function filterFromQuery(query: URLSearchParams): TraceFilter {
@@ -93,7 +93,7 @@ export function filterFromQuery(query: URLSearchParams): TraceFilter {
     environment: query.get("env") ?? "",
     service: query.get("service") ?? "",
     otlpTraceId: query.get("otlp") ?? "",
-    modelContains: query.get("q") ?? "",
+    modelContains: query.get("q") ?? query.get("model_contains") ?? "",
     errorContains: query.get("error") ?? "",
   });
   const result = validator.validate(TraceFilterSchema, filter);

@@ -30,7 +30,19 @@ const formulaLike = /^[\t\r\n]|^[\s\p{Cc}]*[=+\-@\uff1d\uff0b\uff0d\uff20]/u;
 export function csvCell(value: unknown): string {
   if (value === undefined || value === null) return "";
   // Tags and metadata: their JSON, so a list or map reads back whole.
-  let text = typeof value === "object" ? JSON.stringify(value) : String(value);
+  let text = typeof value === "object" ? JSON.stringify(value) : typeof value === "number" ? plainDecimal(value) : String(value);
   if (typeof value === "string" && formulaLike.test(text)) text = `'${text}`;
   return /[",\r\n']/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+}
+
+/** A number as a spreadsheet reads it everywhere: plain decimals, never exponent notation (4e-7 is 0.0000004). */
+export function plainDecimal(n: number): string {
+  const m = /^(-?)(\d+)(?:\.(\d+))?e([+-]\d+)$/.exec(String(n));
+  if (!m) return String(n);
+  const [, sign, whole, fraction = "", exponent] = m;
+  const digits = whole! + fraction;
+  const point = whole!.length + Number(exponent);
+  if (point <= 0) return `${sign}0.${"0".repeat(-point)}${digits}`;
+  if (point >= digits.length) return sign + digits + "0".repeat(point - digits.length);
+  return `${sign}${digits.slice(0, point)}.${digits.slice(point)}`;
 }

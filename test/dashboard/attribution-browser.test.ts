@@ -140,10 +140,10 @@ describe("attribution in a real browser", { timeout: 90_000 }, () => {
     await expect.poll(() => rows.count()).toBe(6);
     const costs = async () => (await rows.locator("td:nth-child(7)").allTextContents()).map((t) => t.trim());
     await page.locator("th[data-sort=cost] button").click();
-    await expect.poll(costs).toEqual(["$4.250000", "$2.000000", "$1.500000", "$0.400000", "$0.050000", "$0.010000"]);
+    await expect.poll(costs).toEqual(["$4.25", "$2.00", "$1.50", "$0.40", "$0.05", "$0.01"]);
     expect(await page.locator("th[data-sort=cost]").getAttribute("aria-sort")).toBe("descending");
     await page.locator("th[data-sort=cost] button").click();
-    await expect.poll(costs).toEqual(["$0.010000", "$0.050000", "$0.400000", "$1.500000", "$2.000000", "$4.250000"]);
+    await expect.poll(costs).toEqual(["$0.01", "$0.05", "$0.40", "$1.50", "$2.00", "$4.25"]);
     await page.locator("th[data-sort=latency] button").click();
     await expect.poll(async () => (await rows.locator("td:nth-child(6)").allTextContents()).map((t) => t.trim())).toEqual([
       "5,100",

@@ -1,13 +1,12 @@
-import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { chromium, type BrowserContext, type Page } from "playwright-core";
+import type { BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { launchBrowser } from "../support/browser.js";
 import { startServiceProcess, type ServiceProcess } from "../support/cli.js";
 import { tempDir } from "../support/temp-dir.js";
 import { postTrace, traceBody } from "../support/test-service.js";
 
-/** Debian's chromium, installed by .ci/run; never a downloaded browser. */
-const chromiumPath = "/usr/bin/chromium";
 /** Where the README's screenshots are written when CALLTRACE_SCREENSHOTS is set (e.g. to docs). */
 const screenshotDir = process.env.CALLTRACE_SCREENSHOTS;
 
@@ -22,26 +21,8 @@ describe("dashboard in a real browser", { timeout: 60_000 }, () => {
   let key = "";
 
   beforeAll(async () => {
-    if (!existsSync(chromiumPath)) {
-      throw new Error(`${chromiumPath} is missing: the browser tests need Debian's chromium. Install it with: apt-get install -y chromium`);
-    }
     service = await startServiceProcess(["--data-dir", tempDir(), "--trust-proxy"]);
-    context = await chromium.launchPersistentContext(tempDir("calltrace-chromium-"), {
-      executablePath: chromiumPath,
-      headless: true,
-      args: [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-      ],
-      acceptDownloads: true,
-      viewport: { width: 1400, height: 900 },
-    });
+    context = await launchBrowser();
     await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: service.url });
     page = context.pages()[0] ?? (await context.newPage());
     page.setDefaultTimeout(20_000);
@@ -131,19 +112,19 @@ describe("dashboard in a real browser", { timeout: 60_000 }, () => {
     await expect.poll(() => rows.count()).toBe(5);
     // Newest first: the gemini call was sent last.
     const cells = async (row: number) => (await rows.nth(row).locator("td").allTextContents()).map((t) => t.trim());
-    expect((await cells(0)).slice(1, 10)).toEqual(["gemini", "gemini-2.5-flash", "64", "12", "388", "$0.000012", "success", "", "IE"]);
+    expect((await cells(0)).slice(1, 10)).toEqual(["gemini", "gemini-2.5-flash", "64", "12", "388", "$0.0000123", "success", "", "IE"]);
     expect((await cells(1)).slice(1, 10)).toEqual([
       "anthropic",
       "claude-sonnet-4",
       "700",
       "0",
       "95",
-      "$0.000000",
+      "$0.00",
       "error",
       "overloaded_error: try again",
       "GB",
     ]);
-    expect((await cells(4)).slice(1, 10)).toEqual(["openai", "gpt-4o", "1,200", "350", "842", "$0.006500", "success", "", "US"]);
+    expect((await cells(4)).slice(1, 10)).toEqual(["openai", "gpt-4o", "1,200", "350", "842", "$0.0065", "success", "", "US"]);
     await shot("traces");
 
     await page.selectOption("select[name=status]", "error");
@@ -196,7 +177,7 @@ describe("dashboard in a real browser", { timeout: 60_000 }, () => {
   it("revoking the key (after confirming) makes the next trace get 401", async () => {
     await page.getByRole("link", { name: "Settings · API keys" }).click();
     const row = page.locator("[data-key-name=browser-test]");
-    await expect.poll(() => row.locator("td").nth(5).textContent()).toContain("6");
+    await expect.poll(() => row.locator("[data-month]").textContent()).toContain("6");
     await shot("keys");
     await row.getByRole("button", { name: "Revoke…" }).click();
     await row.getByRole("button", { name: "Yes, revoke" }).click();

@@ -63,7 +63,7 @@ const day = 24 * hour;
 const filter = (init: Parameters<typeof create<typeof TraceFilterSchema>>[1] = {}) => create(TraceFilterSchema, init);
 
 type TraceFields = {
-  [K in "keyId" | "accountId" | "country" | "provider" | "model" | "tokensIn" | "tokensOut" | "latencyMs" | "costUsd" | "status" | "error" | "priceCheck"]?: StoredTrace[K];
+  [K in "userId" | "keyId" | "accountId" | "country" | "provider" | "model" | "tokensIn" | "tokensOut" | "latencyMs" | "costUsd" | "status" | "error" | "priceCheck"]?: StoredTrace[K];
 };
 
 function trace(fields: TraceFields & { at: number }): StoredTrace {
@@ -526,7 +526,7 @@ describe.each(adapters)("store contract: %s", (_name, open) => {
       const key = await store.keys.createKey({ accountId: account.id, name, hash: `del-${account.id}`, prefix: "d" });
       await store.users.createSession({ tokenHash: `del-${user.id}`, userId: user.id, accountId: account.id, createdAt: new Date(), expiresAt: new Date(Date.now() + day), userAgent: "" });
       // Whole days in the past are read from the roll-ups, today from the traces.
-      const writes = [5 * day, 2 * day, 1000].map((ago) => write(trace({ accountId: account.id, keyId: key.id, at: Date.now() - ago })));
+      const writes = [5 * day, 2 * day, 1000].map((ago) => write(trace({ accountId: account.id, keyId: key.id, at: Date.now() - ago, userId: "end-user" })));
       await store.writeBatch(writes);
       return { user, account, key };
     };
@@ -544,6 +544,9 @@ describe.each(adapters)("store contract: %s", (_name, open) => {
     expect((await store.usageTotals(gone.account.id, everything)).calls).toBe(0n);
     expect(await store.usageByDay(gone.account.id, everything)).toEqual([]);
     expect(await store.usageByCountry(gone.account.id, everything)).toEqual([]);
+    // The attribution roll-ups too (group_daily and any later one: deletion finds them in the schema).
+    expect((await store.usageByGroup(gone.account.id, everything, { kind: "user" }, 10)).groups).toEqual([]);
+    expect((await store.usageByGroup(kept.account.id, everything, { kind: "user" }, 10)).groups.map((g) => g.value)).toEqual(["end-user"]);
     const exported: StoredTrace[] = [];
     for await (const t of store.exportTraces({ accountId: gone.account.id })) exported.push(t);
     expect(exported).toEqual([]);

@@ -11,9 +11,18 @@ const csrf: Interceptor = (next) => (req) => {
     .map((c) => c.trim())
     .find((c) => c.startsWith("ct_csrf="))
     ?.slice("ct_csrf=".length);
-  if (token) req.header.set("x-csrf-token", decodeURIComponent(token));
+  if (token) req.header.set("x-csrf-token", decodeCookie(token));
   return next(req);
 };
+
+/** A malformed cookie value is sent as it is (the server refuses it) rather than breaking every call. */
+function decodeCookie(value: string): string {
+  try {
+    return decodeURIComponent(value);
+  } catch {
+    return value;
+  }
+}
 
 /** Calls that find the session gone send the user back to the log-in page. */
 let onSignedOut: () => void = () => {};

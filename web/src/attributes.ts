@@ -68,7 +68,8 @@ export function withAttributes(filter: TraceFilter, a: Attributes): TraceFilter 
     environment: a.environment,
     service: a.service,
     otlpTraceId: a.otlpTraceId,
-    modelContains: a.modelContains,
+    // The search box and the filter bar's model box both search model names.
+    modelContains: a.modelContains || filter.modelContains,
     errorContains: a.errorContains,
   });
 }

@@ -18,17 +18,45 @@ export interface Filters {
   status: string;
 }
 
+const statuses = ["", "success", "error"];
+
+/** A datetime-local value (no zone) read as UTC, like every time on the pages. */
+function utcTime(value: string): Date {
+  return new Date(/(Z|[+-]\d\d:\d\d)$/i.test(value) ? value : `${value}Z`);
+}
+
+/** A datetime-local value that names a real time, or "" (an address bar can hold anything). */
+function validTime(value: string | null): string {
+  return value && /^\d{4}-\d\d-\d\dT/.test(value) && !Number.isNaN(utcTime(value).getTime()) ? value : "";
+}
+
+/** The filters of an address; values that make no sense fall back to their defaults (queryProblems says which). */
 export function filtersFromQuery(query: URLSearchParams, defaultRange: Range = "24h"): Filters {
   const range = query.get("range") as Range | null;
+  const status = query.get("status") ?? "";
   return {
-    range: range && range in ranges ? range : defaultRange,
-    from: query.get("from") ?? "",
-    to: query.get("to") ?? "",
+    range: range && Object.hasOwn(ranges, range) ? range : defaultRange,
+    from: validTime(query.get("from")),
+    to: validTime(query.get("to")),
     keyId: query.get("key") ?? "",
     provider: query.get("provider") ?? "",
     model: query.get("model") ?? "",
-    status: query.get("status") ?? "",
+    status: statuses.includes(status) ? status : "",
   };
+}
+
+/** What filtersFromQuery had to ignore in an address, said to the reader instead of a blank page. */
+export function queryProblems(query: URLSearchParams): string[] {
+  const problems: string[] = [];
+  const range = query.get("range");
+  if (range !== null && !Object.hasOwn(ranges, range)) problems.push(`unknown time range "${range}"`);
+  for (const name of ["from", "to"]) {
+    const value = query.get(name);
+    if (value && !validTime(value)) problems.push(`"${value}" is not a time (${name})`);
+  }
+  const status = query.get("status");
+  if (status !== null && !statuses.includes(status)) problems.push(`unknown status "${status}"`);
+  return problems;
 }
 
 export function filtersToQuery(f: Filters): string {
@@ -45,13 +73,28 @@ export function filtersToQuery(f: Filters): string {
   return q.toString();
 }
 
+/** What the ranges mean, said on every page that offers them. */
+export const rangeMeaning = "1h and 24h count back from now; 7, 30 and 90 days are whole UTC days, today included. Times are UTC.";
+
+const dayMs = 86_400_000;
+
+/**
+ * Where a range starts, the same on every page: hour ranges count back from now, day ranges
+ * are whole UTC days with today the last of them (as the per-day charts and the store's daily
+ * roll-ups count them).
+ */
+export function rangeStart(range: Exclude<Range, "all" | "custom">, now: number): Date {
+  const span = ranges[range];
+  if (span < dayMs * 2) return new Date(now - span);
+  return new Date(Math.floor(now / dayMs) * dayMs - (span / dayMs - 1) * dayMs);
+}
+
 /** The time bounds of a range, as of now. */
 export function bounds(f: Filters): { since?: Date; until?: Date } {
   if (f.range === "custom") {
-    return { ...(f.from ? { since: new Date(f.from) } : {}), ...(f.to ? { until: new Date(f.to) } : {}) };
+    return { ...(f.from ? { since: utcTime(f.from) } : {}), ...(f.to ? { until: utcTime(f.to) } : {}) };
   }
-  const span = ranges[f.range];
-  return span ? { since: new Date(Date.now() - span) } : {};
+  return f.range === "all" ? {} : { since: rangeStart(f.range, Date.now()) };
 }
 
 /** The contract's TraceFilter for these filters. */
@@ -62,7 +105,8 @@ export function traceFilter(f: Filters): TraceFilter {
     ...(until ? { until: timestampFromDate(until) } : {}),
     keyId: f.keyId,
     provider: f.provider,
-    model: f.model,
+    // The model box finds every model whose name contains the text, in any case.
+    modelContains: f.model,
     status: f.status,
   });
 }
@@ -75,7 +119,7 @@ export function downloadQuery(f: Filters): string {
   if (until) q.set("until", until.toISOString());
   if (f.keyId) q.set("key_id", f.keyId);
   if (f.provider) q.set("provider", f.provider);
-  if (f.model) q.set("model", f.model);
+  if (f.model) q.set("model_contains", f.model);
   if (f.status) q.set("status", f.status);
   return q.toString();
 }

@@ -40,8 +40,8 @@ function App() {
   if (session === undefined) return <p class="muted pad">Loading…</p>;
   if (session === null) return <Login signupOpen={signupOpen} onSignedIn={(s) => setSession(s)} />;
 
-  const current = pages.find((p) => p.path === path) ?? pages[0]!;
-  const Page = current.page;
+  const current = pages.find((p) => p.path === path);
+  const Page = current?.page ?? NotFound;
   const logOut = async () => {
     await auth.logOut({}).catch(() => undefined);
     setSession(null);
@@ -51,15 +51,17 @@ function App() {
     <div class="shell" onClick={onLinkClick}>
       <header class="top">
         <span class="brand">calltrace</span>
-        <nav>
+        <nav aria-label="Pages">
           {pages.map((p) => (
-            <a href={base + p.path.slice(1)} class={p === current ? "active" : ""}>
+            <a href={base + p.path.slice(1)} class={p === current ? "active" : ""} aria-current={p === current ? "page" : undefined}>
               {p.title}
             </a>
           ))}
         </nav>
         <span class="who">
-          {session.email}{" "}
+          <span class="email" title={session.email}>
+            {session.email}
+          </span>{" "}
           <button type="button" class="link" onClick={logOut}>
             Log out
           </button>
@@ -69,6 +71,18 @@ function App() {
         <Page />
       </main>
     </div>
+  );
+}
+
+/** Any address under /app/ that is no page. */
+function NotFound() {
+  return (
+    <section data-not-found>
+      <h1>Page not found</h1>
+      <p>
+        There is no page at <code>{location.pathname}</code>. Go to the <a href={base}>Overview</a>.
+      </p>
+    </section>
   );
 }
 

@@ -1,5 +1,5 @@
 import type { ApiKey } from "../../../gen/calltrace/v1/account_service_pb.js";
-import { ranges, type Filters, type Range } from "../filters.js";
+import { rangeMeaning, ranges, type Filters, type Range } from "../filters.js";
 
 const rangeLabels: Record<Range, string> = { "1h": "Last hour", "24h": "Last 24 hours", "7d": "Last 7 days", "30d": "Last 30 days", "90d": "Last 90 days", all: "All time", custom: "Custom…" };
 
@@ -19,11 +19,11 @@ export function FilterBar({ filters, onChange, keys, models }: { filters: Filter
       {filters.range === "custom" && (
         <>
           <label>
-            From
+            From (UTC)
             <input name="from" type="datetime-local" value={filters.from} onChange={(e) => set({ from: e.currentTarget.value })} />
           </label>
           <label>
-            To
+            To (UTC)
             <input name="to" type="datetime-local" value={filters.to} onChange={(e) => set({ to: e.currentTarget.value })} />
           </label>
         </>
@@ -50,7 +50,14 @@ export function FilterBar({ filters, onChange, keys, models }: { filters: Filter
       </label>
       <label>
         Model
-        <input name="model" list="known-models" placeholder="All models" value={filters.model} onChange={(e) => set({ model: e.currentTarget.value.trim() })} />
+        <input
+          name="model"
+          list="known-models"
+          placeholder="All models"
+          title="Any model whose name contains this text, ignoring case"
+          value={filters.model}
+          onChange={(e) => set({ model: e.currentTarget.value.trim() })}
+        />
         <datalist id="known-models">
           {models.map((m) => (
             <option value={m} />
@@ -65,6 +72,7 @@ export function FilterBar({ filters, onChange, keys, models }: { filters: Filter
           <option value="error">error</option>
         </select>
       </label>
+      <p class="muted small range-meaning">{rangeMeaning}</p>
     </form>
   );
 }

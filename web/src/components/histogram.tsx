@@ -1,19 +1,20 @@
 import type { LatencyBucket } from "../../../gen/calltrace/v1/query_pb.js";
 import { count } from "../format.js";
 
-/** The latency distribution: one bar per bucket, labelled by its upper bound. */
+/** The latency distribution: one bar per bucket, labelled by its upper bound, with the counts as a table too. */
 export function Histogram({ buckets }: { buckets: LatencyBucket[] }) {
   const width = 640;
   const height = 160;
   const bottom = 22;
   const max = Math.max(...buckets.map((b) => Number(b.calls)), 0) || 1;
   const slot = width / Math.max(buckets.length, 1);
+  const labelOf = (b: LatencyBucket, i: number) => (b.upperBoundMs === 0 ? `>${buckets[i - 1]?.upperBoundMs ?? 0}` : `≤${b.upperBoundMs}`);
   return (
     <figure class="chart" aria-label="Latency distribution">
-      <svg viewBox={`0 0 ${width} ${height}`} role="img">
+      <svg viewBox={`0 0 ${width} ${height}`} role="img" aria-label="Calls by latency: the table below lists every value">
         {buckets.map((b, i) => {
           const h = ((height - bottom - 12) * Number(b.calls)) / max;
-          const label = b.upperBoundMs === 0 ? `>${buckets[i - 1]?.upperBoundMs ?? 0}` : `≤${b.upperBoundMs}`;
+          const label = labelOf(b, i);
           return (
             <g>
               <rect x={i * slot + 2} y={height - bottom - h} width={slot - 4} height={h} fill="#76b7b2">
@@ -27,6 +28,27 @@ export function Histogram({ buckets }: { buckets: LatencyBucket[] }) {
         })}
       </svg>
       <figcaption class="muted small">Calls by latency (ms)</figcaption>
+      <details class="chart-table">
+        <summary>Values as a table</summary>
+        <table>
+          <thead>
+            <tr>
+              <th scope="col">Latency (ms)</th>
+              <th scope="col" class="num">
+                Calls
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {buckets.map((b, i) => (
+              <tr>
+                <th scope="row">{labelOf(b, i)}</th>
+                <td class="num">{count(b.calls)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </details>
     </figure>
   );
 }

@@ -1,7 +1,8 @@
 import type { ComponentChildren } from "preact";
 import { TraceOrder } from "../../../gen/calltrace/v1/query_pb.js";
 import type { StoredTrace } from "../../../gen/calltrace/v1/trace_pb.js";
-import { count, dateTime, usdPrecise } from "../format.js";
+import { count, dateTime, usd } from "../format.js";
+import { Truncated } from "./truncated.js";
 
 /** How the traces are sorted, as the address bar keeps it: `order=cost&asc=1`. Newest first when absent. */
 export interface TraceSort {
@@ -82,7 +83,7 @@ export function TraceTable({
     <table class="traces">
       <thead>
         <tr>
-          {header("Time", "time", false)}
+          {header("Time (UTC)", "time", false)}
           <th>Provider</th>
           <th>Model</th>
           {header("Tokens in", "tokens", true, "Sort by tokens in + out")}
@@ -113,24 +114,26 @@ export function TraceTable({
               }
             }}
           >
-            <td class="nowrap">{dateTime(t.receivedAt)}</td>
+            <td class="nowrap">{dateTime(t.receivedAt).slice(0, 19)}</td>
             <td>{t.provider}</td>
-            <td>{t.model}</td>
+            <td class="model">
+              <Truncated text={t.model} />
+            </td>
             <td class="num">{count(t.tokensIn)}</td>
             <td class="num">{count(t.tokensOut)}</td>
             <td class="num">{count(t.latencyMs)}</td>
-            <td class="num">{usdPrecise(t.costUsd)}</td>
+            <td class="num">{usd(t.costUsd)}</td>
             <td>
               <span class={`status ${t.status}`}>{t.status}</span>
             </td>
-            <td class="error-text" title={t.error ?? ""}>
-              {t.error ?? ""}
-            </td>
+            <td class="error-text">{t.error ? <Truncated text={t.error} /> : ""}</td>
             {shown.map((c) => (
               <td data-column={c.id}>{c.cell(t)}</td>
             ))}
             <td>{t.country || "—"}</td>
-            <td class="muted small">{keyName(t.keyId)}</td>
+            <td class="muted small">
+              <Truncated text={keyName(t.keyId)} />
+            </td>
           </tr>
         ))}
       </tbody>

@@ -15,7 +15,7 @@ import {
 } from "../attributes.js";
 import { dayRange } from "../days.js";
 import { bounds, filtersFromQuery, filtersToQuery, traceFilter, type Filters } from "../filters.js";
-import { count, dateTime, ms, percent, usd } from "../format.js";
+import { count, dateTime, ms, percent, usd, usdShort } from "../format.js";
 import { base, navigate, useLocation } from "../router.js";
 import { useQuery } from "../use-query.js";
 
@@ -106,7 +106,7 @@ export function Attribution() {
             <h2>
               Spend per day, top {Math.min(chartSize, groups.data.top.length)} by {dimLabel.toLowerCase()}
             </h2>
-            {series.length === 0 ? <p class="muted">No calls in this view.</p> : <StackedBars label={`Spend per day by ${dimLabel}`} columns={columns} series={series} format={usd} />}
+            {series.length === 0 ? <p class="muted">No calls in this view.</p> : <StackedBars label={`Spend per day by ${dimLabel}`} columns={columns} series={series} format={usd} axisFormat={usdShort} />}
           </div>
           <div class="card table-wrap">
             <h2 class="pad">

@@ -2,7 +2,9 @@ import { useState } from "preact/hooks";
 import { account, query } from "../api.js";
 import { FilterBar } from "../components/filter-bar.js";
 import { useCountryNames, WorldMap } from "../components/world-map.js";
-import { filtersFromQuery, filtersToQuery, traceFilter, type Filters } from "../filters.js";
+import { QueryStatus } from "../components/query-status.js";
+import { UrlNotice } from "../components/url-notice.js";
+import { filtersFromQuery, filtersToQuery, queryProblems, traceFilter, type Filters } from "../filters.js";
 import { count, percent, usd } from "../format.js";
 import { base, navigate, useLocation } from "../router.js";
 import { useQuery } from "../use-query.js";
@@ -31,16 +33,17 @@ export function Geography() {
       <div class="row between">
         <h1>Geography</h1>
         <div class="segmented" role="group" aria-label="Shade by">
-          <button type="button" class={metric === "calls" ? "active" : ""} onClick={() => setMetric("calls")}>
+          <button type="button" class={metric === "calls" ? "active" : ""} aria-pressed={metric === "calls"} onClick={() => setMetric("calls")}>
             Calls
           </button>
-          <button type="button" class={metric === "spend" ? "active" : ""} onClick={() => setMetric("spend")}>
+          <button type="button" class={metric === "spend" ? "active" : ""} aria-pressed={metric === "spend"} onClick={() => setMetric("spend")}>
             Spend
           </button>
         </div>
       </div>
+      <UrlNotice problems={queryProblems(params)} />
       <FilterBar filters={filters} onChange={change} keys={keys.data ?? []} models={[]} />
-      {countries.error && <p class="error">{countries.error}</p>}
+      <QueryStatus state={countries} what="countries" />
       <div class="geo">
         <div class="card">
           <WorldMap values={values} format={format} />
@@ -70,7 +73,7 @@ export function Geography() {
               ))}
             </tbody>
           </table>
-          {rows.length === 0 && <p class="muted pad">No traces in this period.</p>}
+          {countries.data && rows.length === 0 && <p class="muted pad">No traces in this period.</p>}
           <p class="muted small">Countries come from the client's IP address when the trace arrives; the address itself is never stored.</p>
         </div>
       </div>

@@ -30,10 +30,10 @@ export function Login({ signupOpen, onSignedIn }: { signupOpen: boolean; onSigne
       <p class="muted">LLM usage tracing: cost, tokens, latency and errors of every call.</p>
       {signupOpen && (
         <div class="tabs">
-          <button type="button" class={mode === "signup" ? "active" : ""} onClick={() => setMode("signup")}>
+          <button type="button" class={mode === "signup" ? "active" : ""} aria-pressed={mode === "signup"} onClick={() => setMode("signup")}>
             Sign up
           </button>
-          <button type="button" class={mode === "login" ? "active" : ""} onClick={() => setMode("login")}>
+          <button type="button" class={mode === "login" ? "active" : ""} aria-pressed={mode === "login"} onClick={() => setMode("login")}>
             Log in
           </button>
         </div>

@@ -9,8 +9,10 @@ import { colourOf } from "../components/palette.js";
 import { PriceChecks } from "../components/price-checks.js";
 import { StackedBars, type Series } from "../components/stacked-bars.js";
 import { dayRange } from "../days.js";
-import { bounds, filtersFromQuery, filtersToQuery, traceFilter, type Filters } from "../filters.js";
-import { count, ms, percent, plural, usd } from "../format.js";
+import { UrlNotice } from "../components/url-notice.js";
+import { bounds, filtersFromQuery, filtersToQuery, queryProblems, traceFilter, type Filters } from "../filters.js";
+import { QueryStatus } from "../components/query-status.js";
+import { count, ms, percent, plural, usd, usdShort } from "../format.js";
 import { base, navigate, useLocation } from "../router.js";
 import { useQuery } from "../use-query.js";
 
@@ -23,7 +25,7 @@ export function Overview() {
   const attributes = attributesFromQuery(params);
   const filterKey = joinQuery(filtersToQuery(filters), attributesToQuery(attributes));
   const keys = useQuery(async () => (await account.listKeys({})).keys, []);
-  const { data, error } = useQuery(
+  const state = useQuery(
     async () => {
       const filter = withAttributes(traceFilter(filters), attributes);
       const [totals, models, days, latency, byKey, byProvider] = await Promise.all([
@@ -41,6 +43,7 @@ export function Overview() {
     [filterKey],
     refreshMs,
   );
+  const { data } = state;
   const change = (f: Filters, a: Attributes) => navigate(`${base}?${joinQuery(filtersToQuery(f), attributesToQuery(a))}`);
   const keyNames = new Map((keys.data ?? []).map((k) => [k.id, `${k.name || "(unnamed)"} · ct_${k.prefix}…`]));
 
@@ -49,10 +52,11 @@ export function Overview() {
       <div class="row between">
         <h1>Overview</h1>
       </div>
+      <UrlNotice problems={queryProblems(params)} />
       <FilterBar filters={filters} onChange={(f) => change(f, attributes)} keys={keys.data ?? []} models={[]} />
       <AttributeBar attributes={attributes} onChange={(a) => change(filters, a)} />
       <p class="muted small">Updates every few seconds.</p>
-      {error && <p class="error">{error}</p>}
+      <QueryStatus state={state} what="the overview" />
       {data && <OverviewBody {...data} />}
       {data && Number(data.totals.calls) > 0 && (
         <div class="grid2 breakdowns">
@@ -86,12 +90,15 @@ function GroupBars({ groups, label }: { groups: GroupUsage[]; label: (value: str
 
 function OverviewBody({ since, totals, models, days, buckets }: { since: Date; totals: UsageTotals; models: ModelUsage[]; days: DayModelUsage[]; buckets: LatencyBucket[] }) {
   const calls = Number(totals.calls);
-  const modelNames = models.map((m) => m.model);
   const columns = dayRange(since, new Date());
+  // One series per provider and model: two providers may serve models of the same name.
   const series = (pick: (d: DayModelUsage) => number): Series[] =>
-    modelNames.map((model) => ({
-      name: model,
-      values: columns.map((day) => days.filter((d) => d.day === day && d.model === model).reduce((sum, d) => sum + pick(d), 0)),
+    models.map(({ provider, model }) => ({
+      key: `${provider}\n${model}`,
+      name: `${provider} · ${model}`,
+      values: columns.map((day) =>
+        days.filter((d) => d.day === day && d.provider === provider && d.model === model).reduce((sum, d) => sum + pick(d), 0),
+      ),
     }));
   return (
     <>
@@ -99,8 +106,8 @@ function OverviewBody({ since, totals, models, days, buckets }: { since: Date; t
         <Tile label="Total spend" value={usd(totals.costUsd)} id="total-spend" />
         <Tile label="Calls" value={count(totals.calls)} id="total-calls" />
         <Tile label="Error rate" value={percent(Number(totals.errors), calls)} id="error-rate" />
-        <Tile label="p50 latency" value={ms(totals.latencyP50Ms)} id="p50" />
-        <Tile label="p95 latency" value={ms(totals.latencyP95Ms)} id="p95" />
+        <Tile label="p50 latency (estimate)" value={`≈ ${ms(totals.latencyP50Ms)}`} id="p50" note={estimateNote} />
+        <Tile label="p95 latency (estimate)" value={`≈ ${ms(totals.latencyP95Ms)}`} id="p95" note={estimateNote} />
         <Tile label="Tokens in / out" value={`${count(totals.tokensIn)} / ${count(totals.tokensOut)}`} id="tokens" />
       </div>
       <PriceChecks totals={totals} />
@@ -110,7 +117,7 @@ function OverviewBody({ since, totals, models, days, buckets }: { since: Date; t
         <div class="grid2">
           <div class="card">
             <h2>Spend per day (USD, by model)</h2>
-            <StackedBars label="Spend per day" columns={columns} series={series((d) => d.totals?.costUsd ?? 0)} format={usd} />
+            <StackedBars label="Spend per day" columns={columns} series={series((d) => d.totals?.costUsd ?? 0)} format={usd} axisFormat={usdShort} />
           </div>
           <div class="card">
             <h2>Calls per day (by model)</h2>
@@ -137,9 +144,11 @@ function OverviewBody({ since, totals, models, days, buckets }: { since: Date; t
   );
 }
 
-function Tile({ label, value, id }: { label: string; value: string; id: string }) {
+const estimateNote = "An estimate: read from latency buckets 5% wide, at most 5% above the true value.";
+
+function Tile({ label, value, id, note }: { label: string; value: string; id: string; note?: string }) {
   return (
-    <div class="tile" data-tile={id}>
+    <div class="tile" data-tile={id} title={note}>
       <span class="muted small">{label}</span>
       <strong>{value}</strong>
     </div>

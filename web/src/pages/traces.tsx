@@ -5,7 +5,9 @@ import { FilterBar } from "../components/filter-bar.js";
 import { TraceDetail } from "../components/trace-detail.js";
 import { columnsFromQuery, optionalColumns, sortFromQuery, sortToQuery, TraceTable, traceOrder, type ColumnId, type TraceSort } from "../components/trace-table.js";
 import { attributesFromQuery, attributesToQuery, joinQuery, withAttributes, type Attributes } from "../attributes.js";
-import { downloadQuery, filtersFromQuery, filtersToQuery, traceFilter, type Filters } from "../filters.js";
+import { QueryStatus } from "../components/query-status.js";
+import { UrlNotice } from "../components/url-notice.js";
+import { downloadQuery, filtersFromQuery, filtersToQuery, queryProblems, traceFilter, type Filters } from "../filters.js";
 import { base, navigate, useLocation } from "../router.js";
 import { useQuery } from "../use-query.js";
 
@@ -59,6 +61,7 @@ export function Traces() {
           </a>
         </div>
       </div>
+      <UrlNotice problems={queryProblems(params)} />
       <FilterBar filters={filters} onChange={(f) => go(f, attributes, sort, columns, "")} keys={keys.data ?? []} models={models.data ?? []} />
       <AttributeBar attributes={attributes} onChange={(a) => go(filters, a, sort, columns, "")} search />
       <details class="columns">
@@ -75,7 +78,7 @@ export function Traces() {
           </label>
         ))}
       </details>
-      {page.error && <p class="error">{page.error}</p>}
+      <QueryStatus state={page} what="traces" />
       <div class="traces-layout">
         <div class="card table-wrap">
           <TraceTable
