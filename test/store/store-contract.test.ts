@@ -4,7 +4,7 @@ import { timestampFromMs, timestampMs } from "@bufbuild/protobuf/wkt";
 import { toJsonString } from "@bufbuild/protobuf";
 import { TraceFilterSchema, type TraceFilter } from "../../gen/calltrace/v1/query_pb.js";
 import { PriceCheck, StoredTraceSchema, type StoredTrace, TraceSource } from "../../gen/calltrace/v1/trace_pb.js";
-import { histogramBoundsMs, latencyBucket, latencyBucketBound } from "../../src/store/latency-bucket.js";
+import { histogramBoundsMs } from "../../src/store/latency-bucket.js";
 import { openMongoStore } from "../../src/store/mongo/mongo-store.js";
 import { openSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import type { Store } from "../../src/store/store.js";
@@ -13,6 +13,7 @@ import type { TraceWrite } from "../../src/store/trace-store.js";
 import { KeyLimitError } from "../../src/store/key-store.js";
 import { EmailTakenError } from "../../src/store/user-store.js";
 import { startMongoTestServer, type MongoTestServer } from "../support/ferretdb.js";
+import { expectedTotals } from "../support/expected-usage.js";
 import { tempDir } from "../support/temp-dir.js";
 
 /**
@@ -85,23 +86,6 @@ function trace(fields: TraceFields & { at: number }): StoredTrace {
 }
 
 const write = (t: StoredTrace, idempotencyKey?: string): TraceWrite => ({ trace: t, idempotencyKey });
-
-/** What every store must answer for these traces, worked out the slow way. */
-function expectedTotals(traces: StoredTrace[]) {
-  const latencies = traces.map((t) => t.latencyMs).sort((a, b) => a - b);
-  const rank = (p: number) => (latencies.length === 0 ? 0 : latencyBucketBound(latencyBucket(latencies[Math.ceil(p * latencies.length) - 1]!)));
-  return {
-    calls: BigInt(traces.length),
-    errors: BigInt(traces.filter((t) => t.status === "error").length),
-    tokensIn: BigInt(traces.reduce((s, t) => s + t.tokensIn, 0)),
-    tokensOut: BigInt(traces.reduce((s, t) => s + t.tokensOut, 0)),
-    costUsd: traces.reduce((s, t) => s + t.costUsd, 0),
-    latencyP50Ms: rank(0.5),
-    latencyP95Ms: rank(0.95),
-    unpricedCalls: BigInt(traces.filter((t) => t.priceCheck === PriceCheck.UNPRICED).length),
-    mismatchedCalls: BigInt(traces.filter((t) => t.priceCheck === PriceCheck.MISMATCH).length),
-  };
-}
 
 function matches(t: StoredTrace, f: TraceFilter): boolean {
   const at = timestampMs(t.receivedAt!);
