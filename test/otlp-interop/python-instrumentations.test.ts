@@ -1,9 +1,9 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { PriceCheck, type StoredTrace, TraceSource } from "../../gen/calltrace/v1/trace_pb.js";
-import type { DashboardClient } from "../dashboard/dashboard-client.js";
 import { runProcess } from "../support/run-process.js";
 import { startTestService, type TestService } from "../support/test-service.js";
-import { dashboardTraces, dashboardUser, otelEnvironment, otlpPython, spanMs, tableCost, type Usage } from "./interop.js";
+import { throwawayCertificate } from "../support/tls-certificate.js";
+import { dashboardTraces, dashboardUser, otelEnvironment, otlpPython, spanMs, storedFor, tableCost, type Usage } from "./interop.js";
 
 // The issue's "done when": an application instrumented with stock OpenTelemetry GenAI
 // instrumentation (OpenLLMetry's openai and anthropic, OpenTelemetry's google-genai) and no
@@ -140,37 +140,59 @@ interface AppRun {
 }
 
 let service: TestService;
+let tlsService: TestService;
+let tlsCertFile: string;
 
 beforeAll(async () => {
   service = await startTestService();
+  const { certFile, keyFile } = throwawayCertificate();
+  tlsCertFile = certFile;
+  tlsService = await startTestService({ tlsCertFile: certFile, tlsKeyFile: keyFile });
 });
 
 // Anthropic's calls each give two spans (the SDK's own and OpenLLMetry's). One span per Export
 // (a setting a user may choose) puts them in different Exports: still one trace per call. With
 // gzip, the other setting users turn on.
 const splitPlan = plan.filter((call, index) => call.provider === "anthropic" || index === 0 || call.step.model === "gemini-2.5-flash");
+// Over TLS, one call of each provider.
+const tlsPlan = plan.filter((call, index) => plan.findIndex((other) => other.provider === call.provider) === index);
 
 describe.each([
   // The two exporters a Python user picks between; each gets nothing but the endpoint and the key.
-  { name: "the OTLP proto-http exporter", exporter: "http", user: "http", calls: plan, settings: {} },
-  { name: "the OTLP grpc exporter", exporter: "grpc", user: "grpc", calls: plan, settings: {} },
+  { name: "the OTLP proto-http exporter", exporter: "http", user: "http", calls: plan, settings: {}, tls: false },
+  { name: "the OTLP grpc exporter", exporter: "grpc", user: "grpc", calls: plan, settings: {}, tls: false },
   {
     name: "the OTLP grpc exporter with gzip, sending one span per Export",
     exporter: "grpc",
     user: "split",
     calls: splitPlan,
     settings: { OTEL_BSP_MAX_EXPORT_BATCH_SIZE: "1", OTEL_EXPORTER_OTLP_COMPRESSION: "gzip" },
+    tls: false,
   },
-])("a Python app with stock GenAI instrumentation and $name", ({ exporter, user: userName, calls, settings }) => {
+  // An https:// endpoint and the certificate to trust (OTEL_EXPORTER_OTLP_CERTIFICATE): HTTP/2 through ALPN.
+  { name: "the OTLP grpc exporter over TLS", exporter: "grpc", user: "tls", calls: tlsPlan, settings: {}, tls: true },
+])("a Python app with stock GenAI instrumentation and $name", ({ exporter, user: userName, calls, settings, tls }) => {
   const plan = calls;
-  let client: DashboardClient;
   let run: AppRun;
   let stored: StoredTrace[];
 
   beforeAll(async () => {
-    const user = await dashboardUser(service, `python-${userName}@example.com`);
-    client = user.client;
-    const env = otelEnvironment(service, user.key, settings);
+    // The dashboard's fetch would not trust the throwaway certificate: over TLS, traces are read from the store.
+    let key: string;
+    let readTraces: () => Promise<StoredTrace[]>;
+    if (tls) {
+      const created = await tlsService.createKey();
+      key = created.key;
+      readTraces = () => storedFor(tlsService, created.accountId);
+    } else {
+      const user = await dashboardUser(service, `python-${userName}@example.com`);
+      key = user.key;
+      readTraces = () => dashboardTraces(user.client);
+    }
+    const env = otelEnvironment(tls ? tlsService : service, key, {
+      ...settings,
+      ...(tls ? { OTEL_EXPORTER_OTLP_CERTIFICATE: tlsCertFile } : {}),
+    });
     const result = await runProcess(otlpPython(), ["test/otlp-interop/genai_app.py", exporter], {
       env,
       input: JSON.stringify(plan.map((call) => call.step)),
@@ -182,7 +204,7 @@ describe.each([
     expect(result.stderr, "the OTLP exporter reported a failed export").not.toMatch(/Failed to export|Transient error|StatusCode\./);
     expect(run.flushed).toBe(true);
     // The exporter flushed before the app exited, and a 200 means committed: all is stored now.
-    stored = await dashboardTraces(client);
+    stored = await readTraces();
   }, 120_000);
 
   it("each call the app made succeeded or failed as planned", () => {
