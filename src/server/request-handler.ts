@@ -18,7 +18,7 @@ import { sendJson, sendJsonText } from "./json-response.js";
 import { metricsAuthorized, sendMetrics } from "./metrics-endpoint.js";
 import type { NodeRequest, NodeResponse } from "./node-types.js";
 import { restIngest } from "./rest-ingest.js";
-import { unaryRoute } from "./grpc-unary.js";
+import { unaryRoute } from "./direct-unary.js";
 import { rpcAdapter } from "./rpc-adapter.js";
 
 export interface RequestHandlerOptions {

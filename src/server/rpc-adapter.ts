@@ -7,7 +7,7 @@ import {
 } from "@connectrpc/connect-node";
 import type { UniversalHandler, UniversalServerResponse } from "@connectrpc/connect/protocol";
 import { answerUnimplemented } from "./grpc-unimplemented.js";
-import { grpcUnary, isGrpcProto, type UnaryRoute } from "./grpc-unary.js";
+import { directProtocol, directUnary, type UnaryRoute } from "./direct-unary.js";
 import type { NodeRequest, NodeResponse } from "./node-types.js";
 
 export interface RpcAdapterOptions extends ConnectRouterOptions {
@@ -19,7 +19,7 @@ export interface RpcAdapterOptions extends ConnectRouterOptions {
   onOutcome?: (req: NodeRequest, code: string) => void;
   /** Told when a handler fails outside any RPC status (a write error, a bug). */
   onError?: (req: NodeRequest, res: NodeResponse, error: unknown) => void;
-  /** Unary methods also registered in `routes` whose gRPC calls in the protobuf encoding are answered directly (grpc-unary.ts): the ingest paths. */
+  /** Unary methods also registered in `routes` whose gRPC and Connect calls in the protobuf encoding are answered directly (direct-unary.ts): the ingest paths. */
   fastUnary?: UnaryRoute[];
 }
 
@@ -34,10 +34,10 @@ export function rpcAdapter(options: RpcAdapterOptions) {
   const router = createConnectRouter({ acceptCompression, ...options });
   options.routes(router);
   const paths = new Map<string, UniversalHandler>(router.handlers.map((h) => [h.requestPath, h]));
-  const fast = new Map(
+  const direct = new Map(
     (options.fastUnary ?? []).map((route) => [
       `/${route.method.parent.typeName}/${route.method.name}`,
-      grpcUnary(route, {
+      directUnary(route, {
         acceptCompression,
         readMaxBytes: options.readMaxBytes ?? 0xffffffff,
         contextValues: options.contextValues,
@@ -49,9 +49,10 @@ export function rpcAdapter(options: RpcAdapterOptions) {
 
   return (req: NodeRequest, res: NodeResponse): void => {
     const path = (req.url ?? "").split("?", 2)[0] ?? "";
-    const direct = fast.get(path);
-    if (direct && req.httpVersionMajor === 2 && req.method === "POST" && isGrpcProto(contentTypeOf(req))) {
-      direct(req, res);
+    const directly = direct.get(path);
+    const protocol = directly && directProtocol(req, contentTypeOf(req));
+    if (protocol) {
+      directly![protocol](req, res);
       return;
     }
     const handler = paths.get(path);

@@ -1,5 +1,5 @@
 import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
-import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
+import { compressionGzip, createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { beforeAll, describe, expect, it } from "vitest";
 import { BadRequestSchema, ErrorInfoSchema, RetryInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { TraceService } from "../../gen/calltrace/v1/trace_service_pb.js";
@@ -17,6 +17,25 @@ const transports: [string, (baseUrl: string) => Transport][] = [
   ["gRPC over h2c", (baseUrl) => createGrpcTransport({ baseUrl })],
   ["Connect over HTTP/1.1", (baseUrl) => createConnectTransport({ baseUrl, httpVersion: "1.1" })],
   ["Connect over h2c", (baseUrl) => createConnectTransport({ baseUrl, httpVersion: "2" })],
+  // The protobuf encoding is answered by the direct path (src/server/direct-unary.ts), JSON by connect-es.
+  ["Connect (protobuf) over HTTP/1.1", (baseUrl) => createConnectTransport({ baseUrl, httpVersion: "1.1", useBinaryFormat: true })],
+  [
+    "Connect (protobuf, gzip both ways) over h2c",
+    (baseUrl) =>
+      createConnectTransport({
+        baseUrl,
+        httpVersion: "2",
+        useBinaryFormat: true,
+        sendCompression: compressionGzip,
+        acceptCompression: [compressionGzip],
+        compressMinBytes: 1,
+      }),
+  ],
+  [
+    "gRPC (gzip both ways) over h2c",
+    (baseUrl) =>
+      createGrpcTransport({ baseUrl, sendCompression: compressionGzip, acceptCompression: [compressionGzip], compressMinBytes: 1 }),
+  ],
   ["gRPC-Web over HTTP/1.1", (baseUrl) => createGrpcWebTransport({ baseUrl, httpVersion: "1.1" })],
 ];
 
@@ -105,12 +124,18 @@ describe.each(transports)("TraceService.Ingest via %s on the REST port", (_name,
     for (let i = 0; i < 2; i++) {
       await client.ingest(
         { trace: trace(key) },
-        { headers: { authorization: `Bearer ${key}`, "idempotency-key": "replayed-once" }, onHeader: (h) => remaining.push(h.get("x-quota-remaining")) },
+        {
+          headers: { authorization: `Bearer ${key}`, "idempotency-key": "replayed-once" },
+          onHeader: (h) => remaining.push(h.get("x-quota-remaining")),
+        },
       );
     }
     expect(remaining).toEqual(["499999", "499999"]);
     const next: (string | null)[] = [];
-    await client.ingest({ trace: trace(key) }, { headers: { authorization: `Bearer ${key}` }, onHeader: (h) => next.push(h.get("x-quota-remaining")) });
+    await client.ingest(
+      { trace: trace(key) },
+      { headers: { authorization: `Bearer ${key}` }, onHeader: (h) => next.push(h.get("x-quota-remaining")) },
+    );
     expect(next).toEqual(["499998"]);
   });
 

@@ -1,0 +1,267 @@
+import {
+  create,
+  type DescMessage,
+  type DescMethodUnary,
+  fromBinary,
+  type Message,
+  type MessageInitShape,
+  type MessageShape,
+  toBinary,
+} from "@bufbuild/protobuf";
+import { Code, ConnectError, type ContextValues, type HandlerContext } from "@connectrpc/connect";
+import { type Compression, compressionNegotiate, encodeEnvelope, envelopeDecompress, readAllBytes } from "@connectrpc/connect/protocol";
+import { codeToHttpStatus, errorToJsonBytes, parseTimeout as parseConnectTimeout, trailerMux } from "@connectrpc/connect/protocol-connect";
+import { parseTimeout as parseGrpcTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
+import type { NodeRequest, NodeResponse } from "./node-types.js";
+
+/** A unary method and its implementation (the one registered on the router), types erased. */
+export interface UnaryRoute {
+  method: DescMethodUnary;
+  impl: (request: Message, context: HandlerContext) => Promise<Message>;
+}
+
+export function unaryRoute<I extends DescMessage, O extends DescMessage>(
+  method: DescMethodUnary<I, O>,
+  impl: (request: MessageShape<I>, context: HandlerContext) => Promise<MessageInitShape<O>> | MessageInitShape<O>,
+): UnaryRoute {
+  return {
+    method: method as unknown as DescMethodUnary,
+    impl: async (request, context) => create(method.output, await impl(request as MessageShape<I>, context)),
+  };
+}
+
+export interface DirectUnaryOptions {
+  acceptCompression: Compression[];
+  /** Largest message, after decompression (MAX_BODY_BYTES). */
+  readMaxBytes: number;
+  contextValues: (req: NodeRequest) => ContextValues;
+  /** Told the call's status code (0 for OK). */
+  report: (req: NodeRequest, code: Code | 0) => void;
+  /** Told of an error outside any RPC status (a bug in an implementation). */
+  onError: (req: NodeRequest, res: NodeResponse, error: unknown) => void;
+}
+
+/** The protocols and encodings answered directly: gRPC and Connect unary, both in protobuf over POST. */
+export function directProtocol(req: NodeRequest, contentType: string): "grpc" | "connect" | undefined {
+  if (req.method !== "POST") return undefined;
+  if ((contentType === "application/grpc" || contentType === "application/grpc+proto") && req.httpVersionMajor === 2) return "grpc";
+  return contentType === "application/proto" ? "connect" : undefined;
+}
+
+/** connect-es compresses a response only from this size (its default compressMinBytes). */
+const compressMinBytes = 1024;
+
+/** A signal that never aborts: these implementations read none, and one per call would cost an AbortController. */
+const neverAborted = new AbortController().signal;
+
+/**
+ * Unary calls in the protobuf encoding, over gRPC (HTTP/2) or the Connect protocol, answered
+ * directly on the Node request and response: connect-es's general handler reads and writes every
+ * call through chains of async iterables, with a linked AbortController and a DOMException per
+ * call, which cost several times what our ingest pipeline does. The wire behaviour stays
+ * connect-es's: its own functions negotiate compression, parse timeouts, decompress, read the
+ * Connect body and write statuses and error details (setTrailerStatus, errorToJsonBytes,
+ * trailerMux); the gRPC envelope is refused as it refuses it (a size over the limit from the
+ * envelope's header, a second message as soon as it is complete, none or a cut-off one at the
+ * end). A body that is not the method's message is INVALID_ARGUMENT, as our adapter makes of
+ * connect-es's INTERNAL on the general path. gRPC-Web, JSON and every other method still go
+ * through connect-es.
+ */
+export function directUnary(route: UnaryRoute, options: DirectUnaryOptions) {
+  const { method, impl } = route;
+  const url = `/${method.parent.typeName}/${method.name}`;
+
+  /** Decodes the request, runs the implementation, encodes its answer; rejects with a ConnectError. */
+  async function call(
+    data: Uint8Array,
+    req: NodeRequest,
+    protocolName: string,
+    timeoutMs: number | undefined,
+    responseHeader: Headers,
+    responseTrailer: Headers,
+  ) {
+    let request: Message;
+    try {
+      request = fromBinary(method.input, data);
+    } catch (e) {
+      throw new ConnectError(`parse binary: ${e instanceof Error ? e.message : String(e)}`, Code.InvalidArgument);
+    }
+    const context: HandlerContext = {
+      method,
+      service: method.parent,
+      signal: neverAborted,
+      timeoutMs: deadlineOf(timeoutMs),
+      requestMethod: "POST",
+      requestHeader: requestHeaders(req),
+      responseHeader,
+      responseTrailer,
+      protocolName,
+      values: options.contextValues(req),
+      url,
+    };
+    return toBinary(method.output, await impl(request, context));
+  }
+
+  /** The error a call failed with, as connect-es would answer it; told to the adapter when it was no RPC status. */
+  function asConnectError(req: NodeRequest, res: NodeResponse, error: unknown): ConnectError {
+    if (error instanceof ConnectError) return error;
+    options.onError(req, res, error);
+    return new ConnectError("internal error", Code.Internal, undefined, undefined, error);
+  }
+
+  function grpc(req: NodeRequest, res: NodeResponse): void {
+    const responseHeader = new Headers({ "content-type": "application/grpc+proto" });
+    const responseTrailer = new Headers({ "grpc-status": "0" });
+    const finish = (message: Uint8Array | undefined, error?: unknown) => {
+      const failure = error === undefined ? undefined : asConnectError(req, res, error);
+      if (failure) setTrailerStatus(responseTrailer, failure);
+      options.report(req, failure?.code ?? 0);
+      if (res.headersSent || res.destroyed) return;
+      res.writeHead(200, Object.fromEntries(responseHeader));
+      if (message) res.write(encodeEnvelope(0, message));
+      res.addTrailers(Object.fromEntries(responseTrailer));
+      res.end();
+    };
+    const compression = compressionNegotiate(
+      options.acceptCompression,
+      header(req, "grpc-encoding"),
+      header(req, "grpc-accept-encoding"),
+      "grpc-accept-encoding",
+    );
+    if (compression.response) responseHeader.set("grpc-encoding", compression.response.name);
+    const timeout = parseGrpcTimeout(header(req, "grpc-timeout"), Number.MAX_SAFE_INTEGER);
+    const refused = compression.error ?? timeout.error;
+    if (refused) {
+      req.resume();
+      finish(undefined, refused);
+      return;
+    }
+    readOneEnvelope(req, options.readMaxBytes)
+      .then(async (envelope) => {
+        if (envelope === undefined) return; // the client went away
+        const { data } = await envelopeDecompress(envelope, compression.request, options.readMaxBytes).catch((e: unknown) => {
+          throw clientsFault(e);
+        });
+        finish(await call(data, req, "grpc", timeout.timeoutMs, responseHeader, responseTrailer));
+      })
+      .catch((error: unknown) => finish(undefined, error));
+  }
+
+  function connect(req: NodeRequest, res: NodeResponse): void {
+    const responseHeader = new Headers({ "content-type": "application/proto" });
+    const responseTrailer = new Headers();
+    const compression = compressionNegotiate(
+      options.acceptCompression,
+      header(req, "content-encoding"),
+      header(req, "accept-encoding"),
+      "Accept-Encoding",
+    );
+    const timeout = parseConnectTimeout(header(req, "connect-timeout-ms"), Number.MAX_SAFE_INTEGER);
+    (async () => {
+      let status = 200;
+      let body: Uint8Array;
+      try {
+        if (compression.error) throw compression.error;
+        if (timeout.error) throw timeout.error;
+        let bytes = await readAllBytes(req as AsyncIterable<Uint8Array>, options.readMaxBytes, header(req, "content-length"));
+        if (compression.request)
+          bytes = await compression.request.decompress(bytes, options.readMaxBytes).catch((e: unknown) => Promise.reject(clientsFault(e)));
+        body = await call(bytes, req, "connect", timeout.timeoutMs, responseHeader, responseTrailer);
+        options.report(req, 0);
+      } catch (error) {
+        const failure = asConnectError(req, res, error);
+        options.report(req, failure.code);
+        status = codeToHttpStatus(failure.code);
+        responseHeader.set("content-type", "application/json");
+        for (const [key, value] of failure.metadata) responseHeader.set(key, value);
+        body = errorToJsonBytes(failure, {});
+      }
+      if (compression.response && body.byteLength >= compressMinBytes) {
+        body = await compression.response.compress(body);
+        responseHeader.set("content-encoding", compression.response.name);
+      }
+      const headers = trailerMux(responseHeader, responseTrailer);
+      headers.set("content-length", String(body.byteLength));
+      if (res.headersSent || res.destroyed) return;
+      res.writeHead(status, Object.fromEntries(headers));
+      res.end(body);
+    })().catch((error: unknown) => options.onError(req, res, error));
+  }
+
+  return { grpc, connect };
+}
+
+/** connect-es calls an undecodable or wrongly compressed body INTERNAL; it is the client's fault. */
+function clientsFault(error: unknown): unknown {
+  const connectError = ConnectError.from(error);
+  return connectError.code === Code.Internal ? new ConnectError(connectError.rawMessage, Code.InvalidArgument) : error;
+}
+
+/**
+ * The request's single enveloped message, refused as connect-es does: an envelope announcing more
+ * than readMaxBytes as soon as its header arrives, a second message as soon as it is complete, no
+ * message or a cut-off one at the end. Undefined when the client aborted.
+ */
+function readOneEnvelope(req: NodeRequest, readMaxBytes: number): Promise<{ flags: number; data: Uint8Array } | undefined> {
+  return new Promise((resolve, reject) => {
+    let buffered: Buffer = Buffer.alloc(0);
+    let envelope: { flags: number; data: Uint8Array } | undefined;
+    let settled = false;
+    const fail = (error: ConnectError) => {
+      settled = true;
+      req.pause();
+      reject(error);
+    };
+    req.on("data", (chunk: Buffer) => {
+      if (settled) return;
+      buffered = buffered.length === 0 ? chunk : Buffer.concat([buffered, chunk]);
+      while (buffered.length >= 5) {
+        const length = buffered.readUInt32BE(1);
+        if (length > readMaxBytes) {
+          return fail(
+            new ConnectError(`message size ${length} is larger than configured readMaxBytes ${readMaxBytes}`, Code.ResourceExhausted),
+          );
+        }
+        if (buffered.length < 5 + length) return;
+        if (envelope) return fail(new ConnectError("protocol error: received extra input message for unary method", Code.Unimplemented));
+        envelope = { flags: buffered[0]!, data: buffered.subarray(5, 5 + length) };
+        buffered = buffered.subarray(5 + length);
+      }
+    });
+    req.on("end", () => {
+      if (settled) return;
+      settled = true;
+      if (buffered.length > 0) reject(new ConnectError("protocol error: incomplete envelope", Code.InvalidArgument));
+      else if (!envelope) reject(new ConnectError("protocol error: missing input message for unary method", Code.Unimplemented));
+      else resolve(envelope);
+    });
+    const gone = () => {
+      if (settled) return;
+      settled = true;
+      resolve(undefined);
+    };
+    req.on("error", gone);
+    req.on("aborted", gone);
+  });
+}
+
+function header(req: NodeRequest, name: string): string | null {
+  const value = req.headers[name];
+  return value === undefined ? null : Array.isArray(value) ? value.join(", ") : value;
+}
+
+/** The request's headers as the implementation reads them (HTTP/2 pseudo-headers left out). */
+function requestHeaders(req: NodeRequest): Headers {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (name.startsWith(":") || value === undefined) continue;
+    headers.set(name, Array.isArray(value) ? value.join(", ") : value);
+  }
+  return headers;
+}
+
+function deadlineOf(timeoutMs: number | undefined): () => number | undefined {
+  if (timeoutMs === undefined) return () => undefined;
+  const deadline = Date.now() + timeoutMs;
+  return () => deadline - Date.now();
+}
