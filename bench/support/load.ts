@@ -36,14 +36,16 @@ function require(tool: string, install: string): void {
 }
 
 /** HTTP/1.1 keep-alive load with wrk (one thread: the other core belongs to the server). */
-export async function wrkPost(url: string, body: string, headers: Record<string, string>, settings: LoadSettings): Promise<LoadResult> {
+export async function wrkPost(url: string, body: string | Uint8Array, headers: Record<string, string>, settings: LoadSettings): Promise<LoadResult> {
   require("wrk", "apt-get install -y wrk");
   const dir = mkdtempSync(join(tmpdir(), "calltrace-wrk-"));
   const script = join(dir, "post.lua");
   const headerLines = Object.entries(headers)
     .map(([k, v]) => `wrk.headers[${JSON.stringify(k)}] = ${JSON.stringify(v)}`)
     .join("\n");
-  writeFileSync(script, `wrk.method = "POST"\nwrk.body = ${JSON.stringify(body)}\n${headerLines}\n`);
+  // A binary body (protobuf) as a Lua string of decimal escapes, one per byte.
+  const luaBody = typeof body === "string" ? JSON.stringify(body) : `"${Array.from(body, (b) => `\\${b}`).join("")}"`;
+  writeFileSync(script, `wrk.method = "POST"\nwrk.body = ${luaBody}\n${headerLines}\n`);
   const run = async (seconds: number) => {
     const result = await runTool("wrk", ["-t1", `-c${settings.connections}`, `-d${seconds}s`, "--latency", "-s", script, url]);
     if (result.status !== 0) throw new Error(`wrk failed: ${result.stderr}`);
