@@ -24,8 +24,11 @@ def before_call(context, case, kwargs):
 
 
 def count(body, name):
+    """A count as the server reads it: a JSON integer (475.0 is one too, as in JavaScript), 0 or more."""
     value = body.get(name)
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value in (float("inf"), float("-inf")):
+        return None
+    return int(value) if value >= 0 and value == int(value) else None
 
 
 def keep_parts_within_totals(body):
