@@ -1,14 +1,7 @@
-import { mkdirSync } from "node:fs";
-import { join } from "node:path";
-import type { BrowserContext, Page } from "playwright-core";
+import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { launchBrowser } from "../support/browser.js";
-import { startServiceProcess, type ServiceProcess } from "../support/cli.js";
-import { tempDir } from "../support/temp-dir.js";
+import { openDashboardBrowser, signUpWithKey, type DashboardBrowser } from "../support/browser.js";
 import { postTrace, traceBody } from "../support/test-service.js";
-
-/** Where the README's screenshots are written when CALLTRACE_SCREENSHOTS is set (e.g. to docs). */
-const screenshotDir = process.env.CALLTRACE_SCREENSHOTS;
 
 const longError = `invalid_request_error: ${"the prompt is too long for this model; ".repeat(40)}end of message`;
 
@@ -18,28 +11,35 @@ const longError = `invalid_request_error: ${"the prompt is too long for this mod
  * then sorting, searching, optional columns and the keyboard on the traces table.
  */
 describe("attribution in a real browser", { timeout: 90_000 }, () => {
-  let service: ServiceProcess;
-  let context: BrowserContext;
+  let browser: DashboardBrowser;
+  let service: DashboardBrowser["service"];
   let page: Page;
+  let shot: DashboardBrowser["shot"];
   let key = "";
 
   beforeAll(async () => {
-    service = await startServiceProcess(["--data-dir", tempDir()]);
-    context = await launchBrowser();
-    page = context.pages()[0] ?? (await context.newPage());
-    page.setDefaultTimeout(20_000);
-    await page.goto(`${service.url}/app/`);
-    await page.getByRole("button", { name: "Sign up" }).click();
-    await page.fill("input[name=email]", "grace@example.com");
-    await page.fill("input[name=password]", "correct horse battery");
-    await page.getByRole("button", { name: "Create account" }).click();
-    await page.getByRole("link", { name: "Settings · API keys" }).click();
-    await page.fill("input[name=key-name]", "attribution");
-    await page.getByRole("button", { name: "Create key" }).click();
-    key = await page.locator("#new-key").inputValue();
+    browser = await openDashboardBrowser();
+    ({ service, page, shot } = browser);
+    key = await signUpWithKey(page, service.url, "grace@example.com", "attribution");
     const traces: Record<string, unknown>[] = [
-      { user_id: "acme", session_id: "conv-1", tags: ["checkout"], metadata: { feature: "summary" }, cost_usd: 1.5, model: "gpt-4o", latency_ms: 1200 },
-      { user_id: "acme", session_id: "conv-1", tags: ["search"], metadata: { feature: "chat" }, cost_usd: 0.4, model: "gpt-4o-mini", latency_ms: 300 },
+      {
+        user_id: "acme",
+        session_id: "conv-1",
+        tags: ["checkout"],
+        metadata: { feature: "summary" },
+        cost_usd: 1.5,
+        model: "gpt-4o",
+        latency_ms: 1200,
+      },
+      {
+        user_id: "acme",
+        session_id: "conv-1",
+        tags: ["search"],
+        metadata: { feature: "chat" },
+        cost_usd: 0.4,
+        model: "gpt-4o-mini",
+        latency_ms: 300,
+      },
       {
         user_id: "acme",
         session_id: "conv-2",
@@ -64,28 +64,17 @@ describe("attribution in a real browser", { timeout: 90_000 }, () => {
   }, 120_000);
 
   afterAll(async () => {
-    await context?.close();
-    service?.child.kill("SIGTERM");
-    await service?.exited;
+    await browser?.close();
   });
-
-  async function shot(name: string): Promise<void> {
-    if (!screenshotDir) return;
-    mkdirSync(screenshotDir, { recursive: true });
-    await page.screenshot({ path: join(screenshotDir, `dashboard-${name}.png`), fullPage: true });
-  }
 
   const groupRows = () => page.locator("table.groups tbody tr");
 
   it("three clicks: the customers who cost most, their feature, their most expensive call", async () => {
     // Click 1: the Attribution page ranks users by spend.
     await page.getByRole("link", { name: "Attribution" }).click();
-    await expect.poll(async () => (await groupRows().locator("td:nth-child(2)").allTextContents()).map((t) => t.trim())).toEqual([
-      "acme",
-      "globex",
-      "initech",
-      "(none)",
-    ]);
+    await expect
+      .poll(async () => (await groupRows().locator("td:nth-child(2)").allTextContents()).map((t) => t.trim()))
+      .toEqual(["acme", "globex", "initech", "(none)"]);
     expect(await page.locator("tr[data-group=acme] [data-cell=spend]").textContent()).toBe("$6.15");
     expect(await page.locator("table.groups thead").textContent()).toContain("p95 ≈");
     await expect.poll(() => page.locator(".attribution figure.chart rect").count()).toBeGreaterThan(0);
@@ -95,11 +84,9 @@ describe("attribution in a real browser", { timeout: 90_000 }, () => {
     await page.locator("tr[data-group=acme]").getByRole("button", { name: "acme" }).click();
     await expect.poll(() => new URL(page.url()).searchParams.get("user")).toBe("acme");
     expect(new URL(page.url()).searchParams.get("dim")).toBe("tag");
-    await expect.poll(async () => (await groupRows().locator("td:nth-child(2)").allTextContents()).map((t) => t.trim())).toEqual([
-      "checkout",
-      "beta",
-      "search",
-    ]);
+    await expect
+      .poll(async () => (await groupRows().locator("td:nth-child(2)").allTextContents()).map((t) => t.trim()))
+      .toEqual(["checkout", "beta", "search"]);
     expect(await page.locator("tr[data-group=checkout] [data-cell=spend]").textContent()).toBe("$5.75");
     expect(await page.locator(".chips").textContent()).toContain("user: acme");
     // The same customer by metadata key: which feature.
@@ -145,14 +132,9 @@ describe("attribution in a real browser", { timeout: 90_000 }, () => {
     await page.locator("th[data-sort=cost] button").click();
     await expect.poll(costs).toEqual(["$0.01", "$0.05", "$0.40", "$1.50", "$2.00", "$4.25"]);
     await page.locator("th[data-sort=latency] button").click();
-    await expect.poll(async () => (await rows.locator("td:nth-child(6)").allTextContents()).map((t) => t.trim())).toEqual([
-      "5,100",
-      "1,200",
-      "800",
-      "300",
-      "150",
-      "90",
-    ]);
+    await expect
+      .poll(async () => (await rows.locator("td:nth-child(6)").allTextContents()).map((t) => t.trim()))
+      .toEqual(["5,100", "1,200", "800", "300", "150", "90"]);
 
     await page.fill("input[name=search-model]", "GPT-4O");
     await page.press("input[name=search-model]", "Enter");
@@ -196,9 +178,13 @@ describe("attribution in a real browser", { timeout: 90_000 }, () => {
     const spend = page.locator("[data-tile=total-spend] strong");
     await expect.poll(() => spend.textContent()).toBe("$8.21");
     const providers = page.locator("[data-breakdown=provider] .bar-list li");
-    await expect.poll(async () => (await providers.locator(".label").allTextContents()).map((t) => t.trim())).toEqual(["anthropic", "openai", "gemini"]);
+    await expect
+      .poll(async () => (await providers.locator(".label").allTextContents()).map((t) => t.trim()))
+      .toEqual(["anthropic", "openai", "gemini"]);
     expect(await providers.first().locator(".value").textContent()).toContain("$4.25");
-    expect(await page.locator("[data-breakdown=key] .bar-list li .label").allTextContents()).toEqual([expect.stringContaining("attribution")]);
+    expect(await page.locator("[data-breakdown=key] .bar-list li .label").allTextContents()).toEqual([
+      expect.stringContaining("attribution"),
+    ]);
 
     await page.selectOption("select[name=provider]", "openai");
     await expect.poll(() => spend.textContent()).toBe("$3.91");

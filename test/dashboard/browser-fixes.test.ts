@@ -1,14 +1,7 @@
-import { mkdirSync } from "node:fs";
-import { join } from "node:path";
-import type { BrowserContext, Page } from "playwright-core";
+import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { launchBrowser } from "../support/browser.js";
-import { startServiceProcess, type ServiceProcess } from "../support/cli.js";
-import { tempDir } from "../support/temp-dir.js";
+import { openDashboardBrowser, signUpWithKey, type DashboardBrowser } from "../support/browser.js";
 import { postTrace, traceBody } from "../support/test-service.js";
-
-/** Where the README's phone-width screenshots are written when CALLTRACE_SCREENSHOTS is set (e.g. to docs). */
-const screenshotDir = process.env.CALLTRACE_SCREENSHOTS;
 const password = "correct horse battery";
 const longModel = `model-${"x".repeat(250)}`;
 
@@ -17,25 +10,16 @@ const longModel = `model-${"x".repeat(250)}`;
  * issue #14 it covers. Generous limits: the machine is shared.
  */
 describe("dashboard in a real browser: layout, state, accessibility and formatting", { timeout: 90_000 }, () => {
-  let service: ServiceProcess;
-  let context: BrowserContext;
+  let browser: DashboardBrowser;
+  let service: DashboardBrowser["service"];
   let page: Page;
+  let shot: DashboardBrowser["shot"];
   let key = "";
 
   beforeAll(async () => {
-    service = await startServiceProcess(["--data-dir", tempDir(), "--trust-proxy"]);
-    context = await launchBrowser();
-    page = context.pages()[0] ?? (await context.newPage());
-    page.setDefaultTimeout(20_000);
-    await page.goto(`${service.url}/app/`);
-    await page.getByRole("button", { name: "Sign up" }).click();
-    await page.fill("input[name=email]", "grace@example.com");
-    await page.fill("input[name=password]", password);
-    await page.getByRole("button", { name: "Create account" }).click();
-    await page.getByRole("link", { name: "Settings · API keys" }).click();
-    await page.fill("input[name=key-name]", "fixes");
-    await page.getByRole("button", { name: "Create key" }).click();
-    key = await page.locator("#new-key").inputValue();
+    browser = await openDashboardBrowser(["--trust-proxy"]);
+    ({ service, page, shot } = browser);
+    key = await signUpWithKey(page, service.url, "grace@example.com", "fixes");
     const traces: Record<string, unknown>[] = [
       { provider: "openai", model: "shared-model", cost_usd: 10, latency_ms: 100 },
       { provider: "anthropic", model: "shared-model", cost_usd: 3, latency_ms: 200 },
@@ -49,16 +33,8 @@ describe("dashboard in a real browser: layout, state, accessibility and formatti
   }, 180_000);
 
   afterAll(async () => {
-    await context?.close();
-    service?.child.kill("SIGTERM");
-    await service?.exited;
+    await browser?.close();
   });
-
-  async function shot(name: string): Promise<void> {
-    if (!screenshotDir) return;
-    mkdirSync(screenshotDir, { recursive: true });
-    await page.screenshot({ path: join(screenshotDir, `dashboard-${name}.png`), fullPage: true });
-  }
 
   const overview = async () => {
     await page.goto(`${service.url}/app/`);

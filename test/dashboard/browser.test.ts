@@ -1,37 +1,28 @@
-import { mkdirSync, readFileSync } from "node:fs";
-import { join } from "node:path";
-import type { BrowserContext, Page } from "playwright-core";
+import { readFileSync } from "node:fs";
+import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { launchBrowser } from "../support/browser.js";
-import { startServiceProcess, type ServiceProcess } from "../support/cli.js";
-import { tempDir } from "../support/temp-dir.js";
+import { openDashboardBrowser, type DashboardBrowser } from "../support/browser.js";
 import { postTrace, traceBody } from "../support/test-service.js";
-
-/** Where the README's screenshots are written when CALLTRACE_SCREENSHOTS is set (e.g. to docs). */
-const screenshotDir = process.env.CALLTRACE_SCREENSHOTS;
 
 /** Client addresses whose countries the bundled IP database knows (checked in ingest tests too). */
 const addresses = { US: "8.8.8.8", GB: "81.2.69.160", IE: "2a00:1450:4001::1" };
 
 // Generous limits: the machine is shared, and a cold start compiles the server and launches a browser.
 describe("dashboard in a real browser", { timeout: 60_000 }, () => {
-  let service: ServiceProcess;
-  let context: BrowserContext;
+  let browser: DashboardBrowser;
+  let service: DashboardBrowser["service"];
   let page: Page;
+  let shot: DashboardBrowser["shot"];
   let key = "";
 
   beforeAll(async () => {
-    service = await startServiceProcess(["--data-dir", tempDir(), "--trust-proxy"]);
-    context = await launchBrowser();
-    await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: service.url });
-    page = context.pages()[0] ?? (await context.newPage());
-    page.setDefaultTimeout(20_000);
+    browser = await openDashboardBrowser(["--trust-proxy"]);
+    ({ service, page, shot } = browser);
+    await browser.context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: service.url });
   }, 120_000);
 
   afterAll(async () => {
-    await context?.close();
-    service?.child.kill("SIGTERM");
-    await service?.exited;
+    await browser?.close();
   });
 
   async function send(country: keyof typeof addresses, fields: Record<string, unknown>): Promise<number> {
@@ -40,12 +31,6 @@ describe("dashboard in a real browser", { timeout: 60_000 }, () => {
       headers: { "x-forwarded-for": `10.0.0.1, ${addresses[country]}` },
     });
     return res.status;
-  }
-
-  async function shot(name: string): Promise<void> {
-    if (!screenshotDir) return;
-    mkdirSync(screenshotDir, { recursive: true });
-    await page.screenshot({ path: join(screenshotDir, `dashboard-${name}.png`), fullPage: true });
   }
 
   it("signs up, creates a key shown once with a copy button and a warning", async () => {

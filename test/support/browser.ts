@@ -1,5 +1,7 @@
-import { existsSync } from "node:fs";
-import { chromium, type BrowserContext } from "playwright-core";
+import { existsSync, mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { chromium, type BrowserContext, type Page } from "playwright-core";
+import { startServiceProcess, type ServiceProcess } from "./cli.js";
 import { tempDir } from "./temp-dir.js";
 
 /** Debian's chromium, installed by .ci/run; never a downloaded browser. */
@@ -26,4 +28,52 @@ export async function launchBrowser(viewport = { width: 1400, height: 900 }): Pr
     acceptDownloads: true,
     viewport,
   });
+}
+
+/** Where the README's screenshots are written when CALLTRACE_SCREENSHOTS is set (e.g. to docs). */
+const screenshotDir = process.env.CALLTRACE_SCREENSHOTS;
+
+/** A `calltrace serve` process with a fresh store and a browser page to drive its dashboard. */
+export interface DashboardBrowser {
+  service: ServiceProcess;
+  context: BrowserContext;
+  page: Page;
+  /** Saves a full-page screenshot as docs' `dashboard-<name>.png`, when CALLTRACE_SCREENSHOTS is set. */
+  shot(name: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function openDashboardBrowser(serviceArgs: string[] = []): Promise<DashboardBrowser> {
+  const service = await startServiceProcess(["--data-dir", tempDir(), ...serviceArgs]);
+  const context = await launchBrowser();
+  const page = context.pages()[0] ?? (await context.newPage());
+  page.setDefaultTimeout(20_000);
+  return {
+    service,
+    context,
+    page,
+    async shot(name) {
+      if (!screenshotDir) return;
+      mkdirSync(screenshotDir, { recursive: true });
+      await page.screenshot({ path: join(screenshotDir, `dashboard-${name}.png`), fullPage: true });
+    },
+    async close() {
+      await context.close();
+      service.child.kill("SIGTERM");
+      await service.exited;
+    },
+  };
+}
+
+/** Signs up through the page and creates a key under Settings; answers the key's plaintext. */
+export async function signUpWithKey(page: Page, url: string, email: string, keyName: string): Promise<string> {
+  await page.goto(`${url}/app/`);
+  await page.getByRole("button", { name: "Sign up" }).click();
+  await page.fill("input[name=email]", email);
+  await page.fill("input[name=password]", "correct horse battery");
+  await page.getByRole("button", { name: "Create account" }).click();
+  await page.getByRole("link", { name: "Settings · API keys" }).click();
+  await page.fill("input[name=key-name]", keyName);
+  await page.getByRole("button", { name: "Create key" }).click();
+  return page.locator("#new-key").inputValue();
 }
