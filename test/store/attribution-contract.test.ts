@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { create, toJsonString } from "@bufbuild/protobuf";
 import { timestampFromMs, timestampMs } from "@bufbuild/protobuf/wkt";
 import { TraceFilterSchema, type TraceFilter } from "../../gen/calltrace/v1/query_pb.js";
-import { StoredTraceSchema, type StoredTrace } from "../../gen/calltrace/v1/trace_pb.js";
+import { PriceCheck, StoredTraceSchema, type StoredTrace } from "../../gen/calltrace/v1/trace_pb.js";
 import type { GroupDimension } from "../../src/store/group-dimension.js";
 import { openMongoStore } from "../../src/store/mongo/mongo-store.js";
 import { openSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
@@ -70,6 +70,7 @@ function dataset(): StoredTrace[] {
         latencyMs: Math.floor(random() * 40) * 50,
         costUsd: Math.floor(random() * 30) / 1e4,
         status: failed ? "error" : "success",
+        priceCheck: pick([PriceCheck.MATCH, PriceCheck.MATCH, PriceCheck.UNPRICED, PriceCheck.MISMATCH]),
         ...(failed ? { error: pick(["Rate limit exceeded (429)", "upstream overloaded", "context length exceeded"]) } : {}),
         ...(random() < 0.8 ? { userId: `user-${Math.floor(random() * 12)}` } : {}),
         ...(random() < 0.6 ? { sessionId: `sess-${Math.floor(random() * 20)}` } : {}),

@@ -213,6 +213,9 @@ const migrations: string[] = [
    ALTER TABLE usage_daily ADD COLUMN mismatched INTEGER NOT NULL DEFAULT 0;
    ALTER TABLE usage_country_daily ADD COLUMN unpriced INTEGER NOT NULL DEFAULT 0;
    ALTER TABLE usage_country_daily ADD COLUMN mismatched INTEGER NOT NULL DEFAULT 0;`,
+  // The same counts per attribute value, so a group's totals say them too.
+  `ALTER TABLE group_daily ADD COLUMN unpriced INTEGER NOT NULL DEFAULT 0;
+   ALTER TABLE group_daily ADD COLUMN mismatched INTEGER NOT NULL DEFAULT 0;`,
 ];
 
 /** Brings the database to the current schema; safe to run from several processes at once. */

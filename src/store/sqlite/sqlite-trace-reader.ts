@@ -41,7 +41,7 @@ export function sqliteTraceReader(db: Database.Database, retentionMs: number, id
       ...(grouping.country ? ["country"] : []),
     ];
     const sums = "SUM(cost_usd) AS costUsd, SUM(tokens_in) AS tokensIn, SUM(tokens_out) AS tokensOut";
-    // usage_daily and usage_country_daily keep these counts (group_daily does not); the traces have the check itself.
+    // The roll-ups keep these counts; the traces have the check itself.
     const rolledChecks = ", SUM(unpriced) AS unpriced, SUM(mismatched) AS mismatched";
     const tracedChecks = `, SUM(price_check = ${PriceCheck.UNPRICED}) AS unpriced, SUM(price_check = ${PriceCheck.MISMATCH}) AS mismatched`;
     const out: UsageCells = { sums: [], latency: [] };
@@ -81,7 +81,7 @@ export function sqliteTraceReader(db: Database.Database, retentionMs: number, id
       if (grouping.sums !== false) {
         out.sums.push(
           ...run<UsageCell>(
-            `SELECT ${select("status")}, SUM(calls) AS calls, ${sums}${attributeRollup ? "" : rolledChecks} FROM ${usageTable} ${range}${groupBy(keys("status"))}`,
+            `SELECT ${select("status")}, SUM(calls) AS calls, ${sums}${rolledChecks} FROM ${usageTable} ${range}${groupBy(keys("status"))}`,
             params,
           ),
         );
@@ -125,10 +125,10 @@ export function sqliteTraceReader(db: Database.Database, retentionMs: number, id
       if (grouping.sums !== false) {
         const q = (table: string, where: string) =>
           run<UsageCell>(
-            `SELECT ${select("status")}, SUM(calls) AS calls, ${sums} FROM ${table} ${where}${groupBy([...dims, "status"])}`,
+            `SELECT ${select("status")}, SUM(calls) AS calls, ${sums}${rolledChecks} FROM ${table} ${where}${groupBy([...dims, "status"])}`,
             params,
           );
-        subtract(q("usage_daily", range), q("group_daily", having), "status", ["calls", "costUsd", "tokensIn", "tokensOut"]);
+        subtract(q("usage_daily", range), q("group_daily", having), "status", ["calls", "costUsd", "tokensIn", "tokensOut", "unpriced", "mismatched"]);
       }
       if (grouping.latency) {
         const q = (table: string, where: string) =>

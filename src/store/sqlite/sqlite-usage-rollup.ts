@@ -69,8 +69,8 @@ export function sqliteUsageRollup(db: Database.Database): (traces: TraceValues[]
      VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET calls = calls + excluded.calls`,
   );
   const group = db.prepare(
-    `INSERT INTO group_daily (account_id, dimension, value, day, status, calls, cost_usd, tokens_in, tokens_out)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET ${sumsUpdate}`,
+    `INSERT INTO group_daily (account_id, dimension, value, day, status, calls, cost_usd, tokens_in, tokens_out, unpriced, mismatched)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET ${checkedSumsUpdate}`,
   );
   const groupLatency = db.prepare(
     `INSERT INTO group_latency_daily (account_id, dimension, value, day, bucket, status, calls)
@@ -103,7 +103,7 @@ export function sqliteUsageRollup(db: Database.Database): (traces: TraceValues[]
     for (const s of groups.country.values()) country.run(...s.params, s.calls, s.cost, s.tokensIn, s.tokensOut, s.unpriced, s.mismatched);
     for (const s of groups.latency.values()) latency.run(...s.params, s.calls);
     for (const s of groups.latencyAll.values()) latencyAll.run(...s.params, s.calls);
-    for (const s of groups.group.values()) group.run(...s.params, s.calls, s.cost, s.tokensIn, s.tokensOut);
+    for (const s of groups.group.values()) group.run(...s.params, s.calls, s.cost, s.tokensIn, s.tokensOut, s.unpriced, s.mismatched);
     for (const s of groups.groupLatency.values()) groupLatency.run(...s.params, s.calls);
   };
 }
