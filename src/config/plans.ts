@@ -6,7 +6,7 @@ export interface Plan {
   name: string;
   perMinute: number;
   perMonth: number;
-  /** Most active (neither revoked nor expired) keys an account may hold: limits are per key, so this bounds an account's total. */
+  /** Most active (neither revoked nor expired) keys an account may hold: limits are per key, so this bounds an account's total (D36). */
   maxKeys: number;
 }
 

@@ -26,7 +26,7 @@ export interface LoginThrottle {
  * Limits password guessing so that a lock-out hurts the guesser, not the account's owner. Hard
  * limits apply per email and address and per address: a guesser locks out only their own
  * address. The per-email limit, which counts guesses from everywhere (a botnet), is soft: past
- * it attempts are slowed down, so the owner can still log in from their own address.
+ * it attempts are slowed down, so the owner can still log in from their own address (D35).
  */
 export function createLoginThrottle(options: LoginThrottleOptions): LoginThrottle {
   const pair = attemptWindow(options.perEmailAndAddress, options.windowSeconds);

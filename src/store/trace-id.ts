@@ -5,7 +5,7 @@ import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
  * row number, MongoDB's ObjectId with its per-process counter) would tell anyone who sees two ids
  * how many traces the whole service took in between. Shown ids are that position encrypted as one
  * AES-128 block under the store's own key: they look random, reveal neither order nor volume, and
- * the store decrypts them back for cursors and look-ups.
+ * the store decrypts them back for cursors and look-ups (D36).
  */
 export interface TraceIdCodec {
   encode(position: Buffer): string;
