@@ -86,7 +86,7 @@ describe("dashboard in a real browser: layout, state, accessibility and formatti
   it("7: usable at 375 and 360 px: no sideways page, Log out and every page link on screen, tables scroll in their card, the map fills the width", async () => {
     for (const width of [375, 360]) {
       await page.setViewportSize({ width, height: 800 });
-      for (const path of ["", "traces", "geography", "settings"]) {
+      for (const path of ["", "attribution", "traces", "geography", "settings"]) {
         await page.goto(`${service.url}/app/${path}`);
         await page.locator("main h1").first().waitFor();
         await page.waitForLoadState("networkidle");
