@@ -166,6 +166,14 @@ describe("dashboard in a real browser: layout, state, accessibility and formatti
     await expect.poll(() => page.locator("[role=status].loading").textContent()).toBe("Loading traces…");
     await expect.poll(() => page.locator("[role=alert]").first().textContent(), { timeout: 10_000 }).toContain("Could not load traces");
     await page.unroute("**/calltrace.v1.QueryService/ListTraces");
+    await page.route("**/calltrace.v1.QueryService/GetUsageByGroup", async (route) => {
+      await new Promise((r) => setTimeout(r, 1500));
+      await route.abort();
+    });
+    await page.goto(`${service.url}/app/attribution`);
+    await expect.poll(() => page.locator("[role=status].loading").first().textContent()).toBe("Loading the groups…");
+    await expect.poll(() => page.locator("[role=alert]").first().textContent(), { timeout: 10_000 }).toContain("Could not load the groups");
+    await page.unroute("**/calltrace.v1.QueryService/GetUsageByGroup");
 
     const background = () => page.evaluate(() => getComputedStyle(document.documentElement).backgroundColor);
     await page.emulateMedia({ colorScheme: "light" });

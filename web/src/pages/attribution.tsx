@@ -17,6 +17,7 @@ import { dayRange } from "../days.js";
 import { bounds, filtersFromQuery, filtersToQuery, traceFilter, type Filters } from "../filters.js";
 import { count, dateTime, ms, percent, usd, usdShort } from "../format.js";
 import { base, navigate, useLocation } from "../router.js";
+import { QueryStatus } from "../components/query-status.js";
 import { useQuery } from "../use-query.js";
 
 /** Groups in the ranked table, and how many of the top ones the chart draws. */
@@ -98,7 +99,7 @@ export function Attribution() {
           </label>
         )}
       </div>
-      {groups.error && <p class="error">{groups.error}</p>}
+      <QueryStatus state={groups} what="the groups" />
       {waiting && metadataKeys.data && <p class="muted card">No trace in this view carries metadata.</p>}
       {groups.data && (
         <>
