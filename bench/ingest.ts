@@ -1,11 +1,10 @@
 // Ingest throughput: the full REST path (auth, limiter, validation, group-committed durable write),
 // the gRPC path, and the REST path with Redis-backed limits, against a bare node:http server
 // parsing the same body, in the same run (OTLP Exports against REST: bench/otlp-ingest.ts).
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { loadavg, tmpdir } from "node:os";
-import { join } from "node:path";
-import { calltrace, startListening, waitUntilIdle } from "./support/processes.js";
-import { ghzIngest, type LoadResult, type LoadSettings, wrkPost } from "./support/load.js";
+import { rmSync } from "node:fs";
+import { loadavg } from "node:os";
+import { benchStore, calltrace, loadSettings, startListening, waitUntilIdle } from "./support/processes.js";
+import { ghzIngest, type LoadResult, wrkPost } from "./support/load.js";
 import { machineLine, table, writeResultsSection } from "./support/results.js";
 import { startRedis } from "../test/support/redis-server.js";
 import { traceBody } from "../test/support/test-service.js";
@@ -13,19 +12,9 @@ import { fromJson, type JsonValue, toBinary } from "@bufbuild/protobuf";
 import { IngestRequestSchema } from "../gen/calltrace/v1/trace_service_pb.js";
 
 /** Each target is measured in several rounds, interleaved, so drifts in the shared machine's speed hit all alike. */
-const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
-const settings: LoadSettings = {
-  connections: 50,
-  seconds: Number(process.env.BENCH_SECONDS ?? 6),
-  warmupSeconds: Number(process.env.BENCH_WARMUP_SECONDS ?? 3),
-};
+const { rounds, settings } = loadSettings();
 
-const dataDir = mkdtempSync(join(tmpdir(), "calltrace-bench-"));
-const plansFile = join(dataDir, "plans.json");
-// A plan whose limits never throttle the run, so every request takes the accepted path (D19).
-writeFileSync(plansFile, JSON.stringify({ bench: { per_minute: 1_000_000_000, per_month: 1_000_000_000 } }));
-const env = { DATA_DIR: dataDir, PLANS_FILE: plansFile, LOG_LEVEL: "info" };
-const key = calltrace(["keys", "create", "--plan", "bench"], env);
+const { dataDir, env, key } = benchStore();
 const body = JSON.stringify(traceBody(key));
 const headers = { "Content-Type": "application/json", Authorization: `Bearer ${key}` };
 /** The same trace as a Connect-protocol unary call in protobuf. */

@@ -1,31 +1,20 @@
 // OTLP ingest throughput: OTLP/HTTP protobuf Exports of 100 GenAI spans each against the spec's
 // REST path, both on one calltrace process and embedded store, taking turns in rounds: stored spans
 // per second against REST traces per second, and the service's CPU time per stored trace.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { loadavg, tmpdir } from "node:os";
-import { join } from "node:path";
-import { type LoadResult, type LoadSettings, wrkPost } from "./support/load.js";
+import { readFileSync, rmSync } from "node:fs";
+import { loadavg } from "node:os";
+import { type LoadResult, wrkPost } from "./support/load.js";
 import { otlpExportLoad } from "./support/otlp-load.js";
-import { calltrace, startListening, waitUntilIdle } from "./support/processes.js";
+import { benchStore, calltrace, loadSettings, startListening, waitUntilIdle } from "./support/processes.js";
 import { machineLine, table, writeResultsSection } from "./support/results.js";
 import { traceBody } from "../test/support/test-service.js";
 
-const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
-const settings: LoadSettings = {
-  connections: 50,
-  seconds: Number(process.env.BENCH_SECONDS ?? 6),
-  warmupSeconds: Number(process.env.BENCH_WARMUP_SECONDS ?? 3),
-};
+const { rounds, settings } = loadSettings();
 const spansPerExport = 100;
 /** Exporters sending one Export at a time each, as a BatchSpanProcessor does. */
 const exporters = 10;
 
-const dataDir = mkdtempSync(join(tmpdir(), "calltrace-bench-"));
-const plansFile = join(dataDir, "plans.json");
-// A plan whose limits never throttle the run, so every request takes the accepted path.
-writeFileSync(plansFile, JSON.stringify({ bench: { per_minute: 1_000_000_000, per_month: 1_000_000_000 } }));
-const env = { DATA_DIR: dataDir, PLANS_FILE: plansFile, LOG_LEVEL: "info" };
-const key = calltrace(["keys", "create", "--plan", "bench"], env);
+const { dataDir, env, key } = benchStore();
 const body = JSON.stringify(traceBody(key));
 const headers = { "Content-Type": "application/json", Authorization: `Bearer ${key}` };
 const progress = (what: string) => console.error(`[bench otlp-ingest] ${what}`);

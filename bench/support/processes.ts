@@ -1,5 +1,7 @@
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 export const repoRoot = fileURLToPath(new URL("../..", import.meta.url));
@@ -74,4 +76,29 @@ export function calltrace(args: string[], env: NodeJS.ProcessEnv = {}): string {
   });
   if (result.status !== 0) throw new Error(`calltrace ${args.join(" ")}: ${result.stderr}`);
   return result.stdout.trim();
+}
+
+/** Settings of the ingest benchmarks' load: BENCH_SECONDS per turn, BENCH_WARMUP_SECONDS first, BENCH_ROUNDS rounds. */
+export function loadSettings(connections = 50) {
+  return {
+    rounds: Number(process.env.BENCH_ROUNDS ?? 3),
+    settings: {
+      connections,
+      seconds: Number(process.env.BENCH_SECONDS ?? 6),
+      warmupSeconds: Number(process.env.BENCH_WARMUP_SECONDS ?? 3),
+    },
+  };
+}
+
+/**
+ * A fresh embedded store with a key on a plan whose limits never throttle the run, so every
+ * request takes the accepted path (D19): its directory, the environment that points calltrace
+ * at it, and the key.
+ */
+export function benchStore(): { dataDir: string; env: NodeJS.ProcessEnv; key: string } {
+  const dataDir = mkdtempSync(join(tmpdir(), "calltrace-bench-"));
+  const plansFile = join(dataDir, "plans.json");
+  writeFileSync(plansFile, JSON.stringify({ bench: { per_minute: 1_000_000_000, per_month: 1_000_000_000 } }));
+  const env = { DATA_DIR: dataDir, PLANS_FILE: plansFile, LOG_LEVEL: "info" };
+  return { dataDir, env, key: calltrace(["keys", "create", "--plan", "bench"], env) };
 }
