@@ -10,7 +10,7 @@ import type { RateLimiter } from "../limits/rate-limiter.js";
 import { priceCheck, serverCost } from "../pricing/server-prices.js";
 import { rateLimitHeaders, type HeaderFields } from "../limits/rate-limit-headers.js";
 import type { ApiKeyRecord } from "../store/records.js";
-import type { WriteOutcome } from "../store/trace-store.js";
+import type { TraceWrite, WriteOutcome } from "../store/trace-store.js";
 import { type BatchingWriter, WriterQueueFullError } from "./batching-writer.js";
 import {
   authRateLimited,
@@ -169,12 +169,12 @@ export function createIngestPipeline(deps: IngestPipelineDeps): IngestPipeline {
     const decision = await decided(admission.reservation);
     const headers = quotaHeaders(decision);
     if (!decision.allowed) throw quotaExceeded(decision.retryAfter, headers);
-    const outcome = await write(stored, idempotencyKey ?? undefined);
+    const outcome = await write({ trace: stored, idempotencyKey: idempotencyKey ?? undefined, quotaRemaining: decision.remaining });
     if (outcome.kind === "duplicate") {
       // A repeated Idempotency-Key (D14) stored nothing and gives its reservation back: the answer
-      // counts the month without it, which is the first answer's figure unless the key stored
-      // other traces in between (D23).
-      const remaining = Math.min(decision.limit, decision.remaining + 1);
+      // is the first answer's figure, kept with the key (D23). A claim made before figures were
+      // kept has none: then the month as it stands without this replay.
+      const remaining = outcome.quotaRemaining ?? Math.min(decision.limit, decision.remaining + 1);
       return { headers: quotaHeaders({ ...decision, remaining }), counted: false };
     }
     return { headers, counted: true };
@@ -215,10 +215,10 @@ export function createIngestPipeline(deps: IngestPipelineDeps): IngestPipeline {
   }
 
   /** Hands one trace to the batching writer; a full queue or a failed commit is a 503 (D13). */
-  async function write(stored: StoredTrace, idempotencyKey: string | undefined): Promise<WriteOutcome> {
+  async function write(traceWrite: TraceWrite): Promise<WriteOutcome> {
     let outcome: WriteOutcome;
     try {
-      outcome = await deps.writer.write({ trace: stored, idempotencyKey });
+      outcome = await deps.writer.write(traceWrite);
     } catch (error) {
       if (error instanceof WriterQueueFullError) throw storeUnavailable(unavailableRetryAfter);
       throw error;
@@ -281,7 +281,7 @@ export function createIngestPipeline(deps: IngestPipelineDeps): IngestPipeline {
       for (const over of valid.splice(decision.granted)) rejected.push({ index: over.index, reason: refusalText.quotaExceeded });
       let stored = 0;
       try {
-        const outcomes = await Promise.allSettled(valid.map((call) => write(call.stored, call.idempotencyKey)));
+        const outcomes = await Promise.allSettled(valid.map((call) => write({ trace: call.stored, idempotencyKey: call.idempotencyKey })));
         const failure = outcomes.find((o) => o.status === "rejected");
         stored = outcomes.filter((o) => o.status === "fulfilled" && o.value.kind === "stored").length;
         if (failure) throw failure.reason;

@@ -4,6 +4,8 @@ import type { StoredTrace } from "../../gen/calltrace/v1/trace_pb.js";
 export interface TraceWrite {
   trace: StoredTrace;
   idempotencyKey: string | undefined;
+  /** The X-Quota-Remaining answered for this trace, kept with its Idempotency-Key for replays to answer again (D23). */
+  quotaRemaining?: number | undefined;
 }
 
 /** Where one stored OTLP call sits in its OTLP trace (lower-case hex; the parent empty for a root span). */
@@ -17,7 +19,11 @@ export interface OtlpSpanIds {
 export type WriteOutcome =
   | { kind: "stored" }
   /** An earlier write with the same key id and Idempotency-Key within 24 hours: nothing new stored. */
-  | { kind: "duplicate" }
+  | {
+      kind: "duplicate";
+      /** The first write's `quotaRemaining`; undefined when it had none (or its claim predates remembering it). */
+      quotaRemaining: number | undefined;
+    }
   | { kind: "failed"; error: Error };
 
 export interface TraceQuery {

@@ -85,7 +85,7 @@ function trace(fields: TraceFields & { at: number }): StoredTrace {
   });
 }
 
-const write = (t: StoredTrace, idempotencyKey?: string): TraceWrite => ({ trace: t, idempotencyKey });
+const write = (t: StoredTrace, idempotencyKey?: string, quotaRemaining?: number): TraceWrite => ({ trace: t, idempotencyKey, quotaRemaining });
 
 function matches(t: StoredTrace, f: TraceFilter): boolean {
   const at = timestampMs(t.receivedAt!);
@@ -366,6 +366,30 @@ describe.each(adapters)("store contract: %s", (_name, open) => {
     const stored: number[] = [];
     for await (const x of store.exportTraces({ accountId: "acc_idem" })) stored.push(x.tokensIn);
     expect(stored.sort()).toEqual([1, 3, 4, 7]);
+  });
+
+  it("answers a duplicate with the X-Quota-Remaining its key's first write remembered, or none when it had none (D23)", async () => {
+    const now = Date.now();
+    const t = () => trace({ accountId: "acc_quota_idem", keyId: "key_quota_idem", at: now });
+    expect(await store.writeBatch([write(t(), "first", 41), write(t(), "first", 40), write(t(), "bare"), write(t(), "bare", 39)])).toEqual([
+      { kind: "stored" },
+      { kind: "duplicate", quotaRemaining: 41 },
+      { kind: "stored" },
+      { kind: "duplicate", quotaRemaining: undefined },
+    ]);
+    // Batches handed over together (which the embedded store's writer thread commits as one)
+    // still answer each its own duplicates, by its own indexes.
+    const batches = await Promise.all(
+      [7, 8, 9].map((n) => store.writeBatch([write(t(), `new-${n}`, n), write(t(), "first", 5), write(t(), "bare", 6), write(t(), `new-${n}`, 0)])),
+    );
+    for (const [i, n] of [7, 8, 9].entries()) {
+      expect(batches[i]).toEqual([
+        { kind: "stored" },
+        { kind: "duplicate", quotaRemaining: 41 },
+        { kind: "duplicate", quotaRemaining: undefined },
+        { kind: "duplicate", quotaRemaining: n },
+      ]);
+    }
   });
 
   it("finds an account's stored OTLP spans by OTLP trace id, and only that account's", async () => {

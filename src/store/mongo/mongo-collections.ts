@@ -35,6 +35,8 @@ export interface IdempotencyDoc {
   _id: string;
   traceId: TraceDoc["_id"];
   createdAt: Date;
+  /** The X-Quota-Remaining of the first answer, which replays answer again (D23); absent when there was none or the claim predates it. */
+  quotaRemaining?: number;
 }
 
 export interface UserDoc {

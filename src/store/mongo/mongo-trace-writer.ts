@@ -17,7 +17,6 @@ export interface MongoTraceWriterOptions {
 }
 
 const stored: WriteOutcome = { kind: "stored" };
-const duplicate: WriteOutcome = { kind: "duplicate" };
 const failed = (message: string): WriteOutcome => ({ kind: "failed", error: new Error(message) });
 
 /**
@@ -30,7 +29,7 @@ const failed = (message: string): WriteOutcome => ({ kind: "failed", error: new 
 export function mongoTraceWriter(c: MongoCollections, options: MongoTraceWriterOptions) {
   /** Claims the keys of `claims`; answers the outcome of each claim that must not be inserted. */
   async function claim(
-    claims: { index: number; _id: string; traceId: ObjectId }[],
+    claims: Claim[],
     now: Date,
     takenOver: Map<number, ObjectId>,
   ): Promise<Map<number, WriteOutcome>> {
@@ -38,7 +37,7 @@ export function mongoTraceWriter(c: MongoCollections, options: MongoTraceWriterO
     const conflicts: typeof claims = [];
     try {
       await c.idempotency.insertMany(
-        claims.map(({ _id, traceId }) => ({ _id, traceId, createdAt: now })),
+        claims.map(({ _id, traceId, quotaRemaining }) => ({ _id, traceId, createdAt: now, ...remembered(quotaRemaining) })),
         { ordered: false, timeoutMS: options.timeoutMs },
       );
     } catch (error) {
@@ -73,7 +72,7 @@ export function mongoTraceWriter(c: MongoCollections, options: MongoTraceWriterO
       const previous = existing.get(entry._id);
       const age = previous ? now.getTime() - previous.createdAt.getTime() : Infinity;
       if (previous && age < options.idempotencyWindowMs && storedIds.has(previous.traceId.toHexString())) {
-        refused.set(entry.index, duplicate);
+        refused.set(entry.index, { kind: "duplicate", quotaRemaining: previous.quotaRemaining });
         continue;
       }
       if (previous && age < options.inFlightMs) {
@@ -86,7 +85,14 @@ export function mongoTraceWriter(c: MongoCollections, options: MongoTraceWriterO
       const filter = previous ? { _id: entry._id, traceId: previous.traceId } : { _id: entry._id };
       const traceId = previous && age < options.idempotencyWindowMs ? previous.traceId : entry.traceId;
       const taken = await c.idempotency
-        .updateOne(filter, { $set: { traceId, createdAt: now } }, { upsert: !previous, timeoutMS: options.timeoutMs })
+        .updateOne(
+          filter,
+          // A claim taken over gives the answer to come: its figure replaces the earlier attempt's.
+          entry.quotaRemaining === undefined
+            ? { $set: { traceId, createdAt: now }, $unset: { quotaRemaining: "" } }
+            : { $set: { traceId, createdAt: now, quotaRemaining: entry.quotaRemaining } },
+          { upsert: !previous, timeoutMS: options.timeoutMs },
+        )
         .then((r) => r.modifiedCount + r.upsertedCount === 1, () => false);
       if (!taken) refused.set(entry.index, failed("another attempt with this Idempotency-Key is being written"));
       else takenOver.set(entry.index, traceId);
@@ -102,7 +108,7 @@ export function mongoTraceWriter(c: MongoCollections, options: MongoTraceWriterO
     // A key repeated within the batch answers as its first occurrence does.
     const firstWithKey = new Map<string, number>();
     const repeats = new Map<number, number>();
-    const claims: { index: number; _id: string; traceId: ObjectId }[] = [];
+    const claims: Claim[] = [];
     writes.forEach((w, index) => {
       if (w.idempotencyKey === undefined) return;
       const id = `${w.trace.keyId}:${w.idempotencyKey}`;
@@ -110,7 +116,7 @@ export function mongoTraceWriter(c: MongoCollections, options: MongoTraceWriterO
       if (first !== undefined) repeats.set(index, first);
       else {
         firstWithKey.set(id, index);
-        claims.push({ index, _id: id, traceId: docs[index]!._id });
+        claims.push({ index, _id: id, traceId: docs[index]!._id, quotaRemaining: w.quotaRemaining });
       }
     });
     const takenOver = new Map<number, ObjectId>();
@@ -147,12 +153,26 @@ export function mongoTraceWriter(c: MongoCollections, options: MongoTraceWriterO
         }
       }
     }
-    for (const [index, first] of repeats) outcomes[index] = outcomes[first]!.kind === "failed" ? outcomes[first] : duplicate;
+    for (const [index, first] of repeats) {
+      const answer = outcomes[first]!;
+      outcomes[index] = answer.kind === "stored" ? { kind: "duplicate", quotaRemaining: writes[first]!.quotaRemaining } : answer;
+    }
 
     await touchKeys(c, writes, outcomes as WriteOutcome[], options.timeoutMs);
     return outcomes as WriteOutcome[];
   };
 }
+
+/** One Idempotency-Key to claim for the write at `index` of the batch. */
+interface Claim {
+  index: number;
+  _id: string;
+  traceId: ObjectId;
+  quotaRemaining: number | undefined;
+}
+
+/** The claim document's field for a figure to remember: none when there is no figure. */
+const remembered = (quotaRemaining: number | undefined) => (quotaRemaining === undefined ? {} : { quotaRemaining });
 
 /** Records each key's latest use; best effort, as it is only shown in `keys list`. */
 async function touchKeys(c: MongoCollections, writes: TraceWrite[], outcomes: WriteOutcome[], timeoutMs: number): Promise<void> {

@@ -5,32 +5,44 @@ import { sqliteUsageRollup } from "./sqlite-usage-rollup.js";
 /** How long an Idempotency-Key is remembered (D14). */
 export const idempotencyWindowMs = 24 * 60 * 60 * 1000;
 
-/** A batch as the writer thread commits it: rows, and the Idempotency-Key each came with (or null). */
+/**
+ * A batch as the writer thread commits it: rows, the Idempotency-Key each came with (or null) and
+ * the X-Quota-Remaining to remember with that key (or null). Flat arrays: cheap to post to the thread.
+ */
 export interface RowBatch {
   traces: TraceValues[];
   idempotencyKeys: (string | null)[];
+  quotaRemaining: (number | null)[];
+}
+
+/** The traces not stored because their Idempotency-Key was seen before, and the figure each key's first write remembered (null: none). */
+export interface Duplicates {
+  indexes: number[];
+  quotaRemaining: (number | null)[];
 }
 
 /**
  * Commits a batch of traces in one transaction, so a batch costs one fsync however many traces
  * it holds: idempotency claims, the rows, the keys' last use and the daily roll-ups together.
- * Answers the indexes of the traces not stored because their Idempotency-Key was seen before;
- * every other trace is stored.
+ * Answers the traces not stored because their Idempotency-Key was seen before; every other trace
+ * is stored.
  */
-export function sqliteBatchCommit(db: Database.Database): (batch: RowBatch, now: number) => number[] {
+export function sqliteBatchCommit(db: Database.Database): (batch: RowBatch, now: number) => Duplicates {
   const addToRollups = sqliteUsageRollup(db);
   const statements = {
     insertTrace: db.prepare(`INSERT INTO traces (${traceColumns.join(", ")}) VALUES (${traceColumns.map(() => "?").join(", ")})`),
     claimIdempotencyKey: db.prepare(
-      `INSERT INTO idempotency (key_id, idempotency_key, created_at) VALUES (?, ?, ?)
-       ON CONFLICT (key_id, idempotency_key) DO UPDATE SET created_at = excluded.created_at WHERE created_at < ?`,
+      `INSERT INTO idempotency (key_id, idempotency_key, created_at, quota_remaining) VALUES (?, ?, ?, ?)
+       ON CONFLICT (key_id, idempotency_key) DO UPDATE SET created_at = excluded.created_at, quota_remaining = excluded.quota_remaining
+       WHERE created_at < ?`,
     ),
+    rememberedQuota: db.prepare(`SELECT quota_remaining FROM idempotency WHERE key_id = ? AND idempotency_key = ?`).pluck(),
     forgetIdempotencyKeys: db.prepare(`DELETE FROM idempotency WHERE created_at < ?`),
     touchKey: db.prepare(`UPDATE api_keys SET last_used_at = ? WHERE id = ?`),
   };
 
-  return db.transaction(({ traces, idempotencyKeys }: RowBatch, now: number): number[] => {
-    const duplicates: number[] = [];
+  return db.transaction(({ traces, idempotencyKeys, quotaRemaining }: RowBatch, now: number): Duplicates => {
+    const duplicates: Duplicates = { indexes: [], quotaRemaining: [] };
     const lastUse = new Map<string, number>();
     const stored: TraceValues[] = [];
     for (let i = 0; i < traces.length; i++) {
@@ -38,9 +50,10 @@ export function sqliteBatchCommit(db: Database.Database): (batch: RowBatch, now:
       const [receivedAt, keyId] = values;
       const idempotencyKey = idempotencyKeys[i];
       if (idempotencyKey != null) {
-        const claimed = statements.claimIdempotencyKey.run(keyId, idempotencyKey, now, now - idempotencyWindowMs);
+        const claimed = statements.claimIdempotencyKey.run(keyId, idempotencyKey, now, quotaRemaining[i], now - idempotencyWindowMs);
         if (claimed.changes === 0) {
-          duplicates.push(i);
+          duplicates.indexes.push(i);
+          duplicates.quotaRemaining.push(statements.rememberedQuota.get(keyId, idempotencyKey) as number | null);
           continue;
         }
       }

@@ -216,6 +216,9 @@ const migrations: string[] = [
   // The same counts per attribute value, so a group's totals say them too.
   `ALTER TABLE group_daily ADD COLUMN unpriced INTEGER NOT NULL DEFAULT 0;
    ALTER TABLE group_daily ADD COLUMN mismatched INTEGER NOT NULL DEFAULT 0;`,
+  // The X-Quota-Remaining of a claim's first answer, which its replays answer again (D23); NULL
+  // for claims made before, and for writes that sent no quota headers (OTLP spans).
+  `ALTER TABLE idempotency ADD COLUMN quota_remaining INTEGER;`,
 ];
 
 /** Brings the database to the current schema; safe to run from several processes at once. */

@@ -1,7 +1,7 @@
 // Runs in a worker thread: owns the write connection, so fsyncs never block the event loop that
 // serves requests, and the next batch gathers while this one is being committed.
 import { parentPort, receiveMessageOnPort, workerData } from "node:worker_threads";
-import { type RowBatch, sqliteBatchCommit } from "./sqlite-batch-commit.js";
+import { type Duplicates, type RowBatch, sqliteBatchCommit } from "./sqlite-batch-commit.js";
 import { openSqliteDatabase } from "./sqlite-database.js";
 
 export interface WriteRequest extends RowBatch {
@@ -9,8 +9,8 @@ export interface WriteRequest extends RowBatch {
   now: number;
 }
 
-/** Every trace of the request was stored, except those at the indexes in `duplicates` (a repeated Idempotency-Key). */
-export type WriteReply = { id: number; duplicates: number[] } | { id: number; error: string };
+/** Every trace of the request was stored, except the `duplicates` (a repeated Idempotency-Key). */
+export type WriteReply = { id: number; duplicates: Duplicates } | { id: number; error: string };
 
 /** Asks the worker to close its database and end (rather than being terminated mid-flight). */
 export interface CloseRequest {
@@ -59,7 +59,11 @@ function commitQueued(): void {
   const merged: RowBatch =
     requests.length === 1
       ? requests[0]!
-      : { traces: requests.flatMap((r) => r.traces), idempotencyKeys: requests.flatMap((r) => r.idempotencyKeys) };
+      : {
+          traces: requests.flatMap((r) => r.traces),
+          idempotencyKeys: requests.flatMap((r) => r.idempotencyKeys),
+          quotaRemaining: requests.flatMap((r) => r.quotaRemaining),
+        };
   const giveUpAt = Date.now() + busyPatienceMs;
   committing = true;
   const attempt = (): void => {
@@ -76,11 +80,18 @@ function commitQueued(): void {
   attempt();
 }
 
-function reply(requests: WriteRequest[], duplicates: number[]): void {
+/** Each request gets its own duplicates, by its own indexes (the merged batch's are in order). */
+function reply(requests: WriteRequest[], duplicates: Duplicates): void {
   let start = 0;
+  let d = 0;
   for (const { id, traces } of requests) {
     const end = start + traces.length;
-    port.postMessage({ id, duplicates: duplicates.filter((i) => i >= start && i < end).map((i) => i - start) } satisfies WriteReply);
+    const own: Duplicates = { indexes: [], quotaRemaining: [] };
+    for (; d < duplicates.indexes.length && duplicates.indexes[d]! < end; d++) {
+      own.indexes.push(duplicates.indexes[d]! - start);
+      own.quotaRemaining.push(duplicates.quotaRemaining[d]!);
+    }
+    port.postMessage({ id, duplicates: own } satisfies WriteReply);
     start = end;
   }
 }

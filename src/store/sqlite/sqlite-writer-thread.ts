@@ -20,7 +20,6 @@ function workerEntry(): { entry: string | URL; eval: boolean } {
 }
 
 const stored: WriteOutcome = { kind: "stored" };
-const duplicate: WriteOutcome = { kind: "duplicate" };
 
 export interface SqliteWriterThread {
   /** Commits a batch on the writer thread; rejects when the commit failed or the thread died. */
@@ -51,7 +50,10 @@ export function sqliteWriterThread(file: string): SqliteWriterThread {
       pending.delete(reply.id);
       if ("error" in reply) return waiting.reject(new Error(reply.error));
       const outcomes = new Array<WriteOutcome>(waiting.writes).fill(stored);
-      for (const i of reply.duplicates) outcomes[i] = duplicate;
+      const { indexes, quotaRemaining } = reply.duplicates;
+      indexes.forEach((i, d) => {
+        outcomes[i] = { kind: "duplicate", quotaRemaining: quotaRemaining[d] ?? undefined };
+      });
       waiting.resolve(outcomes);
     });
     started.on("error", (error) => failAll(error));
@@ -70,6 +72,7 @@ export function sqliteWriterThread(file: string): SqliteWriterThread {
         id,
         traces: writes.map((w) => traceToValues(w.trace)),
         idempotencyKeys: writes.map((w) => w.idempotencyKey ?? null),
+        quotaRemaining: writes.map((w) => w.quotaRemaining ?? null),
         now: Date.now(),
       };
       return new Promise((resolve, reject) => {
