@@ -219,6 +219,26 @@ const migrations: string[] = [
   // The X-Quota-Remaining of a claim's first answer, which its replays answer again (D23); NULL
   // for claims made before, and for writes that sent no quota headers (OTLP spans).
   `ALTER TABLE idempotency ADD COLUMN quota_remaining INTEGER;`,
+  // group_daily keyed by value, then status, then day: a group-by over a range reads one
+  // dimension's rows in the order it groups them (measured with 10,000 users over 30 days: 55 ms
+  // where the day-first key made SQLite sort 300,000 rows, 460 ms). The range is checked per row.
+  `CREATE TABLE group_daily_by_value (
+     account_id TEXT NOT NULL,
+     dimension TEXT NOT NULL,
+     value TEXT NOT NULL,
+     day INTEGER NOT NULL,
+     status TEXT NOT NULL,
+     calls INTEGER NOT NULL,
+     cost_usd REAL NOT NULL,
+     tokens_in INTEGER NOT NULL,
+     tokens_out INTEGER NOT NULL,
+     unpriced INTEGER NOT NULL DEFAULT 0,
+     mismatched INTEGER NOT NULL DEFAULT 0,
+     PRIMARY KEY (account_id, dimension, value, status, day)
+   ) WITHOUT ROWID;
+   INSERT INTO group_daily_by_value SELECT * FROM group_daily;
+   DROP TABLE group_daily;
+   ALTER TABLE group_daily_by_value RENAME TO group_daily;`,
 ];
 
 /** Brings the database to the current schema; safe to run from several processes at once. */
