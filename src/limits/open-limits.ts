@@ -33,7 +33,7 @@ export interface Limits {
  */
 export function openLimits(
   config: Pick<Config, "redisUrl" | "redisTimeoutMs" | "writeTimeoutMs">,
-  store: Pick<TraceReader, "usageTotals">,
+  store: Pick<TraceReader, "usageTotals" | "monthlyTraceCount">,
   logger: Logger,
   now?: () => number,
 ): Limits {
@@ -51,6 +51,7 @@ export function openLimits(
     backend = redisBackend({ redis, timeoutMs: config.redisTimeoutMs, health });
   }
   const countStored = async (key: { id: string; accountId: string }, since: Date) => {
+    if (store.monthlyTraceCount) return store.monthlyTraceCount(key, since);
     const totals = await store.usageTotals(key.accountId, create(TraceFilterSchema, { keyId: key.id, since: timestampFromDate(since) }));
     return Number(totals.calls);
   };

@@ -36,6 +36,12 @@ export interface TraceReader {
   /** One trace by the id the store gave it; undefined when it is not this account's (or not kept any more). */
   getTrace(accountId: string, id: string): Promise<StoredTrace | undefined>;
   usageTotals(accountId: string, filter: TraceFilter): Promise<UsageTotals>;
+  /**
+   * The traces a key has stored since `monthStart` (the start of a UTC month), from a count the
+   * store keeps as it writes; absent where usageTotals is as cheap (the embedded store's daily
+   * roll-ups). May be above the truth, never below it (the monthly quota's rebuild, D11).
+   */
+  monthlyTraceCount?(key: { id: string; accountId: string }, monthStart: Date): Promise<number>;
   /** Sorted by cost, highest first. */
   usageByModel(accountId: string, filter: TraceFilter): Promise<ModelUsage[]>;
   /** Sorted by UTC day, then provider and model. */

@@ -39,6 +39,14 @@ export interface IdempotencyDoc {
   quotaRemaining?: number;
 }
 
+/** How many traces a key has stored in a UTC month, kept by the writer (mongo-trace-counts.ts). */
+export interface TraceCountDoc {
+  /** `<key id>:<YYYY-MM>`. */
+  _id: string;
+  accountId: string;
+  count: number;
+}
+
 export interface UserDoc {
   _id: string;
   email: string;
@@ -78,6 +86,10 @@ export interface MongoCollections {
   keys: Collection<KeyDoc>;
   keySlots: Collection<KeySlotDoc>;
   idempotency: Collection<IdempotencyDoc>;
+  /** Per key and month, what the monthly quota's rebuild reads instead of counting traces. */
+  traceCounts: Collection<TraceCountDoc>;
+  /** When this database's writers began keeping traceCounts: traces before it are not in them. */
+  countingSince: Date;
   users: Collection<UserDoc>;
   sessions: Collection<SessionDoc>;
   /** The key of this database's trace ids (src/store/trace-id.ts), made once by whichever instance starts first. */
@@ -131,9 +143,11 @@ export async function prepareMongoCollections(db: Db, options: PrepareOptions): 
   const keys = db.collection<KeyDoc>("api_keys", journaled);
   const keySlots = db.collection<KeySlotDoc>("key_slots", journaled);
   const idempotency = db.collection<IdempotencyDoc>("idempotency", journaled);
+  const traceCounts = db.collection<TraceCountDoc>("trace_counts", journaled);
   const users = db.collection<UserDoc>("users", journaled);
   const sessions = db.collection<SessionDoc>("sessions", journaled);
-  for (const name of ["accounts", "api_keys", "key_slots", "idempotency", "users", "sessions"]) await ensureCollection(db, name);
+  for (const name of ["accounts", "api_keys", "key_slots", "idempotency", "trace_counts", "users", "sessions"])
+    await ensureCollection(db, name);
   await ensureIndexes(keys, [
     { key: { hash: 1 }, name: "hash", unique: true },
     { key: { accountId: 1 }, name: "account" },
@@ -157,9 +171,15 @@ export async function prepareMongoCollections(db: Db, options: PrepareOptions): 
     keys,
     keySlots,
     idempotency,
+    traceCounts,
+    // A database without traces has all of them counted; one that had traces before its writers
+    // kept counts (an upgrade) has those counted from the traces, until their month is over.
+    countingSince: await ensureSetting(db, "trace_counts_since", async () =>
+      (await traces.findOne({}, { projection: { _id: 1 } })) ? new Date() : new Date(0),
+    ),
     users,
     sessions,
-    traceIdKey: await ensureTraceIdKey(db),
+    traceIdKey: Buffer.from(await ensureSetting(db, "trace_id_key", () => newTraceIdKey().toString("hex")), "hex"),
     capabilities: { timeSeries, ttl, manyAccumulators: await groupsComputeEveryAccumulator(db) },
   };
 }
@@ -239,20 +259,20 @@ async function ensureTtlIndex<T extends Document>(collection: Collection<T>, fie
   return true;
 }
 
-/** The database's trace id key: inserted if missing (the first instance's wins), then read. */
-async function ensureTraceIdKey(db: Db): Promise<Buffer> {
-  const settings = db.collection<{ _id: string; value: string }>("settings", journaled);
-  await settings.updateOne({ _id: "trace_id_key" }, { $setOnInsert: { value: newTraceIdKey().toString("hex") } }, { upsert: true });
-  const doc = await settings.findOne({ _id: "trace_id_key" });
-  return Buffer.from(doc!.value, "hex");
+/** A database-wide setting: inserted if missing (the first instance's wins), then read. */
+async function ensureSetting<T>(db: Db, id: string, initial: () => T | Promise<T>): Promise<T> {
+  const settings = db.collection<{ _id: string; value: T }>("settings", journaled);
+  const existing = await settings.findOne({ _id: id });
+  if (existing) return existing.value;
+  await settings.updateOne({ _id: id }, { $setOnInsert: { value: await initial() } }, { upsert: true });
+  const doc = await settings.findOne({ _id: id });
+  return doc!.value;
 }
 
 /** Tries a two-accumulator $group on a scratch collection (see MongoCapabilities.manyAccumulators). */
 async function groupsComputeEveryAccumulator(db: Db): Promise<boolean> {
   const probe = db.collection<{ _id: number; g: number; v: number }>("capability_probe");
-  await probe.bulkWrite(
-    [1, 2].map((id) => ({ replaceOne: { filter: { _id: id }, replacement: { g: 1, v: id }, upsert: true } })),
-  );
+  await probe.bulkWrite([1, 2].map((id) => ({ replaceOne: { filter: { _id: id }, replacement: { g: 1, v: id }, upsert: true } })));
   const [group] = await probe.aggregate<{ n: number; v: number }>([{ $group: { _id: "$g", n: { $sum: 1 }, v: { $sum: "$v" } } }]).toArray();
   return group?.n === 2 && group.v === 3;
 }

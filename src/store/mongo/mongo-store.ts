@@ -7,6 +7,7 @@ import { mongoOtlpSpans } from "./mongo-otlp-spans.js";
 import { mongoKeyStore } from "./mongo-key-store.js";
 import { objectIdIds, traceFromDoc } from "./mongo-trace-doc.js";
 import { mongoTraceReader, traceMatch } from "./mongo-trace-reader.js";
+import { mongoMonthlyTraceCount } from "./mongo-trace-counts.js";
 import { mongoTraceWriter } from "./mongo-trace-writer.js";
 import { mongoUserStore } from "./mongo-user-store.js";
 
@@ -64,6 +65,7 @@ export async function openMongoStore(uri: string, options: MongoStoreOptions = {
 
     return {
       ...mongoTraceReader(c, keepMs),
+      monthlyTraceCount: mongoMonthlyTraceCount(c, writeTimeoutMs),
       keys: mongoKeyStore(c, { timeoutMs: writeTimeoutMs }),
       users: mongoUserStore(c),
       otlpSpans: mongoOtlpSpans(c),
