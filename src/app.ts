@@ -54,6 +54,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     plans,
     writer,
     countryOf: openCountryLookup(),
+    timeoutMs: config.writeTimeoutMs,
   });
   const shuttingDown = new AbortController();
   const handler = createRequestHandler({

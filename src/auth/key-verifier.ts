@@ -1,5 +1,6 @@
 import type { KeyStore } from "../store/key-store.js";
 import { isActiveKey, type ApiKeyRecord } from "../store/records.js";
+import { withTimeLimit } from "../store/time-limit.js";
 import { hashApiKey, looksLikeApiKey } from "./api-key.js";
 
 export interface KeyVerifierOptions {
@@ -10,8 +11,11 @@ export interface KeyVerifierOptions {
 }
 
 export interface KeyVerifier {
-  /** The active key for this plaintext, or undefined when it is malformed, unknown, revoked or expired. */
-  verify(plaintext: string): Promise<ApiKeyRecord | undefined>;
+  /**
+   * The active key for this plaintext, or undefined when it is malformed, unknown, revoked or
+   * expired; a lookup in the store gives up after `timeoutMs`.
+   */
+  verify(plaintext: string, timeoutMs?: number): Promise<ApiKeyRecord | undefined>;
   /** Drops cached answers for these key hashes, so a key revoked here stops working at once in this process. */
   forget(hashes: string[]): void;
 }
@@ -23,13 +27,16 @@ export function createKeyVerifier(keys: KeyStore, options: KeyVerifierOptions = 
   const cache = new Map<string, { key: ApiKeyRecord | undefined; expiresAt: number }>();
 
   return {
-    async verify(plaintext) {
+    async verify(plaintext, timeoutMs) {
       if (!looksLikeApiKey(plaintext)) return undefined;
       const hash = hashApiKey(plaintext);
       const now = Date.now();
       const cached = cache.get(hash);
       if (cached && cached.expiresAt > now) return cached.key && isActiveKey(cached.key) ? cached.key : undefined;
-      const found = await keys.findKeyByHash(hash);
+      const lookup = keys.findKeyByHash(hash, timeoutMs);
+      const found = await (timeoutMs === undefined
+        ? lookup
+        : withTimeLimit(lookup, timeoutMs, () => new Error(`the key lookup took over ${timeoutMs} ms`)));
       const key = found && isActiveKey(found) ? found : undefined;
       cache.delete(hash);
       if (cache.size >= maxEntries) cache.delete(cache.keys().next().value!);

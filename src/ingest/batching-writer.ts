@@ -73,11 +73,14 @@ export class BatchingWriter {
     this.maxInFlight = options.maxInFlight ?? 1;
   }
 
-  /** Resolves with what became of the write; rejects only with WriterQueueFullError, at once. */
-  write(write: TraceWrite): Promise<WriteOutcome> {
+  /**
+   * Resolves with what became of the write, within `timeoutMs` (at most the writer's own: what is
+   * left of the request's time); rejects only with WriterQueueFullError, at once.
+   */
+  write(write: TraceWrite, timeoutMs = this.timeoutMs): Promise<WriteOutcome> {
     if (this.queue.length >= this.maxQueue) return Promise.reject(new WriterQueueFullError());
     return new Promise((resolve) => {
-      this.queue.push({ write, resolve, deadline: performance.now() + this.timeoutMs, settled: false });
+      this.queue.push({ write, resolve, deadline: performance.now() + Math.min(timeoutMs, this.timeoutMs), settled: false });
       this.sweeper ??= setInterval(() => this.sweep(), this.sweepIntervalMs());
       this.schedule();
     });
@@ -124,19 +127,21 @@ export class BatchingWriter {
   /**
    * Fails the writes past their deadline. Still queued: they will never be written. In a batch
    * being committed: they may yet be stored, but the caller is answered now (a 503 for a stored
-   * trace is allowed; the reverse is not). Writes are queued in arrival order, so the queue's
-   * expired writes are at its head, and a batch with any expired write has its first expired.
+   * trace is allowed; the reverse is not). A write given less time than the writer's own may
+   * expire before the ones queued ahead of it, so every write is looked at.
    */
   private sweep(): void {
     const now = performance.now();
-    let expired = 0;
-    while (expired < this.queue.length && this.queue[expired]!.deadline <= now) expired++;
-    const failure = { kind: "failed", error: new Error(`the write was not committed within ${this.timeoutMs} ms`) } as const;
-    for (const pending of this.queue.splice(0, expired)) settle(pending, failure);
-    for (const batch of this.inFlight.values()) {
-      if (batch[0]!.deadline > now) continue;
-      for (const pending of batch) if (pending.deadline <= now) settle(pending, failure);
+    const failure = { kind: "failed", error: new Error("the write was not committed in the time the request had left") } as const;
+    if (this.queue.some((pending) => pending.deadline <= now)) {
+      const kept: Pending[] = [];
+      for (const pending of this.queue) {
+        if (pending.deadline <= now) settle(pending, failure);
+        else kept.push(pending);
+      }
+      this.queue = kept;
     }
+    for (const batch of this.inFlight.values()) for (const pending of batch) if (pending.deadline <= now) settle(pending, failure);
     if (this.queue.length === 0 && this.inFlight.size === 0) {
       clearInterval(this.sweeper);
       this.sweeper = undefined;

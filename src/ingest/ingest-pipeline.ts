@@ -39,6 +39,12 @@ export interface Admission {
    * (OTLP), whose count is known only once the body is read.
    */
   reservation: Promise<QuotaReservation> | undefined;
+  /**
+   * How long this request has waited on the store so far (milliseconds). Its steps (verifying the
+   * key, rebuilding the month's count, the write) share one WRITE_TIMEOUT_MS, so that a stalling
+   * store answers 503 within it rather than after the sum of the steps' timeouts.
+   */
+  storeWaitMs: number;
 }
 
 export interface TraceSubmission {
@@ -106,6 +112,8 @@ export interface IngestPipelineDeps {
   plans: Plans;
   writer: BatchingWriter;
   countryOf: CountryLookup;
+  /** WRITE_TIMEOUT_MS: the most a request waits on the store, all its steps together. */
+  timeoutMs: number;
 }
 
 /** Seconds a client should wait when the store cannot take a write (D13). */
@@ -142,6 +150,9 @@ export interface IngestPipeline {
 }
 
 export function createIngestPipeline(deps: IngestPipelineDeps): IngestPipeline {
+  /** What is left of the request's time to wait on the store. */
+  const timeLeft = (admission: Admission) => Math.max(1, deps.timeoutMs - admission.storeWaitMs);
+
   /**
    * D1 steps 6-9 for an admitted request: resolves once the trace is stored (or was, under its
    * Idempotency-Key), with the quota headers and whether this trace counts against the quota.
@@ -166,10 +177,10 @@ export function createIngestPipeline(deps: IngestPipelineDeps): IngestPipeline {
 
     const stored = storedTrace(admission, trace, clientAddress, apiOrigin(trace));
     if (!admission.reservation) throw new Error("a single trace needs an admission that reserved its quota");
-    const decision = await decided(admission.reservation);
+    const decision = await decided(admission, admission.reservation);
     const headers = quotaHeaders(decision);
     if (!decision.allowed) throw quotaExceeded(decision.retryAfter, headers);
-    const outcome = await write({ trace: stored, idempotencyKey: idempotencyKey ?? undefined, quotaRemaining: decision.remaining });
+    const outcome = await write(admission, { trace: stored, idempotencyKey: idempotencyKey ?? undefined, quotaRemaining: decision.remaining });
     if (outcome.kind === "duplicate") {
       // A repeated Idempotency-Key (D14) stored nothing and gives its reservation back: the answer
       // is the first answer's figure, kept with the key (D23). A claim made before figures were
@@ -215,10 +226,10 @@ export function createIngestPipeline(deps: IngestPipelineDeps): IngestPipeline {
   }
 
   /** Hands one trace to the batching writer; a full queue or a failed commit is a 503 (D13). */
-  async function write(traceWrite: TraceWrite): Promise<WriteOutcome> {
+  async function write(admission: Admission, traceWrite: TraceWrite): Promise<WriteOutcome> {
     let outcome: WriteOutcome;
     try {
-      outcome = await deps.writer.write(traceWrite);
+      outcome = await deps.writer.write(traceWrite, timeLeft(admission));
     } catch (error) {
       if (error instanceof WriterQueueFullError) throw storeUnavailable(unavailableRetryAfter);
       throw error;
@@ -231,8 +242,9 @@ export function createIngestPipeline(deps: IngestPipelineDeps): IngestPipeline {
     async admit(authorization, clientAddress, reserveQuota = true) {
       const presentedKey = bearerToken(authorization);
       let key: ApiKeyRecord | undefined;
+      const started = performance.now();
       try {
-        key = presentedKey === undefined ? undefined : await deps.verifier.verify(presentedKey);
+        key = presentedKey === undefined ? undefined : await deps.verifier.verify(presentedKey, deps.timeoutMs);
       } catch {
         // The key store cannot be reached (MongoDB down): the key is unchecked, not invalid (D13).
         throw storeUnavailable(unavailableRetryAfter);
@@ -242,7 +254,8 @@ export function createIngestPipeline(deps: IngestPipelineDeps): IngestPipeline {
         const wait = await deps.authFailures.failed(clientAddress);
         throw wait === undefined ? invalidApiKey() : authRateLimited(wait);
       }
-      const reservation = reserveQuota ? deps.quota.reserve(key, plan) : undefined;
+      const storeWaitMs = performance.now() - started;
+      const reservation = reserveQuota ? deps.quota.reserve(key, plan, 1, Math.max(1, deps.timeoutMs - storeWaitMs)) : undefined;
       // Acted on (or given back) later; until then, a failure must not count as unhandled.
       reservation?.catch(() => {});
       let admitted = false;
@@ -251,7 +264,7 @@ export function createIngestPipeline(deps: IngestPipelineDeps): IngestPipeline {
         const headers = rateLimitHeaders(decision);
         if (!decision.allowed) throw rateLimited(decision.retryAfter, headers);
         admitted = true;
-        return { key, presentedKey, plan, headers, reservation };
+        return { key, presentedKey, plan, headers, reservation, storeWaitMs };
       } finally {
         if (!admitted) await giveBack(reservation);
       }
@@ -275,13 +288,13 @@ export function createIngestPipeline(deps: IngestPipelineDeps): IngestPipeline {
       }
       if (valid.length === 0) return { headers: {}, stored: 0, duplicates: 0, rejected };
 
-      const reservation = deps.quota.reserve(admission.key, admission.plan, valid.length);
-      const decision = await decided(reservation);
+      const reservation = deps.quota.reserve(admission.key, admission.plan, valid.length, timeLeft(admission));
+      const decision = await decided(admission, reservation);
       if (!decision.allowed) throw quotaExceeded(decision.retryAfter, quotaHeaders(decision));
       for (const over of valid.splice(decision.granted)) rejected.push({ index: over.index, reason: refusalText.quotaExceeded });
       let stored = 0;
       try {
-        const outcomes = await Promise.allSettled(valid.map((call) => write({ trace: call.stored, idempotencyKey: call.idempotencyKey })));
+        const outcomes = await Promise.allSettled(valid.map((call) => write(admission, { trace: call.stored, idempotencyKey: call.idempotencyKey })));
         const failure = outcomes.find((o) => o.status === "rejected");
         stored = outcomes.filter((o) => o.status === "fulfilled" && o.value.kind === "stored").length;
         if (failure) throw failure.reason;
@@ -309,13 +322,19 @@ export function createIngestPipeline(deps: IngestPipelineDeps): IngestPipeline {
   };
 }
 
-/** A reservation's decision; a month's counter that could not be rebuilt in time is answered as a store that cannot take the write (503). */
-async function decided(reservation: Promise<QuotaReservation>): Promise<QuotaDecision> {
+/**
+ * A reservation's decision, the wait for it counted as the request's wait on the store; a month's
+ * counter that could not be rebuilt in time is answered as a store that cannot take the write (503).
+ */
+async function decided(admission: Admission, reservation: Promise<QuotaReservation>): Promise<QuotaDecision> {
+  const started = performance.now();
   try {
     return (await reservation).decision;
   } catch (error) {
     if (error instanceof QuotaUnavailableError) throw storeUnavailable(unavailableRetryAfter);
     throw error;
+  } finally {
+    admission.storeWaitMs += performance.now() - started;
   }
 }
 

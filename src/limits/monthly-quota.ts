@@ -1,4 +1,5 @@
 import type { Plan } from "../config/plans.js";
+import { withTimeLimit } from "../store/time-limit.js";
 import type { LimiterBackend } from "./limiter-backend.js";
 import { settle } from "./per-minute-limiter.js";
 import type { HeaderFields } from "./rate-limit-headers.js";
@@ -29,8 +30,11 @@ export interface QuotaReservation {
 }
 
 export interface MonthlyQuota {
-  /** Reserves `count` traces (default 1); the ones that do not fit are given back at once. */
-  reserve(key: { id: string; accountId: string }, plan: Plan, count?: number): Promise<QuotaReservation>;
+  /**
+   * Reserves `count` traces (default 1); the ones that do not fit are given back at once. A
+   * rebuild of the month's counter this starts gives up after `timeoutMs` (at most countTimeoutMs).
+   */
+  reserve(key: { id: string; accountId: string }, plan: Plan, count?: number, timeoutMs?: number): Promise<QuotaReservation>;
 }
 
 export interface MonthlyQuotaOptions {
@@ -66,27 +70,31 @@ export function createMonthlyQuota({ backend, countStored, countTimeoutMs, now =
   const seeding = new Map<string, Promise<number>>();
 
   /** Adds the stored traces to a new counter and answers how many; on failure the counter is dropped, so the next reservation rebuilds it. */
-  async function seed(limiter: ReturnType<LimiterBackend["limiter"]>, counter: string, key: { id: string; accountId: string }, since: Date) {
-    let timer: NodeJS.Timeout | undefined;
+  async function seed(
+    limiter: ReturnType<LimiterBackend["limiter"]>,
+    counter: string,
+    key: { id: string; accountId: string },
+    since: Date,
+    timeoutMs: number,
+  ) {
     try {
-      const stored = await Promise.race([
+      const stored = await withTimeLimit(
         countStored(key, since),
-        new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(new QuotaUnavailableError(`counting the stored traces took over ${countTimeoutMs} ms`)), countTimeoutMs);
-        }),
-      ]);
+        timeoutMs,
+        () => new QuotaUnavailableError(`counting the stored traces took over ${timeoutMs} ms`),
+      );
       if (stored > 0) await limiter.penalty(counter, stored);
       return stored;
     } catch (error) {
       await limiter.delete(counter).catch(() => {});
-      throw error instanceof QuotaUnavailableError ? error : new QuotaUnavailableError("the stored traces could not be counted", { cause: error });
-    } finally {
-      clearTimeout(timer);
+      throw error instanceof QuotaUnavailableError
+        ? error
+        : new QuotaUnavailableError("the stored traces could not be counted", { cause: error });
     }
   }
 
   return {
-    async reserve(key, plan, count = 1) {
+    async reserve(key, plan, count = 1, timeoutMs = countTimeoutMs) {
       let limiter = byPlan.get(plan.name);
       if (!limiter) {
         limiter = backend.limiter({ keyPrefix: `ct:quota:${plan.name}`, points: plan.perMonth, duration: counterTtlSeconds });
@@ -102,7 +110,7 @@ export function createMonthlyQuota({ backend, countStored, countTimeoutMs, now =
         // The first reservation of a new counter (a new month, a restart, a Redis that lost it)
         // rebuilds it; reservations racing it in this process wait for that instead of being
         // admitted against a count that lacks the month's stored traces.
-        const seeded = seed(limiter, counter, key, new Date(monthStart));
+        const seeded = seed(limiter, counter, key, new Date(monthStart), Math.min(timeoutMs, countTimeoutMs));
         seeding.set(counter, seeded);
         try {
           consumed += await seeded;

@@ -23,8 +23,8 @@ export interface KeyStore {
   getAccount(id: string): Promise<AccountRecord | undefined>;
   /** Stores a key by its hash and visible prefix. */
   createKey(input: NewKey): Promise<ApiKeyRecord>;
-  /** The key with this SHA-256, revoked or not. */
-  findKeyByHash(hash: string): Promise<ApiKeyRecord | undefined>;
+  /** The key with this SHA-256, revoked or not; a store that can wait on a server gives up after `timeoutMs`. */
+  findKeyByHash(hash: string, timeoutMs?: number): Promise<ApiKeyRecord | undefined>;
   listKeys(accountId?: string): Promise<ApiKeyRecord[]>;
   /** Revokes the key whose id or visible prefix is given; undefined when none matches. */
   revokeKey(idOrPrefix: string): Promise<ApiKeyRecord | undefined>;

@@ -85,6 +85,44 @@ describe("MongoDB store outage and backpressure (D13)", () => {
     }
   });
 
+  it("every answer to a request whose steps each wait on a stalling server comes within about WRITE_TIMEOUT_MS, not the sum of the steps' timeouts", async () => {
+    const uri = mongo.freshUri();
+    const setup = await mongoServiceSetup(uri);
+    const timeoutMs = 1500;
+    const service = await setup.start({ WRITE_TIMEOUT_MS: String(timeoutMs) });
+    // Frozen most of the time, in spells a little shorter than the timeout: each read of the key
+    // (its verification, cached for 2 s, reads the key and then its account) and each write then
+    // succeeds just in time, and a request that needs several of them used to take their sum.
+    let frozen = false;
+    const stall = async () => {
+      while (stalling) {
+        frozen = !frozen;
+        if (frozen) mongo.pause();
+        else mongo.resume();
+        await new Promise((resolve) => setTimeout(resolve, frozen ? timeoutMs - 100 : 15));
+      }
+    };
+    let stalling = true;
+    const stalled = stall();
+    let results: LoadResult[] = [];
+    try {
+      const until = Date.now() + 8000;
+      results = await runLoad({ url: () => service.url, key: setup.key, concurrency: 8, timeoutMs: 15_000, keepGoing: () => Date.now() < until });
+    } finally {
+      stalling = false;
+      await stalled;
+      mongo.resume();
+      service.child.kill("SIGTERM");
+      await service.exited;
+    }
+    const slowest = Math.max(...results.map((r) => r.ms));
+    console.log(`${results.length} answers (${results.filter((r) => r.status === 202).length} 202s), slowest ${Math.round(slowest)} ms`);
+    for (const r of results) expect([202, 503], `request ${r.n}`).toContain(r.status);
+    // The write timeout, plus the sweep's 100 ms and a loaded machine's delays; the sum of two
+    // steps' timeouts is 3000 ms.
+    expect(slowest).toBeLessThan(timeoutMs + 700);
+  }, 60_000);
+
   it("with a small queue and a slowed server, overflow gets 503 at once and memory stays bounded", async () => {
     const uri = mongo.freshUri();
     const setup = await mongoServiceSetup(uri);

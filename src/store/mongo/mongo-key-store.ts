@@ -10,12 +10,12 @@ import type { AccountDoc, KeyDoc, MongoCollections } from "./mongo-collections.j
  * into a 503 rather than a request that hangs.
  */
 export function mongoKeyStore(c: MongoCollections, { timeoutMs }: { timeoutMs: number }): KeyStore {
-  const withPlans = async (docs: KeyDoc[]): Promise<ApiKeyRecord[]> => {
+  const withPlans = async (docs: KeyDoc[], timeoutMS = timeoutMs): Promise<ApiKeyRecord[]> => {
     const accountIds = [...new Set(docs.map((d) => d.accountId))];
-    const accounts = new Map((await c.accounts.find({ _id: { $in: accountIds } }, { timeoutMS: timeoutMs }).toArray()).map((a) => [a._id, a]));
+    const accounts = new Map((await c.accounts.find({ _id: { $in: accountIds } }, { timeoutMS }).toArray()).map((a) => [a._id, a]));
     return docs.map((d) => toKey(d, accounts.get(d.accountId)));
   };
-  const one = async (doc: KeyDoc | null) => (doc ? (await withPlans([doc]))[0] : undefined);
+  const one = async (doc: KeyDoc | null, timeoutMS?: number) => (doc ? (await withPlans([doc], timeoutMS))[0] : undefined);
 
   return {
     async createAccount({ name, plan }) {
@@ -50,8 +50,11 @@ export function mongoKeyStore(c: MongoCollections, { timeoutMs }: { timeoutMs: n
       }
       return (await one(doc))!;
     },
-    async findKeyByHash(hash) {
-      return one(await c.keys.findOne({ hash }, { timeoutMS: timeoutMs }));
+    async findKeyByHash(hash, within = timeoutMs) {
+      // Two reads, the key and then its account, sharing one bound.
+      const until = performance.now() + Math.min(within, timeoutMs);
+      const left = () => Math.max(1, Math.round(until - performance.now()));
+      return one(await c.keys.findOne({ hash }, { timeoutMS: left() }), left());
     },
     async listKeys(accountId) {
       return withPlans(await c.keys.find(accountId === undefined ? {} : { accountId }).sort({ createdAt: 1, _id: 1 }).toArray());
