@@ -119,6 +119,9 @@ describe("dashboard in a real browser", { timeout: 60_000 }, () => {
     await expect.poll(() => rows.count()).toBe(2);
     await page.selectOption("select[name=provider]", "");
     await page.fill("input[name=model]", "claude-sonnet-4");
+    // The page refreshes every 5 s; what is typed and not yet applied must survive that.
+    await page.waitForTimeout(5500);
+    expect(await page.inputValue("input[name=model]")).toBe("claude-sonnet-4");
     await page.locator("input[name=model]").dispatchEvent("change");
     await expect.poll(() => rows.count()).toBe(2);
 

@@ -1,3 +1,4 @@
+import { useEffect, useState } from "preact/hooks";
 import type { ApiKey } from "../../../gen/calltrace/v1/account_service_pb.js";
 import { rangeMeaning, ranges, type Filters, type Range } from "../filters.js";
 
@@ -6,6 +7,9 @@ const rangeLabels: Record<Range, string> = { "1h": "Last hour", "24h": "Last 24 
 /** Time range, key, provider, model and status; every change is applied at once. */
 export function FilterBar({ filters, onChange, keys, models }: { filters: Filters; onChange: (f: Filters) => void; keys: ApiKey[]; models: string[] }) {
   const set = (patch: Partial<Filters>) => onChange({ ...filters, ...patch });
+  // What is typed stays while the page re-renders (every refresh does) until it is applied on change.
+  const [model, setModel] = useState(filters.model);
+  useEffect(() => setModel(filters.model), [filters.model]);
   return (
     <form class="filters" onSubmit={(e) => e.preventDefault()}>
       <label>
@@ -55,7 +59,8 @@ export function FilterBar({ filters, onChange, keys, models }: { filters: Filter
           list="known-models"
           placeholder="All models"
           title="Any model whose name contains this text, ignoring case"
-          value={filters.model}
+          value={model}
+          onInput={(e) => setModel(e.currentTarget.value)}
           onChange={(e) => set({ model: e.currentTarget.value.trim() })}
         />
         <datalist id="known-models">
