@@ -3,7 +3,7 @@
 // parsing the same body, in the same run (OTLP Exports against REST: bench/otlp-ingest.ts).
 import { rmSync } from "node:fs";
 import { loadavg } from "node:os";
-import { benchStore, calltrace, loadSettings, startListening, waitUntilIdle } from "./support/processes.js";
+import { benchStore, calltrace, compiledService, loadSettings, startListening, waitUntilIdle } from "./support/processes.js";
 import { ghzIngest, type LoadResult, wrkPost } from "./support/load.js";
 import { machineLine, table, writeResultsSection } from "./support/results.js";
 import { startRedis } from "../test/support/redis-server.js";
@@ -27,8 +27,8 @@ const loadAtStart = loadavg()[0]!;
 const redis = await startRedis();
 const targets = {
   bare: await startListening(["--import", "tsx", "bench/bare-server.ts"]),
-  rest: await startListening(["bin/calltrace.js", "serve", "--port", "0"], env),
-  redis: await startListening(["bin/calltrace.js", "serve", "--port", "0"], { ...env, REDIS_URL: redis.url }),
+  rest: await startListening(compiledService("serve", "--port", "0"), env),
+  redis: await startListening(compiledService("serve", "--port", "0"), { ...env, REDIS_URL: redis.url }),
 };
 type Target = keyof typeof targets;
 const names = Object.keys(targets) as Target[];

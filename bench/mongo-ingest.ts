@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { openMongoStore } from "../src/store/mongo/mongo-store.js";
 import { startMongoTestServer } from "../test/support/ferretdb.js";
 import { wrkPost, type LoadSettings } from "./support/load.js";
-import { calltrace, repoRoot, startListening } from "./support/processes.js";
+import { calltrace, compiledService, repoRoot, startListening } from "./support/processes.js";
 import { machineLine, writeResultsSection } from "./support/results.js";
 
 const settings: LoadSettings = {
@@ -38,7 +38,7 @@ try {
   writeFileSync(plansFile, JSON.stringify({ bench: { per_minute: 1_000_000_000, per_month: 1_000_000_000_000 } }));
   const common = ["--mongodb-uri", uri, "--plans-file", plansFile, "--data-dir", dir];
   const key = calltrace(["keys", "create", "--plan", "bench", ...common]);
-  const service = await startListening(["bin/calltrace.js", "serve", "--port", "0", ...common], { LOG_LEVEL: "info" });
+  const service = await startListening(compiledService("serve", "--port", "0", ...common), { LOG_LEVEL: "info" });
   let drained: { batches: number; writes: number } | undefined;
   let buffered = "";
   service.child.stdout!.on("data", (chunk: Buffer) => {

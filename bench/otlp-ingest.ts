@@ -5,7 +5,7 @@ import { readFileSync, rmSync } from "node:fs";
 import { loadavg } from "node:os";
 import { type LoadResult, wrkPost } from "./support/load.js";
 import { otlpExportLoad } from "./support/otlp-load.js";
-import { benchStore, calltrace, loadSettings, startListening, waitUntilIdle } from "./support/processes.js";
+import { benchStore, calltrace, compiledService, loadSettings, startListening, waitUntilIdle } from "./support/processes.js";
 import { machineLine, table, writeResultsSection } from "./support/results.js";
 import { traceBody } from "../test/support/test-service.js";
 
@@ -20,7 +20,7 @@ const headers = { "Content-Type": "application/json", Authorization: `Bearer ${k
 const progress = (what: string) => console.error(`[bench otlp-ingest] ${what}`);
 
 const loadAtStart = loadavg()[0]!;
-const server = await startListening(["bin/calltrace.js", "serve", "--port", "0"], env);
+const server = await startListening(compiledService("serve", "--port", "0"), env);
 const url = `http://127.0.0.1:${server.port}`;
 /** The service process's CPU time (all threads), in ms: what a stored trace costs it, whatever the machine's load. */
 const cpuMs = () => {

@@ -16,7 +16,7 @@ import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { TraceService } from "../gen/calltrace/v1/trace_service_pb.js";
 import { openSqliteStore } from "../src/store/sqlite/sqlite-store.js";
-import { calltrace, startListening } from "./support/processes.js";
+import { calltrace, compiledService, startListening } from "./support/processes.js";
 import { machineLine, table, writeResultsSection } from "./support/results.js";
 
 const { values } = parseArgs({
@@ -39,7 +39,7 @@ const plansFile = join(dataDir, "plans.json");
 writeFileSync(plansFile, JSON.stringify({ soak: { per_minute: 1_000_000_000, per_month: 1_000_000_000 } }));
 const env = { DATA_DIR: dataDir, PLANS_FILE: plansFile, LOG_LEVEL: "info" }; // info: startListening waits for the "listening" line
 const key = calltrace(["keys", "create", "--plan", "soak", "--name", "soak"], env);
-const server = await startListening(["bin/calltrace.js", "serve", "--port", "0"], env);
+const server = await startListening(compiledService("serve", "--port", "0"), env);
 const url = `http://127.0.0.1:${server.port}`;
 const rssMiB = () => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${server.child.pid}/status`, "utf8"))?.[1] ?? 0) / 1024;
 
