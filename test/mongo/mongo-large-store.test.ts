@@ -27,6 +27,21 @@ const perMonth = 1_000_000_000;
  * other work, and is well under the 5 s write timeout the count of 100k traces ran into.
  */
 const answerWithinMs = 2500;
+/** Three times the write timeout: the retries of stored traces used to be answered 503 every time. */
+const retriesAcceptedWithinMs = 15_000;
+
+/** A trace sent until it is accepted, retried after each 503's Retry-After, for at most 20 s. */
+interface Answered extends LoadResult {
+  attempts: number;
+}
+async function sendUntilAccepted(url: string, key: string, n: number): Promise<Answered> {
+  const started = performance.now();
+  for (let attempts = 1; ; attempts++) {
+    const r = await send({ url: () => url, key, idempotent: true, timeoutMs: 15_000 }, n);
+    if (r.status !== 503 || performance.now() - started > 20_000) return { ...r, ms: performance.now() - started, attempts };
+    await new Promise((resolve) => setTimeout(resolve, (r.retryAfter ?? 1) * 1000));
+  }
+}
 
 /** A key's traces numbered from `from`, each with Idempotency-Key `t-<n>` as the load helper sends them. */
 function writes(key: { id: string; accountId: string }, from: number, count: number) {
@@ -70,10 +85,10 @@ describe("MongoDB store with 100,000 stored traces (issue 16, faults 2 and 4)", 
     }
     const fillMs = performance.now() - fillStarted;
 
-    // FerretDB 1.24 (SQLite) reads a document by _id by scanning its table (mongo-trace-writer.ts):
-    // about 4 s for the last of 100k traces here, where MongoDB reads its _id index. The write
-    // timeout leaves room for that, so that the test asserts what the store answers.
-    const service = await busy.start({ WRITE_TIMEOUT_MS: "20000" });
+    // The service runs with the default WRITE_TIMEOUT_MS (5 s). FerretDB 1.24 (SQLite) reads a
+    // document by _id by scanning its table (docs/mongodb.md): about 4 s for the last of 100k
+    // traces here, 0.4 s for the last of 100k claims, where MongoDB reads its _id index.
+    const service = await busy.start();
     try {
       // The first request after the start rebuilds the month's count: read, not counted.
       const firstStarted = performance.now();
@@ -83,59 +98,48 @@ describe("MongoDB store with 100,000 stored traces (issue 16, faults 2 and 4)", 
       expect(first.headers.get("x-quota-remaining"), "the count of stored traces, exactly").toBe(String(perMonth - stored - 1));
       expect(firstMs, "the first request, with the quota's rebuild").toBeLessThan(answerWithinMs);
 
-      // Retries of stored traces from 4 clients while 4 clients of another key send new traces.
+      // Retries of the latest stored traces (those a client retries after a crash of the service)
+      // from 8 clients while 4 clients of another key send new traces. Both retry a 503 after its
+      // Retry-After with the same Idempotency-Key, as clients do.
       let retriesDone = false;
-      const retried = new Set<number>();
       const retries = (async () => {
-        const results: LoadResult[] = [];
+        const results: Answered[] = [];
         await Promise.all(
-          Array.from({ length: 4 }, async (_, sender) => {
-            for (let i = 0; i < 5; i++) {
-              const n = (sender * 12_345 + i * 2_467) % stored;
-              retried.add(n);
-              const r = await send({ url: () => service.url, key: busy.key, idempotent: true, timeoutMs: 15_000 }, n);
-              results.push(r);
-            }
+          Array.from({ length: 8 }, async (_, sender) => {
+            for (let i = 0; i < 3; i++) results.push(await sendUntilAccepted(service.url, busy.key, stored - 1 - (i * 8 + sender) * 41));
           }),
         );
         retriesDone = true;
         return results;
       })();
-      // The other key's clients retry a 503 after its Retry-After, with the same Idempotency-Key, as
-      // clients do: on FerretDB a write can fail now and then while the retries' scans load it.
       let nextOther = 0;
-      let refusedOnce = 0;
       const others = (async () => {
-        const results: LoadResult[] = [];
+        const results: Answered[] = [];
         await Promise.all(
           Array.from({ length: 4 }, async () => {
-            while (!retriesDone) {
-              const n = stored + 1_000 + nextOther++;
-              let r = await send({ url: () => service.url, key: other.key, idempotent: true, timeoutMs: 15_000 }, n);
-              for (let tries = 0; r.status === 503 && tries < 5; tries++) {
-                refusedOnce++;
-                await new Promise((resolve) => setTimeout(resolve, (r.retryAfter ?? 1) * 1000));
-                r = await send({ url: () => service.url, key: other.key, idempotent: true, timeoutMs: 15_000 }, n);
-              }
-              results.push(r);
-            }
+            while (!retriesDone) results.push(await sendUntilAccepted(service.url, other.key, stored + 1_000 + nextOther++));
           }),
         );
         return results;
       })();
       const [retryResults, otherResults] = await Promise.all([retries, others]);
 
-      const slowest = (results: LoadResult[]) => Math.round(Math.max(...results.map((r) => r.ms)));
+      const slowest = (results: Answered[]) => Math.round(Math.max(...results.map((r) => r.ms)));
+      const refused = (results: Answered[]) => results.filter((r) => r.attempts > 1).length;
       console.log(
-        `fill ${Math.round(fillMs)} ms; first request ${Math.round(firstMs)} ms; ${retryResults.length} retries, slowest ${slowest(retryResults)} ms; ` +
-          `${otherResults.length} other-key traces meanwhile (${refusedOnce} answered 503 first), slowest ${slowest(otherResults)} ms`,
+        `fill ${Math.round(fillMs)} ms; first request ${Math.round(firstMs)} ms; ${retryResults.length} retries of stored traces, ` +
+          `${refused(retryResults)} answered 503 first, slowest accepted after ${slowest(retryResults)} ms; ` +
+          `${otherResults.length} other-key traces meanwhile, ${refused(otherResults)} answered 503 first, slowest ${slowest(otherResults)} ms`,
       );
-      for (const r of retryResults) expect(r.status, `retry of trace ${r.n}`).toBe(202);
+      // Each retry is answered 202 (a duplicate) within a bounded time, however slow the server's
+      // read of its earlier claim: one read serves the retries that come after it.
+      for (const r of retryResults) expect(r.status, `retry of trace ${r.n} (${r.attempts} attempts)`).toBe(202);
+      expect(slowest(retryResults), "the slowest retry of a stored trace, until accepted").toBeLessThan(retriesAcceptedWithinMs);
+      // Accepted throughout: a batch waits for a claim's read at most a moment, so the other key's
+      // traces keep going into the store while the retries' reads load FerretDB.
       expect(otherResults.length).toBeGreaterThan(20);
-      // Accepted throughout: on FerretDB the retries' scans load its CPU, so the other key's answers
-      // slow down (to seconds) and a write may need a retry, but they keep coming, and most at once.
       for (const r of otherResults) expect(r.status, `other key's trace ${r.n}`).toBe(202);
-      expect(refusedOnce, "other-key traces answered 503 before they were accepted").toBeLessThanOrEqual(otherResults.length / 4);
+      expect(refused(otherResults), "other-key traces answered 503 before they were accepted").toBeLessThanOrEqual(otherResults.length / 4);
 
       // The retries were duplicates, stored nothing: a new trace finds the count one up, exactly.
       const next = await postTrace(service.url, traceBody(busy.key, { tokens_in: stored + 1 }), { key: busy.key });

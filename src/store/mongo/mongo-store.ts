@@ -69,7 +69,7 @@ export async function openMongoStore(uri: string, options: MongoStoreOptions = {
       keys: mongoKeyStore(c, { timeoutMs: writeTimeoutMs }),
       users: mongoUserStore(c),
       otlpSpans: mongoOtlpSpans(c),
-      writeBatch: mongoTraceWriter(c, { idempotencyWindowMs, inFlightMs: 2 * writeTimeoutMs, timeoutMs: writeTimeoutMs }),
+      writeBatch: mongoTraceWriter(c, { idempotencyWindowMs, inFlightMs: 2 * writeTimeoutMs, timeoutMs: writeTimeoutMs, claimReadWaitMs: Math.min(250, writeTimeoutMs / 4) }),
       // A few batches at once: one whose retries need reads (or whose server is slow) holds up its
       // own traces, not every key's.
       handover: { maxInFlight: 4, batchSize: Number.MAX_SAFE_INTEGER },

@@ -1,7 +1,8 @@
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { MongoBulkWriteError, ObjectId, type AnyBulkWriteOperation, type WriteError } from "mongodb";
 import type { TraceWrite, WriteOutcome } from "../trace-store.js";
-import type { KeyDoc, MongoCollections } from "./mongo-collections.js";
+import type { IdempotencyDoc, KeyDoc, MongoCollections } from "./mongo-collections.js";
+import { mongoClaimReads } from "./mongo-claim-reads.js";
 import { traceToDoc, type TraceDoc } from "./mongo-trace-doc.js";
 import { addTraceCounts } from "./mongo-trace-counts.js";
 
@@ -9,12 +10,19 @@ export interface MongoTraceWriterOptions {
   /** How long an Idempotency-Key is remembered (D14). */
   idempotencyWindowMs: number;
   /**
-   * A claim younger than this whose trace is not (yet) stored may still be being written by an
-   * earlier attempt: a repeat then gets a failure (503, retry later) rather than a second copy.
+   * Time-series collections only (no unique trace _id): a claim younger than this whose trace is
+   * not (yet) stored may still be being written by an earlier attempt, so a repeat then gets a
+   * failure (503, retry later) rather than a second copy.
    */
   inFlightMs: number;
   /** Bound on one insert (the driver's timeoutMS). */
   timeoutMs: number;
+  /**
+   * Longest a batch waits for the reads of earlier claims its repeated Idempotency-Keys need;
+   * past it those writes fail (503, retry later) and the rest of the batch goes on. The reads go
+   * on too, and answer the retries (mongo-claim-reads.ts).
+   */
+  claimReadWaitMs: number;
 }
 
 const stored: WriteOutcome = { kind: "stored" };
@@ -24,18 +32,197 @@ const failed = (message: string): WriteOutcome => ({ kind: "failed", error: new 
  * Group commit on MongoDB (D13): one unordered insertMany per batch under a majority, journaled
  * write concern. Without transactions (FerretDB has none, and time-series collections take no
  * unique index), Idempotency-Keys (D14) are claimed first in their own collection, whose _id is
- * unique; a repeated claim is a duplicate only when the trace it names is really stored, so a
- * crash between claim and insert never turns a retry into a 202 for a lost trace.
+ * unique, naming the trace id they were claimed for. A fresh key costs nothing more than its
+ * claim's insert. A repeated claim is refused by the _id index (E11000, per document), and only
+ * then is the earlier claim read; where trace _ids are unique (ordinary collections, FerretDB)
+ * the trace is then inserted again under the claim's trace id, and the _id index answers whether
+ * it was stored: a duplicate key is a duplicate, an insert is the first copy (its earlier
+ * attempt never landed, or lands as the same document). Time-series collections read the trace
+ * instead. A crash between claim and insert never turns a retry into a 202 for a lost trace, and
+ * a claim is never released while its insert's outcome is unknown.
  */
 export function mongoTraceWriter(c: MongoCollections, options: MongoTraceWriterOptions) {
-  /** Claims the keys of `claims`; answers the outcome of each claim that must not be inserted. */
-  async function claim(
-    claims: Claim[],
-    now: Date,
-    takenOver: Map<number, ObjectId>,
-  ): Promise<Map<number, WriteOutcome>> {
-    const refused = new Map<number, WriteOutcome>();
-    const conflicts: typeof claims = [];
+  const uniqueTraceIds = !c.capabilities.timeSeries;
+  const earlierClaims = mongoClaimReads(c.idempotency, {
+    timeoutMs: 6 * options.timeoutMs,
+    concurrency: 2,
+    rememberMs: Math.min(10 * 60_000, options.idempotencyWindowMs / 2),
+    maxEntries: 10_000,
+  });
+
+  /** Sets a claim's trace id, time and figure, if it still names `previous`'s trace. */
+  async function takeOver(entry: Claim, previous: IdempotencyDoc, traceId: ObjectId, now: Date): Promise<boolean> {
+    // A claim taken over gives the answer to come: its figure replaces the earlier attempt's.
+    const update =
+      entry.quotaRemaining === undefined
+        ? { $set: { traceId, createdAt: now }, $unset: { quotaRemaining: "" as const } }
+        : { $set: { traceId, createdAt: now, quotaRemaining: entry.quotaRemaining } };
+    const taken = await c.idempotency
+      .updateOne({ _id: entry._id, traceId: previous.traceId }, update, { timeoutMS: options.timeoutMs })
+      .then((r) => r.modifiedCount === 1, () => false);
+    if (taken) earlierClaims.remember({ _id: entry._id, traceId, createdAt: now, ...remembered(entry.quotaRemaining) });
+    else earlierClaims.forget(entry._id);
+    return taken;
+  }
+
+  return async function writeBatch(writes: TraceWrite[]): Promise<WriteOutcome[]> {
+    const now = new Date();
+    const docs: TraceDoc[] = writes.map((w) => traceToDoc(w.trace, new ObjectId()));
+    const outcomes: (WriteOutcome | undefined)[] = new Array(writes.length);
+
+    // A key repeated within the batch answers as its first occurrence does.
+    const firstWithKey = new Map<string, number>();
+    const repeats = new Map<number, number>();
+    const claims = new Map<number, Claim>();
+    writes.forEach((w, index) => {
+      if (w.idempotencyKey === undefined) return;
+      const id = `${w.trace.keyId}:${w.idempotencyKey}`;
+      const first = firstWithKey.get(id);
+      if (first !== undefined) repeats.set(index, first);
+      else {
+        firstWithKey.set(id, index);
+        claims.set(index, { index, _id: id, traceId: docs[index]!._id, quotaRemaining: w.quotaRemaining });
+      }
+    });
+
+    /** Gives up the claims of writes that surely were not stored, so a retry may claim them at once (time-series only). */
+    const release = async (indices: number[]) => {
+      if (uniqueTraceIds) return; // a retry's insert under the claim's trace id settles it
+      const released = indices.flatMap((i) => (outcomes[i]?.kind === "failed" && claims.has(i) ? [claims.get(i)!] : []));
+      if (released.length === 0) return;
+      for (const x of released) earlierClaims.forget(x._id);
+      const filters = released.map((x) => ({ _id: x._id, traceId: docs[x.index]!._id }));
+      await c.idempotency.deleteMany({ $or: filters }, { timeoutMS: options.timeoutMs }).catch(() => {});
+    };
+
+    /**
+     * Inserts the traces of `indices` and settles their outcomes. `probes` holds the earlier
+     * claims whose trace id a retry's trace was given: a duplicate key there means stored before.
+     */
+    const insert = async (indices: number[], probes: Map<number, IdempotencyDoc>) => {
+      if (indices.length === 0) return;
+      const inserting = indices.map((i) => docs[i]!);
+      try {
+        // Counted before the insert, so the monthly counts are never below the truth.
+        await addTraceCounts(c, inserting, 1, options.timeoutMs);
+      } catch (error) {
+        for (const i of indices) outcomes[i] = failed(`the trace could not be counted: ${(error as Error).message}`);
+        await release(indices);
+        return;
+      }
+      try {
+        await c.traces.insertMany(inserting, { ordered: false, timeoutMS: options.timeoutMs });
+        for (const i of indices) outcomes[i] = stored;
+      } catch (error) {
+        // Per-document errors fail only their own writes; otherwise which documents were
+        // inserted is unknown, and every write of the batch fails (a 503 for a stored trace is
+        // allowed; a 202 for a lost one is not).
+        const writeErrors = perDocumentErrors(error, indices.length);
+        const bad = new Map<number, { message: string; code: unknown }>();
+        for (const e of writeErrors ?? []) bad.set(e.index, { message: e.errmsg ?? "insert failed", code: e.code });
+        indices.forEach((i, k) => {
+          const problem = bad.get(k);
+          const probe = probes.get(i);
+          if (!writeErrors) outcomes[i] = failed((error as Error).message);
+          else if (!problem) outcomes[i] = stored;
+          // A duplicate _id is this claim's trace, stored already: by the earlier attempt a
+          // retry's insert probed for, or by a retry that probed while this insert was on its
+          // way (which answered first, as it had stored it; this attempt gives its count back).
+          else if (problem.code === 11000) outcomes[i] = { kind: "duplicate", quotaRemaining: (probe ?? writes[i]!).quotaRemaining };
+          else outcomes[i] = failed(problem.message);
+        });
+        // The documents surely not inserted are taken off the counts (best effort: a count
+        // left above the truth only holds the key back). After an unknown outcome nothing is.
+        const notInserted = [...bad.keys()].map((k) => inserting[k]!);
+        await addTraceCounts(c, notInserted, -1, options.timeoutMs).catch(() => {});
+        // Claims whose insert surely failed are given up. After an unknown outcome (a timeout,
+        // a dropped connection) the insert may still land: its claim stays, and a retry is
+        // answered from it. Releasing it here let a frozen server apply both the insert and the
+        // release, and the retry store the trace again.
+        if (writeErrors) await release(indices);
+      }
+      // A retry that stored its trace after all is the first answer: replays answer its figure (D23).
+      await Promise.all(
+        [...probes].flatMap(([i, probe]) => {
+          const quotaRemaining = writes[i]!.quotaRemaining;
+          if (outcomes[i] !== stored || probe.quotaRemaining === quotaRemaining) return [];
+          earlierClaims.remember({ ...probe, quotaRemaining });
+          const update = quotaRemaining === undefined ? { $unset: { quotaRemaining: "" as const } } : { $set: { quotaRemaining } };
+          // By _id alone: FerretDB reads any other filter by decoding every claim (the trace id
+          // of a claim within its window never changes where trace _ids are unique).
+          return [c.idempotency.updateOne({ _id: probe._id }, update, { timeoutMS: options.timeoutMs }).catch(() => {})];
+        }),
+      );
+    };
+
+    /** Settles the writes whose claim was refused: from the earlier claim, read at most claimReadWaitMs. */
+    const settleRepeatedClaims = async (conflicts: Claim[]) => {
+      if (conflicts.length === 0) return;
+      const earlier = new Map<number, IdempotencyDoc | null | undefined>();
+      const reads = conflicts.map((x) => earlierClaims.read(x._id).then((doc) => void earlier.set(x.index, doc)));
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([Promise.all(reads), new Promise((resolve) => (timer = setTimeout(resolve, options.claimReadWaitMs)))]);
+      clearTimeout(timer);
+
+      const probes = new Map<number, IdempotencyDoc>();
+      const toInsert: number[] = [];
+      await Promise.all(
+        conflicts.map(async (entry) => {
+          const i = entry.index;
+          const previous = earlier.get(i);
+          if (!earlier.has(i)) return void (outcomes[i] = failed("the earlier attempt with this Idempotency-Key is still being looked up"));
+          if (previous === undefined) return void (outcomes[i] = failed("the earlier attempt with this Idempotency-Key could not be read"));
+          if (previous === null) return void (outcomes[i] = failed("the earlier claim of this Idempotency-Key was just given up"));
+          const age = now.getTime() - previous.createdAt.getTime();
+          if (age >= options.idempotencyWindowMs) {
+            // Expired, not yet deleted: a new claim, with a trace id of its own.
+            if (await takeOver(entry, previous, entry.traceId, now)) toInsert.push(i);
+            else outcomes[i] = failed("another attempt with this Idempotency-Key is being written");
+            return;
+          }
+          // The trace keeps the earlier attempt's id, so that however many attempts land, they
+          // are one document where _id is unique.
+          docs[i]!._id = previous.traceId;
+          if (uniqueTraceIds) {
+            probes.set(i, previous);
+            toInsert.push(i);
+            return;
+          }
+          const trace = await c.traces
+            .findOne({ _id: previous.traceId }, { timeoutMS: options.timeoutMs, projection: { _id: 1 } })
+            .catch(() => undefined);
+          if (trace === undefined) outcomes[i] = failed("the earlier attempt with this Idempotency-Key could not be read");
+          else if (trace) outcomes[i] = { kind: "duplicate", quotaRemaining: previous.quotaRemaining };
+          else if (age < options.inFlightMs) outcomes[i] = failed("an earlier attempt with this Idempotency-Key is still being written");
+          // Left by an attempt that never stored its trace: taken over, unless another writer just did.
+          else if (await takeOver(entry, previous, previous.traceId, now)) toInsert.push(i);
+          else outcomes[i] = failed("another attempt with this Idempotency-Key is being written");
+        }),
+      );
+      await insert(toInsert, probes);
+    };
+
+    const conflicts = claims.size > 0 ? await claim([...claims.values()], now, outcomes) : [];
+    const repeated = new Set(conflicts.map((x) => x.index));
+    const fresh = docs.map((_, i) => i).filter((i) => outcomes[i] === undefined && !repeats.has(i) && !repeated.has(i));
+    // The fresh traces do not wait for the reads of earlier claims.
+    await Promise.all([insert(fresh, new Map()), settleRepeatedClaims(conflicts)]);
+
+    for (const [index, first] of repeats) {
+      const answer = outcomes[first]!;
+      outcomes[index] = answer.kind === "stored" ? { kind: "duplicate", quotaRemaining: writes[first]!.quotaRemaining } : answer;
+    }
+
+    await touchKeys(c, writes, outcomes as WriteOutcome[], options.timeoutMs);
+    return outcomes as WriteOutcome[];
+  };
+
+  /**
+   * Inserts the claims; a claim the server refused for another reason than a duplicate key fails
+   * its write. Answers the claims refused as duplicates, which need the earlier claim.
+   */
+  async function claim(claims: Claim[], now: Date, outcomes: (WriteOutcome | undefined)[]): Promise<Claim[]> {
+    const conflicts: Claim[] = [];
     try {
       await c.idempotency.insertMany(
         claims.map(({ _id, traceId, quotaRemaining }) => ({ _id, traceId, createdAt: now, ...remembered(quotaRemaining) })),
@@ -47,141 +234,11 @@ export function mongoTraceWriter(c: MongoCollections, options: MongoTraceWriterO
       for (const writeError of writeErrors) {
         const entry = claims[writeError.index]!;
         if (writeError.code === 11000) conflicts.push(entry);
-        else refused.set(entry.index, failed(writeError.errmsg ?? "claim failed"));
+        else outcomes[entry.index] = failed(writeError.errmsg ?? "claim failed");
       }
     }
-    if (conflicts.length === 0) return refused;
-
-    // Point lookups by _id alone, one per conflict. FerretDB 1.24 (SQLite) pushes a filter down to
-    // SQL only when it is exactly {_id: <value>}; an $in, or _id with any other condition, is
-    // filtered in FerretDB after reading every document (2-3 s at 100k traces). Even pushed down
-    // it scans (its WHERE on `_ferretdb_sjson->'$._id'` is not its index's expression
-    // `_ferretdb_sjson->"_id"`), 0.2 s at 100k; MongoDB answers from the _id index.
-    const lookup = { timeoutMS: options.timeoutMs };
-    const earlier = await Promise.all(conflicts.map((x) => c.idempotency.findOne({ _id: x._id }, lookup)));
-    const existing = new Map(earlier.flatMap((d) => (d ? [[d._id, d] as const] : [])));
-    const claimed = [...existing.values()];
-    const traces = await Promise.all(
-      claimed.map((d) => c.traces.findOne({ _id: d.traceId }, { ...lookup, projection: { _id: 1, receivedAt: 1 } })),
-    );
-    const storedIds = new Set(
-      claimed.flatMap((d, k) => {
-        const t = traces[k];
-        // The trace was received before its claim was made, within the time a write may wait.
-        const ms = t?.receivedAt.getTime() ?? Number.NaN;
-        return ms <= d.createdAt.getTime() && ms >= d.createdAt.getTime() - 10 * options.inFlightMs ? [d.traceId.toHexString()] : [];
-      }),
-    );
-    for (const entry of conflicts) {
-      const previous = existing.get(entry._id);
-      const age = previous ? now.getTime() - previous.createdAt.getTime() : Infinity;
-      if (previous && age < options.idempotencyWindowMs && storedIds.has(previous.traceId.toHexString())) {
-        refused.set(entry.index, { kind: "duplicate", quotaRemaining: previous.quotaRemaining });
-        continue;
-      }
-      if (previous && age < options.inFlightMs) {
-        refused.set(entry.index, failed("an earlier attempt with this Idempotency-Key is still being written"));
-        continue;
-      }
-      // Expired, or left by an attempt that never stored its trace: take it over, unless another
-      // writer just did. The trace keeps the earlier attempt's id, so that if that attempt's
-      // insert still lands, the two are one document where _id is unique (ordinary collections).
-      const filter = previous ? { _id: entry._id, traceId: previous.traceId } : { _id: entry._id };
-      const traceId = previous && age < options.idempotencyWindowMs ? previous.traceId : entry.traceId;
-      const taken = await c.idempotency
-        .updateOne(
-          filter,
-          // A claim taken over gives the answer to come: its figure replaces the earlier attempt's.
-          entry.quotaRemaining === undefined
-            ? { $set: { traceId, createdAt: now }, $unset: { quotaRemaining: "" } }
-            : { $set: { traceId, createdAt: now, quotaRemaining: entry.quotaRemaining } },
-          { upsert: !previous, timeoutMS: options.timeoutMs },
-        )
-        .then((r) => r.modifiedCount + r.upsertedCount === 1, () => false);
-      if (!taken) refused.set(entry.index, failed("another attempt with this Idempotency-Key is being written"));
-      else takenOver.set(entry.index, traceId);
-    }
-    return refused;
+    return conflicts;
   }
-
-  return async function writeBatch(writes: TraceWrite[]): Promise<WriteOutcome[]> {
-    const now = new Date();
-    const docs: TraceDoc[] = writes.map((w) => traceToDoc(w.trace, new ObjectId()));
-    const outcomes: (WriteOutcome | undefined)[] = new Array(writes.length);
-
-    // A key repeated within the batch answers as its first occurrence does.
-    const firstWithKey = new Map<string, number>();
-    const repeats = new Map<number, number>();
-    const claims: Claim[] = [];
-    writes.forEach((w, index) => {
-      if (w.idempotencyKey === undefined) return;
-      const id = `${w.trace.keyId}:${w.idempotencyKey}`;
-      const first = firstWithKey.get(id);
-      if (first !== undefined) repeats.set(index, first);
-      else {
-        firstWithKey.set(id, index);
-        claims.push({ index, _id: id, traceId: docs[index]!._id, quotaRemaining: w.quotaRemaining });
-      }
-    });
-    const takenOver = new Map<number, ObjectId>();
-    if (claims.length > 0) for (const [index, outcome] of await claim(claims, now, takenOver)) outcomes[index] = outcome;
-    for (const [index, traceId] of takenOver) docs[index]!._id = traceId;
-
-    const toInsert = docs.map((_, i) => i).filter((i) => outcomes[i] === undefined && !repeats.has(i));
-    /** Gives up the claims of writes that surely were not stored, so a retry may claim them at once. */
-    const release = async () => {
-      const released = claims.filter((x) => outcomes[x.index]?.kind === "failed");
-      if (released.length === 0) return;
-      const filters = released.map((x) => ({ _id: x._id, traceId: docs[x.index]!._id }));
-      await c.idempotency.deleteMany({ $or: filters }, { timeoutMS: options.timeoutMs }).catch(() => {});
-    };
-    if (toInsert.length > 0) {
-      const inserting = toInsert.map((i) => docs[i]!);
-      try {
-        // Counted before the insert, so the monthly counts are never below the truth.
-        await addTraceCounts(c, inserting, 1, options.timeoutMs);
-      } catch (error) {
-        for (const i of toInsert) outcomes[i] = failed(`the trace could not be counted: ${(error as Error).message}`);
-        await release();
-      }
-      if (outcomes[toInsert[0]!] === undefined) {
-        try {
-          await c.traces.insertMany(inserting, { ordered: false, timeoutMS: options.timeoutMs });
-          for (const i of toInsert) outcomes[i] = stored;
-        } catch (error) {
-          // Per-document errors fail only their own writes; otherwise which documents were
-          // inserted is unknown, and every write of the batch fails (a 503 for a stored trace is
-          // allowed; a 202 for a lost one is not).
-          const writeErrors = perDocumentErrors(error, toInsert.length);
-          const bad = new Map<number, { message: string; code: unknown }>();
-          for (const e of writeErrors ?? []) bad.set(e.index, { message: e.errmsg ?? "insert failed", code: e.code });
-          toInsert.forEach((i, k) => {
-            const problem = bad.get(k);
-            // A duplicate _id is a taken-over claim whose earlier attempt landed after all: stored.
-            if (writeErrors && (!problem || (problem.code === 11000 && takenOver.has(i)))) outcomes[i] = stored;
-            else outcomes[i] = failed(problem?.message ?? (error as Error).message);
-          });
-          // The documents surely not inserted are taken off the counts (best effort: a count
-          // left above the truth only holds the key back). After an unknown outcome nothing is.
-          const notInserted = [...bad.keys()].map((k) => inserting[k]!);
-          await addTraceCounts(c, notInserted, -1, options.timeoutMs).catch(() => {});
-          // Claims whose insert surely failed are given up. After an unknown outcome (a timeout,
-          // a dropped connection) the insert may still land: its claim stays, and a retry is
-          // answered by reading whether the trace is there (or after inFlightMs takes the claim
-          // over with the same trace id). Releasing it here let a frozen server apply both the
-          // insert and the release, and the retry store the trace again.
-          if (writeErrors) await release();
-        }
-      }
-    }
-    for (const [index, first] of repeats) {
-      const answer = outcomes[first]!;
-      outcomes[index] = answer.kind === "stored" ? { kind: "duplicate", quotaRemaining: writes[first]!.quotaRemaining } : answer;
-    }
-
-    await touchKeys(c, writes, outcomes as WriteOutcome[], options.timeoutMs);
-    return outcomes as WriteOutcome[];
-  };
 }
 
 /** One Idempotency-Key to claim for the write at `index` of the batch. */
