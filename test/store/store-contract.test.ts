@@ -368,6 +368,30 @@ describe.each(adapters)("store contract: %s", (_name, open) => {
     expect(stored.sort()).toEqual([1, 3, 4, 7]);
   });
 
+  it("stores an OTLP call once under its idempotency key, within a batch or across batches (D22, D37)", async () => {
+    const now = Date.now();
+    const call = (n: number, spanId: string) =>
+      Object.assign(trace({ accountId: "acc_otlp_idem", keyId: "key_otlp_idem", at: now, tokensIn: n }), {
+        source: TraceSource.OTLP,
+        otlpTraceId: "7".repeat(32),
+        otlpSpanId: spanId,
+      });
+    const [a, b, c] = ["otlp:openai:resp_a", "otlp:openai:resp_b", `otlp:${"7".repeat(32)}:${"c".repeat(16)}`];
+    expect(await store.writeBatch([write(call(1, "a".repeat(16)), a), write(call(2, "b".repeat(16)), a), write(call(3, "c".repeat(16)), c)])).toEqual([
+      { kind: "stored" },
+      { kind: "duplicate" },
+      { kind: "stored" },
+    ]);
+    expect(await store.writeBatch([write(call(4, "c".repeat(16)), c), write(call(5, "d".repeat(16)), a), write(call(6, "e".repeat(16)), b)])).toEqual([
+      { kind: "duplicate" },
+      { kind: "duplicate" },
+      { kind: "stored" },
+    ]);
+    const stored: number[] = [];
+    for await (const x of store.exportTraces({ accountId: "acc_otlp_idem" })) stored.push(x.tokensIn);
+    expect(stored.sort()).toEqual([1, 3, 6]);
+  });
+
   it("answers a duplicate with the X-Quota-Remaining its key's first write remembered, or none when it had none (D23)", async () => {
     const now = Date.now();
     const t = () => trace({ accountId: "acc_quota_idem", keyId: "key_quota_idem", at: now });

@@ -6,8 +6,9 @@ import { sqliteUsageRollup } from "./sqlite-usage-rollup.js";
 export const idempotencyWindowMs = 24 * 60 * 60 * 1000;
 
 /**
- * A batch as the writer thread commits it: rows, the Idempotency-Key each came with (or null) and
- * the X-Quota-Remaining to remember with that key (or null). Flat arrays: cheap to post to the thread.
+ * A batch as the writer thread commits it: rows, the Idempotency-Key each claims (or null: none,
+ * or an OTLP call, whose key is in its row) and the X-Quota-Remaining to remember with that key
+ * (or null). Flat arrays: cheap to post to the thread.
  */
 export interface RowBatch {
   traces: TraceValues[];
@@ -24,13 +25,16 @@ export interface Duplicates {
 /**
  * Commits a batch of traces in one transaction, so a batch costs one fsync however many traces
  * it holds: idempotency claims, the rows, the keys' last use and the daily roll-ups together.
- * Answers the traces not stored because their Idempotency-Key was seen before; every other trace
- * is stored.
+ * Answers the traces not stored because their Idempotency-Key was seen before, or their OTLP call
+ * is stored already (D37); every other trace is stored.
  */
 export function sqliteBatchCommit(db: Database.Database): (batch: RowBatch, now: number) => Duplicates {
   const addToRollups = sqliteUsageRollup(db);
   const statements = {
-    insertTrace: db.prepare(`INSERT INTO traces (${traceColumns.join(", ")}) VALUES (${traceColumns.map(() => "?").join(", ")})`),
+    // The only unique index a new row can collide with is the OTLP call's (D37).
+    insertTrace: db.prepare(
+      `INSERT INTO traces (${traceColumns.join(", ")}) VALUES (${traceColumns.map(() => "?").join(", ")}) ON CONFLICT DO NOTHING`,
+    ),
     claimIdempotencyKey: db.prepare(
       `INSERT INTO idempotency (key_id, idempotency_key, created_at, quota_remaining) VALUES (?, ?, ?, ?)
        ON CONFLICT (key_id, idempotency_key) DO UPDATE SET created_at = excluded.created_at, quota_remaining = excluded.quota_remaining
@@ -39,7 +43,10 @@ export function sqliteBatchCommit(db: Database.Database): (batch: RowBatch, now:
     rememberedQuota: db.prepare(`SELECT quota_remaining FROM idempotency WHERE key_id = ? AND idempotency_key = ?`).pluck(),
     forgetIdempotencyKeys: db.prepare(`DELETE FROM idempotency WHERE created_at < ?`),
     touchKey: db.prepare(`UPDATE api_keys SET last_used_at = ? WHERE id = ?`),
+    legacyOtlpClaim: db.prepare(`SELECT 1 FROM idempotency WHERE key_id = ? AND idempotency_key = ? AND created_at >= ?`).pluck(),
   };
+  /** Until when OTLP calls may have claims from before D37 (see the migration), which still count. */
+  const legacyClaimsUntil = (db.prepare(`SELECT until FROM legacy_otlp_claims`).pluck().get() as number | undefined) ?? 0;
 
   return db.transaction(({ traces, idempotencyKeys, quotaRemaining }: RowBatch, now: number): Duplicates => {
     const duplicates: Duplicates = { indexes: [], quotaRemaining: [] };
@@ -49,6 +56,7 @@ export function sqliteBatchCommit(db: Database.Database): (batch: RowBatch, now:
       const values = traces[i]!;
       const [receivedAt, keyId] = values;
       const idempotencyKey = idempotencyKeys[i];
+      const otlpCallKey = values[28];
       if (idempotencyKey != null) {
         const claimed = statements.claimIdempotencyKey.run(keyId, idempotencyKey, now, quotaRemaining[i], now - idempotencyWindowMs);
         if (claimed.changes === 0) {
@@ -57,7 +65,13 @@ export function sqliteBatchCommit(db: Database.Database): (batch: RowBatch, now:
           continue;
         }
       }
-      statements.insertTrace.run(values);
+      const claimedBefore =
+        otlpCallKey !== null && now < legacyClaimsUntil && statements.legacyOtlpClaim.get(keyId, otlpCallKey, now - idempotencyWindowMs) !== undefined;
+      if (claimedBefore || statements.insertTrace.run(values).changes === 0) {
+        duplicates.indexes.push(i);
+        duplicates.quotaRemaining.push(null);
+        continue;
+      }
       stored.push(values);
       lastUse.set(keyId, receivedAt);
     }

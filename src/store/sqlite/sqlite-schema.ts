@@ -239,6 +239,15 @@ const migrations: string[] = [
    INSERT INTO group_daily_by_value SELECT * FROM group_daily;
    DROP TABLE group_daily;
    ALTER TABLE group_daily_by_value RENAME TO group_daily;`,
+  // An OTLP call is deduplicated by its own row (D37): its idempotency key (src/otlp/llm-call.ts)
+  // is kept with it, unique per account, instead of a claim row per span in idempotency, which
+  // cost a third of a span's write. Calls claimed before stay claimed until their claims expire:
+  // legacy_otlp_claims says until when the writer still reads them (no row: none to read).
+  `ALTER TABLE traces ADD COLUMN otlp_call_key TEXT;
+   CREATE UNIQUE INDEX traces_account_otlp_call ON traces(account_id, otlp_call_key) WHERE otlp_call_key IS NOT NULL;
+   CREATE TABLE legacy_otlp_claims (until INTEGER NOT NULL);
+   INSERT INTO legacy_otlp_claims
+     SELECT MAX(created_at) + 86400000 FROM idempotency WHERE idempotency_key LIKE 'otlp:%' HAVING COUNT(*) > 0;`,
 ];
 
 /** Brings the database to the current schema; safe to run from several processes at once. */

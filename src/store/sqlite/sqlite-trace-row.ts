@@ -1,6 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampFromMs, timestampMs } from "@bufbuild/protobuf/wkt";
-import { StoredTraceSchema, type StoredTrace } from "../../../gen/calltrace/v1/trace_pb.js";
+import { StoredTraceSchema, type StoredTrace, TraceSource } from "../../../gen/calltrace/v1/trace_pb.js";
+import type { TraceWrite } from "../trace-store.js";
 
 /** A row of the traces table. */
 export interface TraceRow {
@@ -35,6 +36,8 @@ export interface TraceRow {
   metadata: string | null;
   environment: string | null;
   ttft_ms: number | null;
+  /** An OTLP call's idempotency key, unique per account (D37); null for other traces. */
+  otlp_call_key: string | null;
 }
 
 /**
@@ -70,6 +73,7 @@ export type TraceValues = [
   metadata: string | null,
   environment: string | null,
   ttft_ms: number | null,
+  otlp_call_key: string | null,
 ];
 
 export const traceColumns = [
@@ -101,9 +105,19 @@ export const traceColumns = [
   "metadata",
   "environment",
   "ttft_ms",
+  "otlp_call_key",
 ] as const satisfies readonly (keyof TraceRow)[];
 
-export function traceToValues(trace: StoredTrace): TraceValues {
+/**
+ * The row of a write. An OTLP call's idempotency key goes into the row, whose unique index makes a
+ * repeat store nothing (D37); any other write's key is claimed in the idempotency table (D22).
+ */
+export function writeToRow({ trace, idempotencyKey }: TraceWrite): { values: TraceValues; claimKey: string | null } {
+  const otlpCallKey = trace.source === TraceSource.OTLP ? (idempotencyKey ?? null) : null;
+  return { values: traceToValues(trace, otlpCallKey), claimKey: otlpCallKey === null ? (idempotencyKey ?? null) : null };
+}
+
+function traceToValues(trace: StoredTrace, otlpCallKey: string | null): TraceValues {
   return [
     timestampMs(trace.receivedAt!),
     trace.keyId,
@@ -133,6 +147,7 @@ export function traceToValues(trace: StoredTrace): TraceValues {
     isEmpty(trace.metadata) ? null : JSON.stringify(trace.metadata),
     trace.environment ?? null,
     trace.ttftMs ?? null,
+    otlpCallKey,
   ];
 }
 

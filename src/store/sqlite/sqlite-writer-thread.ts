@@ -1,6 +1,6 @@
 import { Worker } from "node:worker_threads";
 import type { TraceWrite, WriteOutcome } from "../trace-store.js";
-import { traceToValues } from "./sqlite-trace-row.js";
+import { writeToRow } from "./sqlite-trace-row.js";
 import type { CloseRequest, WriteReply, WriteRequest } from "./sqlite-write-worker.js";
 
 /** How long the writer thread gets to finish its commit and close before it is terminated. */
@@ -68,13 +68,13 @@ export function sqliteWriterThread(file: string): SqliteWriterThread {
     write(writes) {
       worker ??= start();
       const id = nextId++;
-      const request: WriteRequest = {
-        id,
-        traces: writes.map((w) => traceToValues(w.trace)),
-        idempotencyKeys: writes.map((w) => w.idempotencyKey ?? null),
-        quotaRemaining: writes.map((w) => w.quotaRemaining ?? null),
-        now: Date.now(),
-      };
+      const request: WriteRequest = { id, traces: [], idempotencyKeys: [], quotaRemaining: [], now: Date.now() };
+      for (const write of writes) {
+        const { values, claimKey } = writeToRow(write);
+        request.traces.push(values);
+        request.idempotencyKeys.push(claimKey);
+        request.quotaRemaining.push(write.quotaRemaining ?? null);
+      }
       return new Promise((resolve, reject) => {
         pending.set(id, { writes: writes.length, resolve, reject });
         worker!.postMessage(request);
