@@ -48,10 +48,13 @@ function textProblems(trace: Trace): FieldProblem[] {
   return problems;
 }
 
-/** In a list's strings, or a map's keys and values. */
+/** In a list's strings, or a map's keys and values (walked in place: this runs for every trace). */
 function hasLoneSurrogate(value: object): boolean {
-  const texts = Array.isArray(value) ? value : Object.entries(value).flat();
-  return texts.some((text) => typeof text === "string" && loneSurrogate.test(text));
+  if (Array.isArray(value)) return value.some((text) => typeof text === "string" && loneSurrogate.test(text));
+  for (const [key, text] of Object.entries(value)) {
+    if (loneSurrogate.test(key) || (typeof text === "string" && loneSurrogate.test(text))) return true;
+  }
+  return false;
 }
 
 /** Protovalidate's wording, made to read as D7's examples do. */

@@ -1,12 +1,11 @@
 import { createHash } from "node:crypto";
-import { create } from "@bufbuild/protobuf";
-import { PriceCheck, TraceSchema, TraceSource } from "../../gen/calltrace/v1/trace_pb.js";
+import { PriceCheck, type Trace, TraceSource } from "../../gen/calltrace/v1/trace_pb.js";
 import { type Span, Status_StatusCode } from "../../gen/opentelemetry/proto/trace/v1/trace_pb.js";
 import type { CallSubmission } from "../ingest/ingest-pipeline.js";
 import type { serverCost } from "../pricing/server-prices.js";
 import { calltraceProvider } from "./genai-provider.js";
 import { attributesOf, type Attributes, countOf, SpanRejection, textOf } from "./span-attributes.js";
-import { attributionOf } from "./span-attribution.js";
+import { addAttribution } from "./span-attribution.js";
 
 /** What a span is to calltrace: not an LLM call (skipped silently), an LLM call, or one it cannot store. */
 export type SpanVerdict = { kind: "skip" } | { kind: "call"; call: SpanCall } | { kind: "reject"; reason: string };
@@ -38,6 +37,9 @@ export interface LlmCallOptions {
 /** `gen_ai.operation.name` values that are one call to a model (not agent or tool spans). */
 const callOperations = new Set(["chat", "text_completion", "generate_content", "embeddings", "completion", "embedding", "responses"]);
 
+const operationNames = ["gen_ai.operation.name", "llm.request.type"];
+const providerNames = ["gen_ai.provider.name", "gen_ai.system"];
+const modelNames = ["gen_ai.response.model", "gen_ai.request.model"];
 const inputNames = ["gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.usage.prompt_tokens"];
 const outputNames = ["gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens", "llm.usage.completion_tokens"];
 const cacheReadNames = [
@@ -52,6 +54,7 @@ const cacheWriteNames = [
   "gen_ai.usage.cache_creation_input_tokens",
   "gen_ai.usage.input_tokens.cache_write",
 ];
+const usageNames = [...inputNames, ...outputNames];
 const reasoningNames = [
   "gen_ai.usage.reasoning.output_tokens",
   "gen_ai.usage.reasoning_tokens",
@@ -76,9 +79,9 @@ export function hexId(bytes: Uint8Array): string {
  */
 export function llmCallOf(span: Span, scope: string, resource: SpanResource, options: LlmCallOptions): SpanVerdict {
   const attributes = attributesOf(span.attributes);
-  const operation = textOf(attributes, "gen_ai.operation.name", "llm.request.type")?.toLowerCase();
-  const providerName = textOf(attributes, "gen_ai.provider.name", "gen_ai.system");
-  const hasUsage = [...inputNames, ...outputNames].some((name) => attributes.has(name));
+  const operation = textOf(attributes, operationNames)?.toLowerCase();
+  const providerName = textOf(attributes, providerNames);
+  const hasUsage = usageNames.some((name) => attributes.has(name));
   if (operation !== undefined ? !callOperations.has(operation) : providerName === undefined || !hasUsage) return { kind: "skip" };
 
   const traceId = hexId(span.traceId);
@@ -92,12 +95,12 @@ export function llmCallOf(span: Span, scope: string, resource: SpanResource, opt
     return { kind: "reject", reason: `${where}: provider ${JSON.stringify(providerName)} is not supported (openai, anthropic or gemini)` };
 
   try {
-    const model = textOf(attributes, "gen_ai.response.model", "gen_ai.request.model") ?? "";
-    let tokensIn = countOf(attributes, ...inputNames) ?? 0;
-    const tokensOut = countOf(attributes, ...outputNames) ?? 0;
-    const tokensCachedIn = countOf(attributes, ...cacheReadNames);
-    const tokensCacheWrite = countOf(attributes, ...cacheWriteNames);
-    const tokensReasoning = countOf(attributes, ...reasoningNames);
+    const model = textOf(attributes, modelNames) ?? "";
+    let tokensIn = countOf(attributes, inputNames) ?? 0;
+    const tokensOut = countOf(attributes, outputNames) ?? 0;
+    const tokensCachedIn = countOf(attributes, cacheReadNames);
+    const tokensCacheWrite = countOf(attributes, cacheWriteNames);
+    const tokensReasoning = countOf(attributes, reasoningNames);
     // tokens_in counts every input token. Anthropic's input_tokens leaves cache reads and writes
     // out, and some instrumentations pass it on as is: when the cache parts exceed the input, add them.
     const cached = (tokensCachedIn ?? 0) + (tokensCacheWrite ?? 0);
@@ -107,21 +110,26 @@ export function llmCallOf(span: Span, scope: string, resource: SpanResource, opt
     const ttftMs = ttftOf(attributes, latencyMs);
     const responseId = textOf(attributes, "gen_ai.response.id");
     const serverCostUsd = options.price({ provider, model, tokensIn, tokensOut, tokensCachedIn, tokensCacheWrite });
-    const trace = create(TraceSchema, {
+    // A literal rather than create(): this runs for every span, and create() walks the schema.
+    const trace: Trace = {
+      $typeName: "calltrace.v1.Trace",
       provider,
       model,
       tokensIn,
       tokensOut,
       latencyMs,
       costUsd: serverCostUsd ?? 0,
+      apiKey: "",
       status: error === undefined ? "success" : "error",
-      ...(error ? { error } : {}),
-      ...(tokensCachedIn === undefined ? {} : { tokensCachedIn }),
-      ...(tokensCacheWrite === undefined ? {} : { tokensCacheWrite }),
-      ...(tokensReasoning === undefined ? {} : { tokensReasoning }),
-      ...(ttftMs === undefined ? {} : { ttftMs }),
-      ...attributionOf(attributes, resource.attributes, options.metadataAttributes),
-    });
+      tags: [],
+      metadata: {},
+    };
+    if (error) trace.error = error;
+    if (tokensCachedIn !== undefined) trace.tokensCachedIn = tokensCachedIn;
+    if (tokensCacheWrite !== undefined) trace.tokensCacheWrite = tokensCacheWrite;
+    if (tokensReasoning !== undefined) trace.tokensReasoning = tokensReasoning;
+    if (ttftMs !== undefined) trace.ttftMs = ttftMs;
+    addAttribution(trace, attributes, resource.attributes, options.metadataAttributes);
     const submission: CallSubmission = {
       trace,
       origin: {

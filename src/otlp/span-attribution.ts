@@ -1,16 +1,11 @@
 import { ConfigError } from "../config/config.js";
+import type { Trace } from "../../gen/calltrace/v1/trace_pb.js";
 import { textOf, type Attributes } from "./span-attributes.js";
-
-/** Who and what a call was for, read off its span and resource (issue #13's OTLP mapping). */
-export interface Attribution {
-  userId?: string;
-  sessionId?: string;
-  environment?: string;
-  metadata: Record<string, string>;
-}
 
 /** Metadata values are cut to the contract's 512 characters rather than cost the call its trace. */
 const maxMetadataValue = 512;
+const sessionNames = ["session.id", "gen_ai.conversation.id"];
+const environmentNames = ["deployment.environment.name", "deployment.environment"];
 const metadataKey = /^[A-Za-z0-9_.-]{1,64}$/;
 
 /**
@@ -35,24 +30,19 @@ export function metadataAttributeNames(setting: string | undefined): string[] {
  * `user.id` → user, `session.id` or `gen_ai.conversation.id` → session,
  * `deployment.environment.name` (or the older `deployment.environment`) → environment, from the
  * span or else its resource; the resource's `service.name` → metadata `service`; the allow-listed
- * span attributes → metadata under their own names.
+ * span attributes → metadata under their own names. Set on the call's trace (issue #13's OTLP mapping).
  */
-export function attributionOf(span: Attributes, resource: Attributes, metadataNames: readonly string[]): Attribution {
-  const either = (...names: string[]) => textOf(span, ...names) ?? textOf(resource, ...names);
-  const metadata: Record<string, string> = {};
+export function addAttribution(trace: Trace, span: Attributes, resource: Attributes, metadataNames: readonly string[]): void {
   const service = textOf(resource, "service.name");
-  if (service !== undefined) metadata.service = service.slice(0, maxMetadataValue);
+  if (service !== undefined) trace.metadata.service = service.slice(0, maxMetadataValue);
   for (const name of metadataNames) {
     const value = textOf(span, name);
-    if (value !== undefined) metadata[name] = value.slice(0, maxMetadataValue);
+    if (value !== undefined) trace.metadata[name] = value.slice(0, maxMetadataValue);
   }
-  const userId = either("user.id");
-  const sessionId = either("session.id", "gen_ai.conversation.id");
-  const environment = either("deployment.environment.name", "deployment.environment");
-  return {
-    ...(userId === undefined ? {} : { userId }),
-    ...(sessionId === undefined ? {} : { sessionId }),
-    ...(environment === undefined ? {} : { environment }),
-    metadata,
-  };
+  const userId = textOf(span, "user.id") ?? textOf(resource, "user.id");
+  if (userId !== undefined) trace.userId = userId;
+  const sessionId = textOf(span, sessionNames) ?? textOf(resource, sessionNames);
+  if (sessionId !== undefined) trace.sessionId = sessionId;
+  const environment = textOf(span, environmentNames) ?? textOf(resource, environmentNames);
+  if (environment !== undefined) trace.environment = environment;
 }
