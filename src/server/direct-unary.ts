@@ -12,6 +12,8 @@ import { Code, ConnectError, type ContextValues, type HandlerContext } from "@co
 import { type Compression, compressionNegotiate, encodeEnvelope, envelopeDecompress, readAllBytes } from "@connectrpc/connect/protocol";
 import { codeToHttpStatus, errorToJsonBytes, parseTimeout as parseConnectTimeout, trailerMux } from "@connectrpc/connect/protocol-connect";
 import { parseTimeout as parseGrpcTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
+import type { IncomingHttpHeaders, OutgoingHttpHeaders, ServerHttp2Stream } from "node:http2";
+import type { Readable } from "node:stream";
 import type { NodeRequest, NodeResponse } from "./node-types.js";
 
 /** A unary method and its implementation (the one registered on the router), types erased. */
@@ -34,18 +36,15 @@ export interface DirectUnaryOptions {
   acceptCompression: Compression[];
   /** Largest message, after decompression (MAX_BODY_BYTES). */
   readMaxBytes: number;
-  contextValues: (req: NodeRequest) => ContextValues;
-  /** Told the call's status code (0 for OK). */
-  report: (req: NodeRequest, code: Code | 0) => void;
-  /** Told of an error outside any RPC status (a bug in an implementation). */
-  onError: (req: NodeRequest, res: NodeResponse, error: unknown) => void;
+  contextValues: (headers: IncomingHttpHeaders, remoteAddress: string | undefined) => ContextValues;
 }
 
-/** The protocols and encodings answered directly: gRPC and Connect unary, both in protobuf over POST. */
-export function directProtocol(req: NodeRequest, contentType: string): "grpc" | "connect" | undefined {
-  if (req.method !== "POST") return undefined;
-  if ((contentType === "application/grpc" || contentType === "application/grpc+proto") && req.httpVersionMajor === 2) return "grpc";
-  return contentType === "application/proto" ? "connect" : undefined;
+/** Who hears of one call's end. */
+export interface CallObserver {
+  /** Told the call's status code (0 for OK). */
+  report(code: Code | 0): void;
+  /** Told of an error outside any RPC status (a bug in an implementation). */
+  onError(error: unknown): void;
 }
 
 /** connect-es compresses a response only from this size (its default compressMinBytes). */
@@ -56,16 +55,16 @@ const neverAborted = new AbortController().signal;
 
 /**
  * Unary calls in the protobuf encoding, over gRPC (HTTP/2) or the Connect protocol, answered
- * directly on the Node request and response: connect-es's general handler reads and writes every
- * call through chains of async iterables, with a linked AbortController and a DOMException per
- * call, which cost several times what our ingest pipeline does. The wire behaviour stays
- * connect-es's: its own functions negotiate compression, parse timeouts, decompress, read the
- * Connect body and write statuses and error details (setTrailerStatus, errorToJsonBytes,
- * trailerMux); the gRPC envelope is refused as it refuses it (a size over the limit from the
- * envelope's header, a second message as soon as it is complete, none or a cut-off one at the
- * end). A body that is not the method's message is INVALID_ARGUMENT, as our adapter makes of
- * connect-es's INTERNAL on the general path. gRPC-Web, JSON and every other method still go
- * through connect-es.
+ * directly: connect-es's general handler reads and writes every call through chains of async
+ * iterables, with a linked AbortController and a DOMException per call, which cost several times
+ * what our ingest pipeline does. gRPC calls are answered on the raw HTTP/2 stream (D38), Connect
+ * calls on the Node request and response. The wire behaviour stays connect-es's: its own
+ * functions negotiate compression, parse timeouts, decompress, read the Connect body and write
+ * statuses and error details (setTrailerStatus, errorToJsonBytes, trailerMux); the gRPC envelope
+ * is refused as it refuses it (a size over the limit from the envelope's header, a second message
+ * as soon as it is complete, none or a cut-off one at the end). A body that is not the method's
+ * message is INVALID_ARGUMENT, as our adapter makes of connect-es's INTERNAL on the general path.
+ * gRPC-Web, JSON and every other method still go through connect-es.
  */
 export function directUnary(route: UnaryRoute, options: DirectUnaryOptions) {
   const { method, impl } = route;
@@ -74,7 +73,8 @@ export function directUnary(route: UnaryRoute, options: DirectUnaryOptions) {
   /** Decodes the request, runs the implementation, encodes its answer; rejects with a ConnectError. */
   async function call(
     data: Uint8Array,
-    req: NodeRequest,
+    headers: IncomingHttpHeaders,
+    remoteAddress: string | undefined,
     protocolName: string,
     timeoutMs: number | undefined,
     responseHeader: Headers,
@@ -92,85 +92,83 @@ export function directUnary(route: UnaryRoute, options: DirectUnaryOptions) {
       signal: neverAborted,
       timeoutMs: deadlineOf(timeoutMs),
       requestMethod: "POST",
-      requestHeader: requestHeaders(req),
+      requestHeader: requestHeaders(headers),
       responseHeader,
       responseTrailer,
       protocolName,
-      values: options.contextValues(req),
+      values: options.contextValues(headers, remoteAddress),
       url,
     };
     return toBinary(method.output, await impl(request, context));
   }
 
-  /** The error a call failed with, as connect-es would answer it; told to the adapter when it was no RPC status. */
-  function asConnectError(req: NodeRequest, res: NodeResponse, error: unknown): ConnectError {
-    if (error instanceof ConnectError) return error;
-    options.onError(req, res, error);
-    return new ConnectError("internal error", Code.Internal, undefined, undefined, error);
-  }
-
-  function grpc(req: NodeRequest, res: NodeResponse): void {
+  /**
+   * A gRPC call on its HTTP/2 stream: `headers` are the request's, `sent` go on the response
+   * beside the call's own. The status goes out in trailers, as connect-es writes them, after the
+   * one message when there is one; nothing is written once the client has reset the stream.
+   */
+  function grpc(stream: ServerHttp2Stream, headers: IncomingHttpHeaders, sent: OutgoingHttpHeaders, observer: CallObserver): void {
     const responseHeader = new Headers({ "content-type": "application/grpc+proto" });
     const responseTrailer = new Headers({ "grpc-status": "0" });
     const finish = (message: Uint8Array | undefined, error?: unknown) => {
-      const failure = error === undefined ? undefined : asConnectError(req, res, error);
+      const failure = error === undefined ? undefined : asConnectError(error, observer);
       if (failure) setTrailerStatus(responseTrailer, failure);
-      options.report(req, failure?.code ?? 0);
-      if (res.headersSent || res.destroyed) return;
-      res.writeHead(200, Object.fromEntries(responseHeader));
-      if (message) res.write(encodeEnvelope(0, message));
-      res.addTrailers(Object.fromEntries(responseTrailer));
-      res.end();
+      observer.report(failure?.code ?? 0);
+      if (stream.headersSent || stream.destroyed || stream.closed) return;
+      stream.respond({ ...sent, ...Object.fromEntries(responseHeader), ":status": 200 }, { waitForTrailers: true });
+      stream.once("wantTrailers", () => stream.sendTrailers(Object.fromEntries(responseTrailer)));
+      stream.end(message && encodeEnvelope(0, message));
     };
     const compression = compressionNegotiate(
       options.acceptCompression,
-      header(req, "grpc-encoding"),
-      header(req, "grpc-accept-encoding"),
+      header(headers, "grpc-encoding"),
+      header(headers, "grpc-accept-encoding"),
       "grpc-accept-encoding",
     );
     if (compression.response) responseHeader.set("grpc-encoding", compression.response.name);
-    const timeout = parseGrpcTimeout(header(req, "grpc-timeout"), Number.MAX_SAFE_INTEGER);
+    const timeout = parseGrpcTimeout(header(headers, "grpc-timeout"), Number.MAX_SAFE_INTEGER);
     const refused = compression.error ?? timeout.error;
     if (refused) {
-      req.resume();
+      stream.resume();
       finish(undefined, refused);
       return;
     }
-    readOneEnvelope(req, options.readMaxBytes)
+    readOneEnvelope(stream, options.readMaxBytes)
       .then(async (envelope) => {
         if (envelope === undefined) return; // the client went away
         const { data } = await envelopeDecompress(envelope, compression.request, options.readMaxBytes).catch((e: unknown) => {
           throw clientsFault(e);
         });
-        finish(await call(data, req, "grpc", timeout.timeoutMs, responseHeader, responseTrailer));
+        const remoteAddress = stream.session?.socket?.remoteAddress;
+        finish(await call(data, headers, remoteAddress, "grpc", timeout.timeoutMs, responseHeader, responseTrailer));
       })
       .catch((error: unknown) => finish(undefined, error));
   }
 
-  function connect(req: NodeRequest, res: NodeResponse): void {
+  function connect(req: NodeRequest, res: NodeResponse, observer: CallObserver): void {
     const responseHeader = new Headers({ "content-type": "application/proto" });
     const responseTrailer = new Headers();
     const compression = compressionNegotiate(
       options.acceptCompression,
-      header(req, "content-encoding"),
-      header(req, "accept-encoding"),
+      header(req.headers, "content-encoding"),
+      header(req.headers, "accept-encoding"),
       "Accept-Encoding",
     );
-    const timeout = parseConnectTimeout(header(req, "connect-timeout-ms"), Number.MAX_SAFE_INTEGER);
+    const timeout = parseConnectTimeout(header(req.headers, "connect-timeout-ms"), Number.MAX_SAFE_INTEGER);
     (async () => {
       let status = 200;
       let body: Uint8Array;
       try {
         if (compression.error) throw compression.error;
         if (timeout.error) throw timeout.error;
-        let bytes = await readAllBytes(req as AsyncIterable<Uint8Array>, options.readMaxBytes, header(req, "content-length"));
+        let bytes = await readAllBytes(req as AsyncIterable<Uint8Array>, options.readMaxBytes, header(req.headers, "content-length"));
         if (compression.request)
           bytes = await compression.request.decompress(bytes, options.readMaxBytes).catch((e: unknown) => Promise.reject(clientsFault(e)));
-        body = await call(bytes, req, "connect", timeout.timeoutMs, responseHeader, responseTrailer);
-        options.report(req, 0);
+        body = await call(bytes, req.headers, req.socket?.remoteAddress, "connect", timeout.timeoutMs, responseHeader, responseTrailer);
+        observer.report(0);
       } catch (error) {
-        const failure = asConnectError(req, res, error);
-        options.report(req, failure.code);
+        const failure = asConnectError(error, observer);
+        observer.report(failure.code);
         status = codeToHttpStatus(failure.code);
         responseHeader.set("content-type", "application/json");
         for (const [key, value] of failure.metadata) responseHeader.set(key, value);
@@ -185,10 +183,17 @@ export function directUnary(route: UnaryRoute, options: DirectUnaryOptions) {
       if (res.headersSent || res.destroyed) return;
       res.writeHead(status, Object.fromEntries(headers));
       res.end(body);
-    })().catch((error: unknown) => options.onError(req, res, error));
+    })().catch((error: unknown) => observer.onError(error));
   }
 
   return { grpc, connect };
+}
+
+/** The error a call failed with, as connect-es would answer it; the observer is told when it was no RPC status. */
+function asConnectError(error: unknown, observer: CallObserver): ConnectError {
+  if (error instanceof ConnectError) return error;
+  observer.onError(error);
+  return new ConnectError("internal error", Code.Internal, undefined, undefined, error);
 }
 
 /** connect-es calls an undecodable or wrongly compressed body INTERNAL; it is the client's fault. */
@@ -200,19 +205,19 @@ function clientsFault(error: unknown): unknown {
 /**
  * The request's single enveloped message, refused as connect-es does: an envelope announcing more
  * than readMaxBytes as soon as its header arrives, a second message as soon as it is complete, no
- * message or a cut-off one at the end. Undefined when the client aborted.
+ * message or a cut-off one at the end. Undefined when the client reset the stream or went away.
  */
-function readOneEnvelope(req: NodeRequest, readMaxBytes: number): Promise<{ flags: number; data: Uint8Array } | undefined> {
+function readOneEnvelope(body: Readable, readMaxBytes: number): Promise<{ flags: number; data: Uint8Array } | undefined> {
   return new Promise((resolve, reject) => {
     let buffered: Buffer = Buffer.alloc(0);
     let envelope: { flags: number; data: Uint8Array } | undefined;
     let settled = false;
     const fail = (error: ConnectError) => {
       settled = true;
-      req.pause();
+      body.pause();
       reject(error);
     };
-    req.on("data", (chunk: Buffer) => {
+    body.on("data", (chunk: Buffer) => {
       if (settled) return;
       buffered = buffered.length === 0 ? chunk : Buffer.concat([buffered, chunk]);
       while (buffered.length >= 5) {
@@ -228,7 +233,7 @@ function readOneEnvelope(req: NodeRequest, readMaxBytes: number): Promise<{ flag
         buffered = buffered.subarray(5 + length);
       }
     });
-    req.on("end", () => {
+    body.on("end", () => {
       if (settled) return;
       settled = true;
       if (buffered.length > 0) reject(new ConnectError("protocol error: incomplete envelope", Code.InvalidArgument));
@@ -240,20 +245,21 @@ function readOneEnvelope(req: NodeRequest, readMaxBytes: number): Promise<{ flag
       settled = true;
       resolve(undefined);
     };
-    req.on("error", gone);
-    req.on("aborted", gone);
+    body.on("error", gone);
+    body.on("aborted", gone);
+    body.on("close", gone);
   });
 }
 
-function header(req: NodeRequest, name: string): string | null {
-  const value = req.headers[name];
+function header(headers: IncomingHttpHeaders, name: string): string | null {
+  const value = headers[name];
   return value === undefined ? null : Array.isArray(value) ? value.join(", ") : value;
 }
 
 /** The request's headers as the implementation reads them (HTTP/2 pseudo-headers left out). */
-function requestHeaders(req: NodeRequest): Headers {
+function requestHeaders(incoming: IncomingHttpHeaders): Headers {
   const headers = new Headers();
-  for (const [name, value] of Object.entries(req.headers)) {
+  for (const [name, value] of Object.entries(incoming)) {
     if (name.startsWith(":") || value === undefined) continue;
     headers.set(name, Array.isArray(value) ? value.join(", ") : value);
   }

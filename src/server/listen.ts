@@ -6,7 +6,10 @@ import {
   type Http2Server,
   type Http2ServerRequest,
   type Http2ServerResponse,
+  type IncomingHttpHeaders,
+  type OutgoingHttpHeaders,
   type ServerHttp2Session,
+  type ServerHttp2Stream,
 } from "node:http2";
 import { createServer as createNetServer, type AddressInfo, type Server as NetServer, type Socket } from "node:net";
 import { createServer as createTlsServer, type TLSSocket } from "node:tls";
@@ -33,7 +36,14 @@ export interface Listener {
   close(graceMs?: number): Promise<void>;
 }
 
-type Handler = (req: NodeRequest, res: NodeResponse) => void;
+/**
+ * Takes an HTTP/2 stream before Node's compatibility layer wraps it in a request and a response,
+ * to answer it on the stream itself: returns the headers every response on it carries (for the
+ * 408 listen may send), or undefined to leave the stream to the request handler.
+ */
+export type StreamTaker = (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => OutgoingHttpHeaders | undefined;
+
+type Handler = ((req: NodeRequest, res: NodeResponse) => void) & { takeStream?: StreamTaker };
 
 /** Every HTTP/2 connection starts with this preface; an HTTP/1.1 request line never starts with "PRI". */
 const h2Preface = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
@@ -98,6 +108,7 @@ export async function listen(handler: Handler, options: ListenOptions): Promise<
     },
     http2Handler(handler, limits.requestTimeoutMs),
   );
+  if (handler.takeStream) takeStreamsFirst(http2, handler.takeStream, limits.requestTimeoutMs);
   http2.setTimeout(limits.h2IdleTimeoutMs); // an idle session is destroyed
 
   let front: NetServer;
@@ -205,40 +216,72 @@ function clearOpeningDeadline(socket: ConnectionState): void {
   socket[kOpening] = undefined;
 }
 
+/** What a stream that exceeds the request timeout is told, when nothing was sent on it yet. */
+const timeoutBody = JSON.stringify({ error: "Request timeout" });
+const timeoutHeaders = { "content-type": "application/json", "content-length": Buffer.byteLength(timeoutBody) };
+
+/** Requests through Node's compatibility layer: each stream guarded, its 408 sent on the response (with the headers the handler set). */
+function http2Handler(handler: Handler, requestTimeoutMs: number) {
+  return (req: Http2ServerRequest, res: Http2ServerResponse): void => {
+    guardStream(req.stream, requestTimeoutMs, () => {
+      if (res.headersSent) return;
+      res.writeHead(408, timeoutHeaders);
+      res.end(timeoutBody);
+    });
+    handler(req, res);
+  };
+}
+
+/**
+ * Streams the taker answers itself skip Node's compatibility layer, whose request and response
+ * objects cost a unary gRPC call more than the rest of its HTTP/2 handling (D38). That layer
+ * listens for the server's streams; its listener is kept and handed every stream not taken.
+ */
+function takeStreamsFirst(server: Http2Server, take: StreamTaker, requestTimeoutMs: number): void {
+  const compat = server.listeners("stream") as ((...args: unknown[]) => void)[];
+  server.removeAllListeners("stream");
+  server.on("stream", (stream: ServerHttp2Stream, headers: IncomingHttpHeaders, ...rest: unknown[]) => {
+    const sent = take(stream, headers);
+    if (!sent) {
+      for (const listener of compat) listener.call(server, stream, headers, ...rest);
+      return;
+    }
+    // A reset or a write after the client left ends the stream; it is no fault of the process.
+    stream.on("error", () => {});
+    guardStream(stream, requestTimeoutMs, () => {
+      if (stream.headersSent || stream.destroyed) return;
+      stream.respond({ ...sent, ...timeoutHeaders, ":status": 408 });
+      stream.end(timeoutBody);
+    });
+  });
+}
+
 /**
  * HTTP/2 streams get what Node's HTTP/1.1 server gives connections: a request timeout (408, then
  * the stream is reset), and a stream whose response is complete before its request is stops the
  * client from sending the rest (RST_STREAM NO_ERROR, RFC 9113 §8.1) instead of holding the stream
  * open on a paused, flow-controlled body forever.
  */
-function http2Handler(handler: Handler, requestTimeoutMs: number) {
-  return (req: Http2ServerRequest, res: Http2ServerResponse): void => {
-    const stream = req.stream;
-    /** The client has not finished sending its request (END_STREAM not yet received). */
-    const stillSending = () => !stream.destroyed && !req.readableEnded && !stream.endAfterHeaders && !stream.state.remoteClose;
-    const timer = setTimeout(() => {
-      if (!stillSending()) return;
-      if (!res.headersSent) {
-        const body = JSON.stringify({ error: "Request timeout" });
-        res.writeHead(408, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
-        res.end(body);
-      }
-      stream.close(h2constants.NGHTTP2_CANCEL);
-    }, requestTimeoutMs);
-    timer.unref();
-    const done = () => clearTimeout(timer);
-    req.once("end", done);
-    stream.once("close", done);
-    // Once the response is complete on the wire (END_STREAM sent, after any trailers: the
-    // compat response's "finish" only comes when the stream closes, which is what never happens here).
-    const stopClient = (tries: number): void => {
-      if (!stillSending()) return;
-      if (stream.state.localClose || tries >= 100) return void stream.close(h2constants.NGHTTP2_NO_ERROR);
-      setTimeout(() => stopClient(tries + 1), 10).unref();
-    };
-    stream.once("finish", () => stopClient(0));
-    handler(req, res);
+function guardStream(stream: ServerHttp2Stream, requestTimeoutMs: number, answerTimeout: () => void): void {
+  /** The client has not finished sending its request (END_STREAM not yet received). */
+  const stillSending = () => !stream.destroyed && !stream.readableEnded && !stream.endAfterHeaders && !stream.state.remoteClose;
+  const timer = setTimeout(() => {
+    if (!stillSending()) return;
+    answerTimeout();
+    stream.close(h2constants.NGHTTP2_CANCEL);
+  }, requestTimeoutMs);
+  timer.unref();
+  const done = () => clearTimeout(timer);
+  stream.once("end", done);
+  stream.once("close", done);
+  // Once the response is complete on the wire (END_STREAM sent, after any trailers: the
+  // compat response's "finish" only comes when the stream closes, which is what never happens here).
+  const stopClient = (tries: number): void => {
+    if (!stillSending()) return;
+    if (stream.state.localClose || tries >= 100) return void stream.close(h2constants.NGHTTP2_NO_ERROR);
+    setTimeout(() => stopClient(tries + 1), 10).unref();
   };
+  stream.once("finish", () => stopClient(0));
 }
 
 /** Rapid reset: a session whose client cancels more than maxResetsPerSecond streams in a second is shut. */

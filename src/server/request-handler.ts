@@ -1,3 +1,4 @@
+import type { OutgoingHttpHeaders } from "node:http2";
 import { createContextValues } from "@connectrpc/connect";
 import { TraceService } from "../../gen/calltrace/v1/trace_service_pb.js";
 import type { Dashboard } from "../dashboard/dashboard.js";
@@ -19,7 +20,8 @@ import { metricsAuthorized, sendMetrics } from "./metrics-endpoint.js";
 import type { NodeRequest, NodeResponse } from "./node-types.js";
 import { restIngest } from "./rest-ingest.js";
 import { unaryRoute } from "./direct-unary.js";
-import { rpcAdapter } from "./rpc-adapter.js";
+import { codeName, rpcAdapter } from "./rpc-adapter.js";
+import type { StreamTaker } from "./listen.js";
 
 export interface RequestHandlerOptions {
   pipeline: IngestPipeline;
@@ -56,6 +58,7 @@ export function createRequestHandler(options: RequestHandlerOptions) {
   const rpcOutcomes = new WeakMap<NodeRequest, string>();
   const ingest = traceService(pipeline);
   const otlpExport = otlpTraceService(pipeline, otlp);
+  const logRpcFailure = (requestId: unknown, error: unknown) => options.logger.error({ err: error, reqId: requestId }, "rpc failed");
   const rpc = rpcAdapter({
     routes: (router) => {
       router.service(TraceService, ingest);
@@ -67,37 +70,45 @@ export function createRequestHandler(options: RequestHandlerOptions) {
     fastUnary: [unaryRoute(TraceService.method.ingest, ingest.ingest), unaryRoute(OtlpTraceService.method.export, otlpExport.export)],
     readMaxBytes: options.maxBodyBytes,
     ...(options.shutdown ? { shutdownSignal: options.shutdown } : {}),
-    contextValues: (req) =>
-      createContextValues().set(clientAddressKey, clientAddress(req.headers, req.socket?.remoteAddress, options.trustProxy)),
+    contextValues: (headers, remoteAddress) =>
+      createContextValues().set(clientAddressKey, clientAddress(headers, remoteAddress, options.trustProxy)),
     fallback: (req, res) => {
       if (!options.dashboard?.serve(req, res)) sendJson(res, 404, { error: "Not found" });
     },
     onOutcome: (req, code) => rpcOutcomes.set(req, code),
-    onError: (_req, res, error) => options.logger.error({ err: error, reqId: res.getHeader("x-request-id") }, "rpc failed"),
+    onError: (_req, res, error) => logRpcFailure(res.getHeader("x-request-id"), error),
   });
   const documents = { "/openapi.json": openApiJson() };
 
-  return (req: NodeRequest, res: NodeResponse): void => {
+  /** Counts and logs a request once it is over: at info level when it was refused or failed, at debug level otherwise. */
+  const record = (
+    requestId: string,
+    method: string | undefined,
+    path: string,
+    protocol: RequestProtocol,
+    status: string,
+    started: number,
+  ) => {
+    const seconds = (performance.now() - started) / 1000;
+    options.metrics?.request(protocol, status, seconds);
+    const level = status !== "ok" && !/^[23]\d\d$/.test(status) ? "info" : "debug";
+    // Most requests log at debug, usually off: the line is not even built then.
+    if (!options.logger.isLevelEnabled(level)) return;
+    options.logger[level]({ reqId: requestId, method, path, protocol, status, ms: Math.round(seconds * 10_000) / 10 }, "request");
+  };
+
+  const handle = (req: NodeRequest, res: NodeResponse): void => {
     const started = performance.now();
     const requestId = requestIdOf(req.headers["x-request-id"]);
     res.setHeader("x-request-id", requestId);
     res.setHeader("x-content-type-options", "nosniff");
-    if (isTls(req)) res.setHeader("strict-transport-security", hsts);
+    if (isTls(req.socket)) res.setHeader("strict-transport-security", hsts);
     const path = (req.url ?? "/").split("?")[0] ?? "/";
     const protocol = protocolOf(req, path);
 
     res.once("close", () => {
       const rpcCode = rpcOutcomes.get(req);
-      const status = !res.headersSent ? "aborted" : (rpcCode ?? String(res.statusCode));
-      const seconds = (performance.now() - started) / 1000;
-      options.metrics?.request(protocol, status, seconds);
-      const level = status !== "ok" && !/^[23]\d\d$/.test(status) ? "info" : "debug";
-      // Most requests log at debug, usually off: the line is not even built then.
-      if (!options.logger.isLevelEnabled(level)) return;
-      options.logger[level](
-        { reqId: requestId, method: req.method, path, protocol, status, ms: Math.round(seconds * 10_000) / 10 },
-        "request",
-      );
+      record(requestId, req.method, path, protocol, !res.headersSent ? "aborted" : (rpcCode ?? String(res.statusCode)), started);
     });
 
     const handled = (() => {
@@ -120,9 +131,9 @@ export function createRequestHandler(options: RequestHandlerOptions) {
           if (options.metrics && options.metricsToken && metricsAuthorized(req.headers.authorization, options.metricsToken)) {
             return sendMetrics(options.metrics, res);
           }
-          return rpc(req, res);
+          return rpc.serve(req, res);
         default:
-          return rpc(req, res);
+          return rpc.serve(req, res);
       }
     })();
     handled?.catch((error: unknown) => {
@@ -130,10 +141,32 @@ export function createRequestHandler(options: RequestHandlerOptions) {
       sendJson(res, 500, { error: "Internal error" });
     });
   };
+
+  /**
+   * The gRPC calls the direct path answers, taken from HTTP/2 before Node's compatibility layer
+   * wraps them (D38), with what every response carries and the same count and log line.
+   */
+  const takeStream: StreamTaker = (stream, headers) => {
+    const call = rpc.grpcCall(headers);
+    if (!call) return undefined;
+    const started = performance.now();
+    const requestId = requestIdOf(headers["x-request-id"]);
+    const sent: OutgoingHttpHeaders = { "x-request-id": requestId, "x-content-type-options": "nosniff" };
+    if (isTls(stream.session?.socket)) sent["strict-transport-security"] = hsts;
+    let rpcCode: string | undefined;
+    stream.once("close", () => {
+      const status = !stream.headersSent ? "aborted" : (rpcCode ?? String(stream.sentHeaders[":status"]));
+      record(requestId, "POST", (headers[":path"] ?? "/").split("?")[0] ?? "/", "grpc", status, started);
+    });
+    call(stream, headers, sent, { report: (code) => (rpcCode = codeName(code)), onError: (error) => logRpcFailure(requestId, error) });
+    return sent;
+  };
+
+  return Object.assign(handle, { takeStream });
 }
 
-function isTls(req: NodeRequest): boolean {
-  return Boolean((req.socket as { encrypted?: boolean } | undefined)?.encrypted);
+function isTls(socket: unknown): boolean {
+  return Boolean((socket as { encrypted?: boolean } | undefined)?.encrypted);
 }
 
 /** Which protocol a request speaks, from its path and content type (for metrics and logs). */

@@ -1,3 +1,4 @@
+import type { IncomingHttpHeaders } from "node:http2";
 import { Code, type ConnectRouter, type ConnectRouterOptions, type ContextValues, createConnectRouter } from "@connectrpc/connect";
 import {
   compressionBrotli,
@@ -7,12 +8,12 @@ import {
 } from "@connectrpc/connect-node";
 import type { UniversalHandler, UniversalServerResponse } from "@connectrpc/connect/protocol";
 import { answerUnimplemented } from "./grpc-unimplemented.js";
-import { directProtocol, directUnary, type UnaryRoute } from "./direct-unary.js";
+import { directUnary, type UnaryRoute } from "./direct-unary.js";
 import type { NodeRequest, NodeResponse } from "./node-types.js";
 
 export interface RpcAdapterOptions extends ConnectRouterOptions {
   routes: (router: ConnectRouter) => void;
-  contextValues: (req: NodeRequest) => ContextValues;
+  contextValues: (headers: IncomingHttpHeaders, remoteAddress: string | undefined) => ContextValues;
   /** Paths that are no RPC. */
   fallback: (req: NodeRequest, res: NodeResponse) => void;
   /** Told each RPC's outcome as a code name (`ok`, `invalid_argument`, …) before its response is written. */
@@ -37,28 +38,25 @@ export function rpcAdapter(options: RpcAdapterOptions) {
   const direct = new Map(
     (options.fastUnary ?? []).map((route) => [
       `/${route.method.parent.typeName}/${route.method.name}`,
-      directUnary(route, {
-        acceptCompression,
-        readMaxBytes: options.readMaxBytes ?? 0xffffffff,
-        contextValues: options.contextValues,
-        report: (req, code) => options.onOutcome?.(req, codeName(code)),
-        onError: (req, res, error) => options.onError?.(req, res, error),
-      }),
+      directUnary(route, { acceptCompression, readMaxBytes: options.readMaxBytes ?? 0xffffffff, contextValues: options.contextValues }),
     ]),
   );
 
-  return (req: NodeRequest, res: NodeResponse): void => {
-    const path = (req.url ?? "").split("?", 2)[0] ?? "";
+  /** Requests on Node's request and response: everything but the direct gRPC calls. */
+  function serve(req: NodeRequest, res: NodeResponse): void {
+    const path = pathOf(req.url);
     const directly = direct.get(path);
-    const protocol = directly && directProtocol(req, contentTypeOf(req));
-    if (protocol) {
-      directly![protocol](req, res);
+    if (directly && req.method === "POST" && contentTypeOf(req.headers) === "application/proto") {
+      directly.connect(req, res, {
+        report: (code) => options.onOutcome?.(req, codeName(code)),
+        onError: (error) => options.onError?.(req, res, error),
+      });
       return;
     }
     const handler = paths.get(path);
     if (!handler) {
       // A gRPC client calling a method we do not have is told so in gRPC's terms.
-      const contentType = contentTypeOf(req);
+      const contentType = contentTypeOf(req.headers);
       if (contentType.startsWith("application/grpc")) {
         options.onOutcome?.(req, codeName(Code.Unimplemented));
         answerUnimplemented(res, contentType, path);
@@ -66,18 +64,36 @@ export function rpcAdapter(options: RpcAdapterOptions) {
       return;
     }
     const report = (code: string) => options.onOutcome?.(req, code);
-    const uReq = universalRequestFromNodeRequest(req, res, undefined, options.contextValues(req));
+    const uReq = universalRequestFromNodeRequest(req, res, undefined, options.contextValues(req.headers, req.socket?.remoteAddress));
     handler(uReq)
-      .then((uRes) => universalResponseToNodeResponse(observed(uRes, contentTypeOf(req), report), res))
+      .then((uRes) => universalResponseToNodeResponse(observed(uRes, contentTypeOf(req.headers), report), res))
       .catch((reason: unknown) => {
         if (reason instanceof Error && reason.name === "ConnectError" && (reason as { code?: Code }).code === Code.Aborted) return;
         options.onError?.(req, res, reason);
       });
-  };
+  }
+
+  /**
+   * The direct gRPC call an HTTP/2 stream's request headers ask for, answered on the raw stream
+   * (D38): POST to a direct method in the protobuf encoding, with no `Expect` (which Node's
+   * compatibility layer answers). Undefined for every other request.
+   */
+  function grpcCall(headers: IncomingHttpHeaders) {
+    if (headers[":method"] !== "POST" || headers.expect !== undefined) return undefined;
+    const contentType = contentTypeOf(headers);
+    if (contentType !== "application/grpc" && contentType !== "application/grpc+proto") return undefined;
+    return direct.get(pathOf(headers[":path"]))?.grpc;
+  }
+
+  return { serve, grpcCall };
 }
 
-function contentTypeOf(req: NodeRequest): string {
-  const value = req.headers["content-type"];
+function pathOf(url: string | undefined): string {
+  return (url ?? "").split("?", 2)[0] ?? "";
+}
+
+function contentTypeOf(headers: IncomingHttpHeaders): string {
+  const value = headers["content-type"];
   return (Array.isArray(value) ? value[0] : value)?.toLowerCase() ?? "";
 }
 
