@@ -1,6 +1,7 @@
 import cluster, { type Worker } from "node:cluster";
 import { RateLimiterClusterMaster } from "rate-limiter-flexible";
 import type { Config } from "../config/config.js";
+import { serveWorkerCounters } from "./cluster-counters.js";
 import type { Logger } from "../log/logger.js";
 
 /** A worker that dies within this long of starting is not restarted (it would only crash again). */
@@ -10,11 +11,14 @@ const crashLoopMs = 2000;
  * The primary of `calltrace serve --workers N`: forks N workers that share the listening port
  * (each runs the whole service), restarts one that dies, and on SIGTERM or SIGINT passes the
  * signal on and exits when they all have. Without Redis it also holds the workers' shared
- * limiter counters (rate-limiter-flexible's cluster master), so N workers together admit
- * exactly a plan's limits.
+ * limiter counters (rate-limiter-flexible's cluster master) and monthly quota counters, so N
+ * workers together admit exactly a plan's limits.
  */
 export function runClusterPrimary(config: Pick<Config, "workers" | "redisUrl" | "shutdownGraceMs">, logger: Logger): void {
-  if (config.redisUrl === undefined) new RateLimiterClusterMaster();
+  if (config.redisUrl === undefined) {
+    new RateLimiterClusterMaster();
+    serveWorkerCounters();
+  }
   let stopping = false;
   const startedAt = new Map<Worker, number>();
   const fork = () => startedAt.set(cluster.fork(), Date.now());

@@ -1,16 +1,20 @@
 import type { Redis } from "ioredis";
 import { RateLimiterCluster, RateLimiterMemory, RateLimiterRedis, RateLimiterRes, RLWrapperTimeouts, type RateLimiterAbstract } from "rate-limiter-flexible";
+import { primaryCounters } from "../cluster/cluster-counters.js";
 import type { Logger } from "../log/logger.js";
 import type { RedisHealth } from "./redis-health.js";
+import { insuredCounters, memoryCounters, redisCounters, rememberedKeys, type SeededCounters } from "./seeded-counters.js";
 
 /** Where counters live: this process, or a Redis shared by every instance. */
 export interface LimiterBackend {
   /** A rate-limiter-flexible limiter of `points` per `duration` seconds, its keys under `keyPrefix`. */
   limiter(options: { keyPrefix: string; points: number; duration: number }): RateLimiterAbstract | RLWrapperTimeouts;
+  /** Counters that must be seeded before use (the monthly quota's), under `keyPrefix`, each living `ttlSeconds`. */
+  counters(options: { keyPrefix: string; ttlSeconds: number }): SeededCounters;
 }
 
 export function memoryBackend(): LimiterBackend {
-  return { limiter: (options) => new RateLimiterMemory(options) };
+  return { limiter: (options) => new RateLimiterMemory(options), counters: ({ ttlSeconds }) => memoryCounters(ttlSeconds) };
 }
 
 /** Longest a worker waits for the primary's counters before its insurance limiter answers. */
@@ -28,7 +32,10 @@ export function clusterBackend(logger: Logger): LimiterBackend {
     lastLogged = Date.now();
     logger.warn({ timeoutMs: clusterTimeoutMs }, "the cluster primary did not answer in time: limits are counted in this worker");
   };
-  return { limiter: (options) => insured(new RateLimiterCluster({ ...options, timeoutMs: clusterTimeoutMs }), options, clusterTimeoutMs, insuranceUsed) };
+  return {
+    limiter: (options) => insured(new RateLimiterCluster({ ...options, timeoutMs: clusterTimeoutMs }), options, clusterTimeoutMs, insuranceUsed),
+    counters: ({ keyPrefix, ttlSeconds }) => insuredCounters(primaryCounters(keyPrefix, ttlSeconds), ttlSeconds, clusterTimeoutMs, insuranceUsed),
+  };
 }
 
 export interface RedisBackendOptions {
@@ -47,11 +54,9 @@ export function redisBackend({ redis, timeoutMs, health }: RedisBackendOptions):
   return {
     limiter: (options) =>
       insured(new RateLimiterRedis({ ...options, storeClient: redis, rejectIfRedisNotReady: true }), options, timeoutMs, health.insuranceUsed),
+    counters: ({ keyPrefix, ttlSeconds }) => insuredCounters(redisCounters(redis, keyPrefix, ttlSeconds), ttlSeconds, timeoutMs, health.insuranceUsed),
   };
 }
-
-/** Keys whose last shared count is remembered for the insurance; past this many the memory starts over. */
-const rememberedKeys = 100_000;
 
 /**
  * `limiter`, answered by an in-process limiter with the same limits when it fails or takes longer

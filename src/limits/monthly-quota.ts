@@ -1,8 +1,8 @@
 import type { Plan } from "../config/plans.js";
 import { withTimeLimit } from "../store/time-limit.js";
 import type { LimiterBackend } from "./limiter-backend.js";
-import { settle } from "./per-minute-limiter.js";
 import type { HeaderFields } from "./rate-limit-headers.js";
+import type { SeededCounters } from "./seeded-counters.js";
 
 /** The outcome of counting traces against their key's calendar month (D11). */
 export interface QuotaDecision {
@@ -51,79 +51,57 @@ export interface MonthlyQuotaOptions {
 export class QuotaUnavailableError extends Error {}
 
 /**
- * How long a counter lives. Shorter than a month on purpose: the in-process limiter cannot time
- * more than 24.8 days, and a counter that is gone is rebuilt from the stored traces anyway.
+ * How long a counter lives. Shorter than a month on purpose: a counter that is gone is rebuilt
+ * from the stored traces anyway, and last month's counters need not outlive it by much.
  */
 const counterTtlSeconds = 20 * 24 * 3600;
 
 /**
  * Per-key calendar-month (UTC) quotas. A trace is reserved before its write and released when
  * it turns out not to be stored, so only stored traces count, once each, even when a retry
- * repeats an Idempotency-Key. A month's counter is named for the month; when it is created (the
- * first trace of the month, after a restart of the in-process limiter, or after Redis lost it)
- * the traces already stored this month are added to it, so counts survive restarts.
+ * repeats an Idempotency-Key. A month's counter is named for the plan, key and month. It is only
+ * ever counted on once seeded with the traces already stored this month: when it is missing (the
+ * first trace of the month, a restart, a Redis that lost it), a reservation counts the stored
+ * traces and seeds it, the first seed of any process winning (D40), and then reserves. So no
+ * process admits against a count that lacks the stored traces, whichever process rebuilt it.
  */
 export function createMonthlyQuota({ backend, countStored, countTimeoutMs, now = Date.now }: MonthlyQuotaOptions): MonthlyQuota {
-  const byPlan = new Map<string, ReturnType<LimiterBackend["limiter"]>>();
+  const counters = backend.counters({ keyPrefix: "ct:quota", ttlSeconds: counterTtlSeconds });
   let month = calendarMonth(now());
-  /** Counters being rebuilt from the stored traces, by name, with how many there are: their other reservations wait for it. */
-  const seeding = new Map<string, Promise<number>>();
+  /** Counters this process is seeding, by name: its other reservations wait for the same seed. */
+  const seeding = new Map<string, Promise<void>>();
 
-  /** Adds the stored traces to a new counter and answers how many; on failure the counter is dropped, so the next reservation rebuilds it. */
-  async function seed(
-    limiter: ReturnType<LimiterBackend["limiter"]>,
-    counter: string,
-    key: { id: string; accountId: string },
-    since: Date,
-    timeoutMs: number,
-  ) {
+  /** Seeds a missing counter with the key's stored traces, waiting at most `timeoutMs`. */
+  async function seed(counter: string, key: { id: string; accountId: string }, since: Date, timeoutMs: number): Promise<void> {
+    let seeded = seeding.get(counter);
+    if (!seeded) {
+      seeded = withTimeLimit(countStored(key, since), countTimeoutMs, () => new QuotaUnavailableError(`counting the stored traces took over ${countTimeoutMs} ms`))
+        .then((stored) => counters.seed(counter, stored))
+        .finally(() => seeding.delete(counter));
+      seeding.set(counter, seeded);
+    }
     try {
-      const stored = await withTimeLimit(
-        countStored(key, since),
-        timeoutMs,
-        () => new QuotaUnavailableError(`counting the stored traces took over ${timeoutMs} ms`),
-      );
-      if (stored > 0) await limiter.penalty(counter, stored);
-      return stored;
+      await withTimeLimit(seeded, timeoutMs, () => new QuotaUnavailableError(`counting the stored traces took over ${timeoutMs} ms`));
     } catch (error) {
-      await limiter.delete(counter).catch(() => {});
-      throw error instanceof QuotaUnavailableError
-        ? error
-        : new QuotaUnavailableError("the stored traces could not be counted", { cause: error });
+      throw error instanceof QuotaUnavailableError ? error : new QuotaUnavailableError("the stored traces could not be counted", { cause: error });
     }
   }
 
   return {
     async reserve(key, plan, count = 1, timeoutMs = countTimeoutMs) {
-      let limiter = byPlan.get(plan.name);
-      if (!limiter) {
-        limiter = backend.limiter({ keyPrefix: `ct:quota:${plan.name}`, points: plan.perMonth, duration: counterTtlSeconds });
-        byPlan.set(plan.name, limiter);
-      }
       const at = now();
       if (at < month.start || at >= month.next) month = calendarMonth(at);
       const { start: monthStart, next: nextMonth } = month;
-      const counter = `${key.id}:${month.name}`;
-      const [res] = await settle(limiter.consume(counter, count));
-      let consumed = res.consumedPoints;
-      if (res.isFirstInDuration) {
-        // The first reservation of a new counter (a new month, a restart, a Redis that lost it)
-        // rebuilds it; reservations racing it in this process wait for that instead of being
-        // admitted against a count that lacks the month's stored traces.
-        const seeded = seed(limiter, counter, key, new Date(monthStart), Math.min(timeoutMs, countTimeoutMs));
-        seeding.set(counter, seeded);
-        try {
-          consumed += await seeded;
-        } finally {
-          seeding.delete(counter);
-        }
-      } else if (seeding.has(counter)) {
-        // Counted before the stored traces were added to the counter: its place is behind them.
-        consumed += await seeding.get(counter)!;
+      const counter = `${plan.name}:${key.id}:${month.name}`;
+      let consumed = await counters.add(counter, count);
+      if (consumed === undefined) {
+        await seed(counter, key, new Date(monthStart), Math.min(timeoutMs, countTimeoutMs));
+        consumed = await counters.add(counter, count);
+        if (consumed === undefined) throw new QuotaUnavailableError("the month's counter was lost while it was rebuilt");
       }
       // The traces before this reservation used consumed - count; what is left of the plan fits.
       const granted = Math.max(0, Math.min(count, plan.perMonth - (consumed - count)));
-      if (granted < count) await limiter.reward(counter, count - granted);
+      if (granted < count) await counters.takeBack(counter, count - granted);
       const decision: QuotaDecision = {
         allowed: granted > 0,
         granted,
@@ -132,7 +110,7 @@ export function createMonthlyQuota({ backend, countStored, countTimeoutMs, now =
         resetAt: Math.floor(nextMonth / 1000),
         retryAfter: Math.max(1, Math.ceil((nextMonth - at) / 1000)),
       };
-      return new Reservation(decision, limiter, counter, granted);
+      return new Reservation(decision, counters, counter, granted);
     },
   };
 }
@@ -141,7 +119,7 @@ export function createMonthlyQuota({ backend, countStored, countTimeoutMs, now =
 class Reservation implements QuotaReservation {
   constructor(
     readonly decision: QuotaDecision,
-    private readonly limiter: ReturnType<LimiterBackend["limiter"]>,
+    private readonly counters: SeededCounters,
     private readonly counter: string,
     private held: number,
   ) {}
@@ -150,7 +128,7 @@ class Reservation implements QuotaReservation {
     const given = Math.min(count, this.held);
     if (given <= 0) return;
     this.held -= given;
-    await this.limiter.reward(this.counter, given);
+    await this.counters.takeBack(this.counter, given);
   }
 }
 

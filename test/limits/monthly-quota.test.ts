@@ -100,6 +100,35 @@ describe("monthly quota counters (D11)", () => {
     });
   }
 
+  it("Redis killed mid-month: the quota counts on in process from the count Redis last gave; back empty, its counter is seeded again from the stored traces", async () => {
+    const redis = await startRedis();
+    try {
+      const client = redis.client();
+      const health: RedisHealth = { insuranceUsed: () => {}, degradation: () => undefined };
+      let stored = 5;
+      const quota = createMonthlyQuota({ backend: redisBackend({ redis: client, timeoutMs: 200, health }), countTimeoutMs: 1000, countStored: async () => stored });
+      const ten = { ...plan, perMonth: 10 };
+      const remaining = async () => {
+        const { decision } = await quota.reserve(key, ten);
+        if (decision.allowed) stored++;
+        return decision.allowed ? decision.remaining : "refused";
+      };
+      expect([await remaining(), await remaining(), await remaining()]).toEqual([4, 3, 2]);
+      await redis.kill();
+      expect([await remaining(), await remaining(), await remaining()]).toEqual([1, 0, "refused"]);
+      await redis.start();
+      for (let i = 0; client.status !== "ready"; i++) {
+        expect(i, "the client reconnects").toBeLessThan(100);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      expect(await client.exists(`ct:quota:${ten.name}:${key.id}:${new Date().toISOString().slice(0, 7)}`)).toBe(0);
+      expect(await remaining()).toBe("refused");
+      expect(stored).toBe(10);
+    } finally {
+      await redis.close();
+    }
+  });
+
   it("embedded mode: the month's count survives a restart of the service", async () => {
     const dataDir = tempDir();
     const plans = { metered: { per_minute: 100, per_month: 3 } };
