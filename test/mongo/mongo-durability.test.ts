@@ -48,7 +48,9 @@ describe("MongoDB store durability (D13, D14)", () => {
     try {
       for (const n of [...unanswered, ...acked.slice(0, 40)]) {
         const retry = () => send({ url: () => restarted.url, key: setup.key, idempotent: true, timeoutMs: 5000 }, n);
-        // A claim the killed process left without its trace is taken over once older than 2 × WRITE_TIMEOUT_MS; until then, 503.
+        // A claim the killed process left without its trace: where trace _ids are unique the retry is
+        // stored under its trace id at once (D39); in a time-series collection it is taken over once
+        // older than 2 × WRITE_TIMEOUT_MS, and until then the retry gets 503.
         let result = await retry();
         for (let tries = 0; result.status === 503 && tries < 50; tries++) {
           await new Promise((r) => setTimeout(r, 100));

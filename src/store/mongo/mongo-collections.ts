@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import { MongoServerError, type Collection, type Db, type Document, type IndexDescription } from "mongodb";
 import { newTraceIdKey } from "../trace-id.js";
 import type { TraceDoc } from "./mongo-trace-doc.js";
@@ -76,6 +77,12 @@ export interface MongoCapabilities {
    * answers 0 for the rest, so there every sum gets an aggregation of its own.
    */
   manyAccumulators: boolean;
+  /**
+   * Concurrent $inc of one document all count. FerretDB 1.24 applies each as a read, then a
+   * write, so concurrent ones overwrite each other (50 at once added 6); there this process sends
+   * its trace_counts updates one at a time (mongo-trace-counts.ts).
+   */
+  atomicIncrements: boolean;
 }
 
 export interface MongoCollections {
@@ -180,7 +187,7 @@ export async function prepareMongoCollections(db: Db, options: PrepareOptions): 
     users,
     sessions,
     traceIdKey: Buffer.from(await ensureSetting(db, "trace_id_key", () => newTraceIdKey().toString("hex")), "hex"),
-    capabilities: { timeSeries, ttl, manyAccumulators: await groupsComputeEveryAccumulator(db) },
+    capabilities: { timeSeries, ttl, manyAccumulators: await groupsComputeEveryAccumulator(db), atomicIncrements: await incrementsAreAtomic(db) },
   };
 }
 
@@ -275,4 +282,17 @@ async function groupsComputeEveryAccumulator(db: Db): Promise<boolean> {
   await probe.bulkWrite([1, 2].map((id) => ({ replaceOne: { filter: { _id: id }, replacement: { g: 1, v: id }, upsert: true } })));
   const [group] = await probe.aggregate<{ n: number; v: number }>([{ $group: { _id: "$g", n: { $sum: 1 }, v: { $sum: "$v" } } }]).toArray();
   return group?.n === 2 && group.v === 3;
+}
+
+/** Sends 20 concurrent $inc to a document of its own (see MongoCapabilities.atomicIncrements). */
+async function incrementsAreAtomic(db: Db): Promise<boolean> {
+  const probe = db.collection<{ _id: string; n: number }>("capability_probe");
+  const _id = `inc-${randomUUID()}`;
+  await probe.insertOne({ _id, n: 0 });
+  try {
+    await Promise.all(Array.from({ length: 20 }, () => probe.updateOne({ _id }, { $inc: { n: 1 } })));
+    return (await probe.findOne({ _id }))?.n === 20;
+  } finally {
+    await probe.deleteOne({ _id });
+  }
 }

@@ -24,8 +24,21 @@ export async function addTraceCounts(c: MongoCollections, docs: TraceDoc[], sign
   const updates: AnyBulkWriteOperation<TraceCountDoc>[] = [...counts].map(([id, { accountId, n }]) => ({
     updateOne: { filter: { _id: id }, update: { $inc: { count: sign * n }, $setOnInsert: { accountId } }, upsert: true },
   }));
-  await c.traceCounts.bulkWrite(updates, { ordered: false, timeoutMS: timeoutMs });
+  const send = () => c.traceCounts.bulkWrite(updates, { ordered: false, timeoutMS: timeoutMs });
+  if (c.capabilities.atomicIncrements) {
+    await send();
+    return;
+  }
+  // One at a time in this process, after the ones before it whatever became of them: a server
+  // whose concurrent $inc overwrite each other would otherwise lose counts, and the quota admit
+  // past its plan after a restart.
+  const sent = (inOrder.get(c) ?? Promise.resolve()).then(send, send);
+  inOrder.set(c, sent.catch(() => {}));
+  await sent;
 }
+
+/** The last count update sent per database, where updates must go one at a time. */
+const inOrder = new WeakMap<MongoCollections, Promise<unknown>>();
 
 /**
  * A key's traces received since `monthStart` (the start of a UTC month), read from its counter: a
