@@ -8,6 +8,7 @@ import {
 import { StatusSchema } from "../../gen/google/rpc/status_pb.js";
 import { bodyInvalid } from "../ingest/ingest-errors.js";
 import type { OtlpExportResult } from "../otlp/otlp-ingest.js";
+import { type ResponseHeaders, sendPayload } from "./json-response.js";
 import type { NodeResponse } from "./node-types.js";
 import type { RestRefusal } from "./rest-refusal.js";
 
@@ -39,12 +40,12 @@ export function sendOtlpExport(res: NodeResponse, encoding: OtlpEncoding, result
  * A refusal as OTLP/HTTP answers it: the status the spec's REST edge uses (401, 413, 415, 400,
  * 429 and 503 with Retry-After, 500), with a google.rpc.Status body carrying the refusal's code and text.
  */
-export function sendOtlpRefusal(res: NodeResponse, encoding: OtlpEncoding, refusal: RestRefusal, error: unknown): void {
+export function sendOtlpRefusal(res: NodeResponse, encoding: OtlpEncoding, refusal: RestRefusal, error: unknown, headers: ResponseHeaders): void {
   const status =
     error instanceof ConnectError && refusal.status !== 500
       ? create(StatusSchema, { code: error.code, message: error.rawMessage })
       : create(StatusSchema, { code: Code.Internal, message: "Internal error" });
-  send(res, refusal.status, encoding, StatusSchema, status, refusal.headers);
+  send(res, refusal.status, encoding, StatusSchema, status, headers);
 }
 
 function send<Desc extends DescMessage>(
@@ -53,13 +54,9 @@ function send<Desc extends DescMessage>(
   encoding: OtlpEncoding,
   schema: Desc,
   message: MessageShape<Desc>,
-  headers: Headers | Record<string, string>,
+  headers: ResponseHeaders,
 ): void {
   if (res.headersSent || res.destroyed) return;
   const payload = encoding === "protobuf" ? toBinary(schema, message) : Buffer.from(toJsonString(schema, message));
-  for (const [name, value] of headers instanceof Headers ? headers : Object.entries(headers)) res.setHeader(name, value);
-  res.setHeader("content-type", contentTypes[encoding]);
-  res.setHeader("content-length", payload.byteLength);
-  res.writeHead(status);
-  res.end(payload);
+  sendPayload(res, status, contentTypes[encoding], payload, headers);
 }

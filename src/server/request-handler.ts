@@ -9,6 +9,7 @@ import { createOtlpIngest, type OtlpIngestDeps } from "../otlp/otlp-ingest.js";
 import { otlpTraceService } from "../otlp/otlp-trace-service.js";
 import type { Logger } from "../log/logger.js";
 import type { Metrics, RequestProtocol } from "../observability/metrics.js";
+import type { HeaderFields } from "../limits/rate-limit-headers.js";
 import { observedPipeline } from "../observability/observed-pipeline.js";
 import { requestIdOf } from "../observability/request-id.js";
 import { openApiJson } from "../openapi/openapi-document.js";
@@ -100,10 +101,11 @@ export function createRequestHandler(options: RequestHandlerOptions) {
   const handle = (req: NodeRequest, res: NodeResponse): void => {
     const started = performance.now();
     const requestId = requestIdOf(req.headers["x-request-id"]);
-    res.setHeader("x-request-id", requestId);
-    res.setHeader("x-content-type-options", "nosniff");
-    if (isTls(req.socket)) res.setHeader("strict-transport-security", hsts);
+    const common: HeaderFields = { "x-request-id": requestId, "x-content-type-options": "nosniff" };
+    if (isTls(req.socket)) common["strict-transport-security"] = hsts;
     const path = (req.url ?? "/").split("?")[0] ?? "/";
+    // The REST edge writes them with its own headers, in one writeHead (json-response).
+    if (path !== "/v1/traces") for (const name in common) res.setHeader(name, common[name]!);
     const protocol = protocolOf(req, path);
 
     res.once("close", () => {
@@ -114,7 +116,7 @@ export function createRequestHandler(options: RequestHandlerOptions) {
     const handled = (() => {
       switch (path) {
         case "/v1/traces":
-          return rest(req, res);
+          return rest(req, res, common);
         case "/healthz":
         case "/readyz":
         case "/openapi.json":
@@ -138,7 +140,7 @@ export function createRequestHandler(options: RequestHandlerOptions) {
     })();
     handled?.catch((error: unknown) => {
       options.logger.error({ err: error, path, reqId: requestId }, "request failed");
-      sendJson(res, 500, { error: "Internal error" });
+      sendJson(res, 500, { error: "Internal error" }, common);
     });
   };
 

@@ -1,6 +1,7 @@
 import { isUtf8 } from "node:buffer";
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { Admission, IngestPipeline } from "../ingest/ingest-pipeline.js";
+import type { HeaderFields } from "../limits/rate-limit-headers.js";
 import { bodyInvalid, payloadTooLarge, unsupportedMediaType } from "../ingest/ingest-errors.js";
 import { traceFromJson } from "../ingest/trace-json.js";
 import type { Logger } from "../log/logger.js";
@@ -29,9 +30,10 @@ export interface RestIngestOptions {
  * Either may be gzip-compressed.
  */
 export function restIngest(pipeline: IngestPipeline, otlp: OtlpIngest, options: RestIngestOptions) {
-  return async (req: NodeRequest, res: NodeResponse): Promise<void> => {
+  /** `common`: the headers every response carries (request id, ...), written with the response's own in one writeHead. */
+  return async (req: NodeRequest, res: NodeResponse, common: HeaderFields): Promise<void> => {
     if (req.method !== "POST") {
-      sendJson(res, 405, { error: "Method not allowed" }, new Headers({ allow: "POST" }));
+      sendJson(res, 405, { error: "Method not allowed" }, { ...common, allow: "POST" });
       return;
     }
     let admission: Admission | undefined;
@@ -60,7 +62,7 @@ export function restIngest(pipeline: IngestPipeline, otlp: OtlpIngest, options: 
       if (otlpEncoding === "protobuf") {
         const request = exportFromProtobuf(raw);
         accepting = true;
-        sendOtlpExport(res, otlpEncoding, await otlp(admission, request, address), admission.headers);
+        sendOtlpExport(res, otlpEncoding, await otlp(admission, request, address), { ...common, ...admission.headers });
         return;
       }
       const body = parseJsonObject(raw);
@@ -68,7 +70,7 @@ export function restIngest(pipeline: IngestPipeline, otlp: OtlpIngest, options: 
         otlpEncoding = "json";
         const request = exportFromOtlpJson(body as JsonObject);
         accepting = true;
-        sendOtlpExport(res, otlpEncoding, await otlp(admission, request, address), admission.headers);
+        sendOtlpExport(res, otlpEncoding, await otlp(admission, request, address), { ...common, ...admission.headers });
         return;
       }
       const { trace, problems } = traceFromJson(body);
@@ -79,15 +81,16 @@ export function restIngest(pipeline: IngestPipeline, otlp: OtlpIngest, options: 
         idempotencyKey: header(req.headers["idempotency-key"]),
         clientAddress: address,
       });
-      sendJson(res, 202, { status: "ok" }, { ...admission.headers, ...quotaHeaders });
+      sendJson(res, 202, { status: "ok" }, { ...common, ...admission.headers, ...quotaHeaders });
     } catch (error) {
       if (admission && !accepting) await pipeline.abandon(admission);
       if (error instanceof ClientAbortedError) return;
       const refusal = restRefusal(error);
       if (refusal.status === 500) options.logger.error({ err: error }, "ingest failed");
       for (const [name, value] of Object.entries(admission?.headers ?? {})) refusal.headers.set(name, value);
-      if (otlpEncoding) sendOtlpRefusal(res, otlpEncoding, refusal, error);
-      else sendJson(res, refusal.status, refusal.body, refusal.headers);
+      const headers = { ...common, ...Object.fromEntries(refusal.headers) };
+      if (otlpEncoding) sendOtlpRefusal(res, otlpEncoding, refusal, error, headers);
+      else sendJson(res, refusal.status, refusal.body, headers);
     }
   };
 }
