@@ -40,10 +40,12 @@ export interface IdempotencyDoc {
   quotaRemaining?: number;
 }
 
-/** How many traces a key has stored in a UTC month, kept by the writer (mongo-trace-counts.ts). */
+/** How many traces a key has stored in a UTC month, kept by the writers (mongo-trace-counts.ts). */
 export interface TraceCountDoc {
-  /** `<key id>:<YYYY-MM>`. */
+  /** `<key id>:<YYYY-MM>:<writer id>`: each store instance counts in a document of its own. Before, `<key id>:<YYYY-MM>` for every writer. */
   _id: string;
+  /** `<key id>:<YYYY-MM>`, whose documents add up to the month's count. Absent in the older, shared documents. */
+  counter?: string;
   accountId: string;
   count: number;
 }
@@ -80,7 +82,7 @@ export interface MongoCapabilities {
   /**
    * Concurrent $inc of one document all count. FerretDB 1.24 applies each as a read, then a
    * write, so concurrent ones overwrite each other (50 at once added 6); there this process sends
-   * its trace_counts updates one at a time (mongo-trace-counts.ts).
+   * its trace_counts updates one at a time (mongo-trace-counts.ts), to documents of its own.
    */
   atomicIncrements: boolean;
 }
@@ -95,6 +97,8 @@ export interface MongoCollections {
   idempotency: Collection<IdempotencyDoc>;
   /** Per key and month, what the monthly quota's rebuild reads instead of counting traces. */
   traceCounts: Collection<TraceCountDoc>;
+  /** This store instance's own, in the _id of the trace_counts documents it keeps. */
+  writerId: string;
   /** When this database's writers began keeping traceCounts: traces before it are not in them. */
   countingSince: Date;
   users: Collection<UserDoc>;
@@ -169,6 +173,7 @@ export async function prepareMongoCollections(db: Db, options: PrepareOptions): 
     { key: { userId: 1 }, name: "user" },
   ]);
   await ensureIndexes(accounts, [{ key: { createdAt: 1 }, name: "created" }]);
+  await ensureIndexes(traceCounts, [{ key: { counter: 1 }, name: "counter" }]);
   await ensureTtlIndex(idempotency, "createdAt", options.idempotencyWindowSeconds);
 
   return {
@@ -179,6 +184,7 @@ export async function prepareMongoCollections(db: Db, options: PrepareOptions): 
     keySlots,
     idempotency,
     traceCounts,
+    writerId: randomUUID(),
     // A database without traces has all of them counted; one that had traces before its writers
     // kept counts (an upgrade) has those counted from the traces, until their month is over.
     countingSince: await ensureSetting(db, "trace_counts_since", async () =>
@@ -271,17 +277,30 @@ async function ensureSetting<T>(db: Db, id: string, initial: () => T | Promise<T
   const settings = db.collection<{ _id: string; value: T }>("settings", journaled);
   const existing = await settings.findOne({ _id: id });
   if (existing) return existing.value;
-  await settings.updateOne({ _id: id }, { $setOnInsert: { value: await initial() } }, { upsert: true });
+  // Another instance inserting it at the same moment may win with a duplicate key error (FerretDB).
+  await settings.updateOne({ _id: id }, { $setOnInsert: { value: await initial() } }, { upsert: true }).catch((error: unknown) => {
+    if (!(error instanceof MongoServerError && error.code === 11000)) throw error;
+  });
   const doc = await settings.findOne({ _id: id });
   return doc!.value;
 }
 
-/** Tries a two-accumulator $group on a scratch collection (see MongoCapabilities.manyAccumulators). */
+/**
+ * Tries a two-accumulator $group on a scratch collection (see MongoCapabilities.manyAccumulators),
+ * on documents of this instance's own, so that instances starting at once do not collide.
+ */
 async function groupsComputeEveryAccumulator(db: Db): Promise<boolean> {
-  const probe = db.collection<{ _id: number; g: number; v: number }>("capability_probe");
-  await probe.bulkWrite([1, 2].map((id) => ({ replaceOne: { filter: { _id: id }, replacement: { g: 1, v: id }, upsert: true } })));
-  const [group] = await probe.aggregate<{ n: number; v: number }>([{ $group: { _id: "$g", n: { $sum: 1 }, v: { $sum: "$v" } } }]).toArray();
-  return group?.n === 2 && group.v === 3;
+  const probe = db.collection<{ _id: string; g: string; v: number }>("capability_probe");
+  const g = randomUUID();
+  await probe.insertMany([1, 2].map((v) => ({ _id: `${g}-${v}`, g, v })));
+  try {
+    const [group] = await probe
+      .aggregate<{ n: number; v: number }>([{ $match: { g } }, { $group: { _id: "$g", n: { $sum: 1 }, v: { $sum: "$v" } } }])
+      .toArray();
+    return group?.n === 2 && group.v === 3;
+  } finally {
+    await probe.deleteMany({ g });
+  }
 }
 
 /** Sends 20 concurrent $inc to a document of its own (see MongoCapabilities.atomicIncrements). */
