@@ -14,6 +14,7 @@ import { codeToHttpStatus, errorToJsonBytes, parseTimeout as parseConnectTimeout
 import { parseTimeout as parseGrpcTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import type { IncomingHttpHeaders, OutgoingHttpHeaders, ServerHttp2Stream } from "node:http2";
 import type { Readable } from "node:stream";
+import { HeaderRecord } from "./header-record.js";
 import type { NodeRequest, NodeResponse } from "./node-types.js";
 
 /** A unary method and its implementation (the one registered on the router), types erased. */
@@ -46,6 +47,9 @@ export interface CallObserver {
   /** Told of an error outside any RPC status (a bug in an implementation). */
   onError(error: unknown): void;
 }
+
+/** The envelope flag of a compressed message. */
+const compressedFlag = 0b00000001;
 
 /** connect-es compresses a response only from this size (its default compressMinBytes). */
 const compressMinBytes = 1024;
@@ -92,7 +96,7 @@ export function directUnary(route: UnaryRoute, options: DirectUnaryOptions) {
       signal: neverAborted,
       timeoutMs: deadlineOf(timeoutMs),
       requestMethod: "POST",
-      requestHeader: requestHeaders(headers),
+      requestHeader: new HeaderRecord(headers),
       responseHeader,
       responseTrailer,
       protocolName,
@@ -108,15 +112,15 @@ export function directUnary(route: UnaryRoute, options: DirectUnaryOptions) {
    * one message when there is one; nothing is written once the client has reset the stream.
    */
   function grpc(stream: ServerHttp2Stream, headers: IncomingHttpHeaders, sent: OutgoingHttpHeaders, observer: CallObserver): void {
-    const responseHeader = new Headers({ "content-type": "application/grpc+proto" });
-    const responseTrailer = new Headers({ "grpc-status": "0" });
+    const responseHeader = new HeaderRecord({ "content-type": "application/grpc+proto" });
+    const responseTrailer = new HeaderRecord({ "grpc-status": "0" });
     const finish = (message: Uint8Array | undefined, error?: unknown) => {
       const failure = error === undefined ? undefined : asConnectError(error, observer);
       if (failure) setTrailerStatus(responseTrailer, failure);
       observer.report(failure?.code ?? 0);
       if (stream.headersSent || stream.destroyed || stream.closed) return;
-      stream.respond({ ...sent, ...Object.fromEntries(responseHeader), ":status": 200 }, { waitForTrailers: true });
-      stream.once("wantTrailers", () => stream.sendTrailers(Object.fromEntries(responseTrailer)));
+      stream.respond({ ...sent, ...responseHeader.record, ":status": 200 }, { waitForTrailers: true });
+      stream.on("wantTrailers", () => stream.sendTrailers(responseTrailer.record));
       stream.end(message && encodeEnvelope(0, message));
     };
     const compression = compressionNegotiate(
@@ -133,16 +137,21 @@ export function directUnary(route: UnaryRoute, options: DirectUnaryOptions) {
       finish(undefined, refused);
       return;
     }
-    readOneEnvelope(stream, options.readMaxBytes)
-      .then(async (envelope) => {
-        if (envelope === undefined) return; // the client went away
-        const { data } = await envelopeDecompress(envelope, compression.request, options.readMaxBytes).catch((e: unknown) => {
-          throw clientsFault(e);
-        });
-        const remoteAddress = stream.session?.socket?.remoteAddress;
-        finish(await call(data, headers, remoteAddress, "grpc", timeout.timeoutMs, responseHeader, responseTrailer));
-      })
-      .catch((error: unknown) => finish(undefined, error));
+    const answer = async () => {
+      const envelope = await readOneEnvelope(stream, options.readMaxBytes);
+      if (envelope === undefined) return; // the client went away
+      const data =
+        envelope.flags & compressedFlag
+          ? (
+              await envelopeDecompress(envelope, compression.request, options.readMaxBytes).catch((e: unknown) =>
+                Promise.reject(clientsFault(e)),
+              )
+            ).data
+          : envelope.data;
+      const remoteAddress = stream.session?.socket?.remoteAddress;
+      finish(await call(data, headers, remoteAddress, "grpc", timeout.timeoutMs, responseHeader, responseTrailer));
+    };
+    answer().catch((error: unknown) => finish(undefined, error));
   }
 
   function connect(req: NodeRequest, res: NodeResponse, observer: CallObserver): void {
@@ -245,8 +254,7 @@ function readOneEnvelope(body: Readable, readMaxBytes: number): Promise<{ flags:
       settled = true;
       resolve(undefined);
     };
-    body.on("error", gone);
-    body.on("aborted", gone);
+    // A reset or an error ("aborted", "error") closes the stream too.
     body.on("close", gone);
   });
 }
@@ -254,16 +262,6 @@ function readOneEnvelope(body: Readable, readMaxBytes: number): Promise<{ flags:
 function header(headers: IncomingHttpHeaders, name: string): string | null {
   const value = headers[name];
   return value === undefined ? null : Array.isArray(value) ? value.join(", ") : value;
-}
-
-/** The request's headers as the implementation reads them (HTTP/2 pseudo-headers left out). */
-function requestHeaders(incoming: IncomingHttpHeaders): Headers {
-  const headers = new Headers();
-  for (const [name, value] of Object.entries(incoming)) {
-    if (name.startsWith(":") || value === undefined) continue;
-    headers.set(name, Array.isArray(value) ? value.join(", ") : value);
-  }
-  return headers;
 }
 
 function deadlineOf(timeoutMs: number | undefined): () => number | undefined {

@@ -240,10 +240,10 @@ function http2Handler(handler: Handler, requestTimeoutMs: number) {
 function takeStreamsFirst(server: Http2Server, take: StreamTaker, requestTimeoutMs: number): void {
   const compat = server.listeners("stream") as ((...args: unknown[]) => void)[];
   server.removeAllListeners("stream");
-  server.on("stream", (stream: ServerHttp2Stream, headers: IncomingHttpHeaders, ...rest: unknown[]) => {
+  server.on("stream", (stream: ServerHttp2Stream, headers: IncomingHttpHeaders, flags: number, rawHeaders: string[]) => {
     const sent = take(stream, headers);
     if (!sent) {
-      for (const listener of compat) listener.call(server, stream, headers, ...rest);
+      for (const listener of compat) listener.call(server, stream, headers, flags, rawHeaders);
       return;
     }
     // A reset or a write after the client left ends the stream; it is no fault of the process.
@@ -271,9 +271,7 @@ function guardStream(stream: ServerHttp2Stream, requestTimeoutMs: number, answer
     stream.close(h2constants.NGHTTP2_CANCEL);
   }, requestTimeoutMs);
   timer.unref();
-  const done = () => clearTimeout(timer);
-  stream.once("end", done);
-  stream.once("close", done);
+  stream.on("close", () => clearTimeout(timer));
   // Once the response is complete on the wire (END_STREAM sent, after any trailers: the
   // compat response's "finish" only comes when the stream closes, which is what never happens here).
   const stopClient = (tries: number): void => {
@@ -281,7 +279,7 @@ function guardStream(stream: ServerHttp2Stream, requestTimeoutMs: number, answer
     if (stream.state.localClose || tries >= 100) return void stream.close(h2constants.NGHTTP2_NO_ERROR);
     setTimeout(() => stopClient(tries + 1), 10).unref();
   };
-  stream.once("finish", () => stopClient(0));
+  stream.on("finish", () => stopClient(0));
 }
 
 /** Rapid reset: a session whose client cancels more than maxResetsPerSecond streams in a second is shut. */

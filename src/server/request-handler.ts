@@ -156,7 +156,7 @@ export function createRequestHandler(options: RequestHandlerOptions) {
     const sent: OutgoingHttpHeaders = { "x-request-id": requestId, "x-content-type-options": "nosniff" };
     if (isTls(stream.session?.socket)) sent["strict-transport-security"] = hsts;
     let rpcCode: string | undefined;
-    stream.once("close", () => {
+    stream.on("close", () => {
       const status = !stream.headersSent ? "aborted" : (rpcCode ?? String(stream.sentHeaders[":status"]));
       record(requestId, "POST", (headers[":path"] ?? "/").split("?")[0] ?? "/", "grpc", status, started);
     });

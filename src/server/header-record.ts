@@ -1,0 +1,64 @@
+import type { IncomingHttpHeaders, OutgoingHttpHeaders } from "node:http2";
+
+/**
+ * The Headers an RPC implementation reads and writes, kept in a plain record of lowercase names,
+ * the form Node takes and gives HTTP/2 headers in: the request's own header object is read in
+ * place (pseudo-headers hidden), and the response's is handed to `stream.respond` as it is. The
+ * fetch API's Headers validates, lowercases and sorts on every access, which cost a direct gRPC
+ * call several copies in and out of records like these (D38). Names and values come from Node's
+ * parser or from our own code, and Node checks what it sends.
+ */
+export class HeaderRecord implements Headers {
+  constructor(readonly record: IncomingHttpHeaders | OutgoingHttpHeaders = {}) {}
+
+  get(name: string): string | null {
+    const key = name.toLowerCase();
+    const value = key.startsWith(":") || !Object.hasOwn(this.record, key) ? undefined : this.record[key];
+    return value === undefined ? null : Array.isArray(value) ? value.join(", ") : String(value);
+  }
+
+  has(name: string): boolean {
+    return this.get(name) !== null;
+  }
+
+  set(name: string, value: string): void {
+    this.record[name.toLowerCase()] = value;
+  }
+
+  append(name: string, value: string): void {
+    const existing = this.get(name);
+    this.set(name, existing === null ? value : `${existing}, ${value}`);
+  }
+
+  delete(name: string): void {
+    delete this.record[name.toLowerCase()];
+  }
+
+  getSetCookie(): string[] {
+    const value = this.record["set-cookie"];
+    return value === undefined ? [] : Array.isArray(value) ? value.map(String) : [String(value)];
+  }
+
+  forEach(callback: (value: string, key: string, parent: Headers) => void, thisArg?: unknown): void {
+    for (const [key, value] of this) callback.call(thisArg, value, key, this);
+  }
+
+  *entries(): HeadersIterator<[string, string]> {
+    for (const key of Object.keys(this.record)) {
+      const value = this.get(key);
+      if (value !== null) yield [key, value];
+    }
+  }
+
+  *keys(): HeadersIterator<string> {
+    for (const [key] of this) yield key;
+  }
+
+  *values(): HeadersIterator<string> {
+    for (const [, value] of this) yield value;
+  }
+
+  [Symbol.iterator](): HeadersIterator<[string, string]> {
+    return this.entries();
+  }
+}
