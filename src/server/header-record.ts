@@ -1,12 +1,15 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from "node:http2";
 
+/** An HTTP header name (RFC 9110 token). */
+const token = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+
 /**
  * The Headers an RPC implementation reads and writes, kept in a plain record of lowercase names,
  * the form Node takes and gives HTTP/2 headers in: the request's own header object is read in
  * place (pseudo-headers hidden), and the response's is handed to `stream.respond` as it is. The
  * fetch API's Headers validates, lowercases and sorts on every access, which cost a direct gRPC
- * call several copies in and out of records like these (D38). Names and values come from Node's
- * parser or from our own code, and Node checks what it sends.
+ * call several copies in and out of records like these (D38). What is set is checked as the fetch
+ * API checks it, so an implementation's bad header still fails where it is set.
  */
 export class HeaderRecord implements Headers {
   constructor(readonly record: IncomingHttpHeaders | OutgoingHttpHeaders = {}) {}
@@ -22,7 +25,10 @@ export class HeaderRecord implements Headers {
   }
 
   set(name: string, value: string): void {
-    this.record[name.toLowerCase()] = value;
+    if (!token.test(name)) throw new TypeError(`invalid header name: ${JSON.stringify(name)}`);
+    const trimmed = String(value).replace(/^[\t\n\r ]+|[\t\n\r ]+$/g, "");
+    if (/[\r\n\0]/.test(trimmed)) throw new TypeError(`invalid value for header ${name}`);
+    this.record[name.toLowerCase()] = trimmed;
   }
 
   append(name: string, value: string): void {
