@@ -1,4 +1,4 @@
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import { Counter, collectDefaultMetrics, Gauge, Histogram, type Metric, type MetricValueWithName, Registry } from "prom-client";
 
 /** The protocol a request spoke: the REST edge, one of the RPC protocols, or plain HTTP (health, dashboard, documents). */
 export type RequestProtocol = "rest" | "grpc" | "grpc-web" | "connect" | "http";
@@ -34,10 +34,10 @@ export function createMetrics(): Metrics {
     labelNames: ["protocol", "status"],
     registers: [registry],
   });
-  const latency = new Histogram({
+  const latency = talliedHistogram({
     name: "calltrace_request_duration_seconds",
     help: "Time from the request's arrival to its response's end, by protocol",
-    labelNames: ["protocol"] as const,
+    labelName: "protocol",
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers: [registry],
   });
@@ -70,7 +70,7 @@ export function createMetrics(): Metrics {
     registry,
     request(protocol, status, seconds) {
       requests(protocol, status);
-      latency.observe({ protocol }, seconds);
+      latency(protocol, seconds);
     },
     batch(size, seconds) {
       batchSize.observe(size);
@@ -124,5 +124,56 @@ function talliedCounter<A extends string, B extends string>(config: {
     let byB = tally.get(a);
     if (!byB) tally.set(a, (byB = new Map()));
     byB.set(b, (byB.get(b) ?? 0) + 1);
+  };
+}
+
+/**
+ * A one-label histogram counted through a tally, for the same reason: an observation costs a
+ * bucket search and three additions, where prom-client's `observe` validates and hashes its labels
+ * on every request. The registry reads it through `get()` as it reads prom-client's histograms,
+ * and gets the same values: cumulative buckets with `le` first, `+Inf`, `_sum` and `_count`,
+ * label values in the order first observed (tested against a prom-client Histogram).
+ */
+export function talliedHistogram(config: {
+  name: string;
+  help: string;
+  labelName: string;
+  buckets: readonly number[];
+  registers: Registry[];
+}): (label: string, value: number) => void {
+  const { name, help, labelName, buckets } = config;
+  const tallies = new Map<string, { perBucket: number[]; sum: number; count: number }>();
+  // Buckets carry prom-client's (empty) exemplar too, so that getMetricsAsJSON reads alike.
+  const values = (): (MetricValueWithName<string> & { exemplar?: null })[] => {
+    const out: (MetricValueWithName<string> & { exemplar?: null })[] = [];
+    for (const [label, { perBucket, sum, count }] of tallies) {
+      let cumulative = 0;
+      buckets.forEach((le, i) => {
+        cumulative += perBucket[i]!;
+        out.push({ labels: { le, [labelName]: label }, value: cumulative, metricName: `${name}_bucket`, exemplar: null });
+      });
+      out.push({ labels: { le: "+Inf", [labelName]: label }, value: count, metricName: `${name}_bucket`, exemplar: null });
+      out.push({ labels: { [labelName]: label }, value: sum, metricName: `${name}_sum` });
+      out.push({ labels: { [labelName]: label }, value: count, metricName: `${name}_count` });
+    }
+    return out;
+  };
+  const metric = {
+    name,
+    help,
+    reset: () => tallies.clear(),
+    // prom-client's typings declare `type` an enum; the registry reads (and its histograms give) the string.
+    get: async () => ({ name, help, type: "histogram", aggregator: "sum", values: values() }),
+  };
+  for (const registry of config.registers) registry.registerMetric(metric as unknown as Metric);
+  return (label, value) => {
+    let tally = tallies.get(label);
+    if (!tally) tallies.set(label, (tally = { perBucket: buckets.map(() => 0), sum: 0, count: 0 }));
+    let i = 0;
+    while (i < buckets.length && value > buckets[i]!) i++;
+    // Past the last bound: only in +Inf, which is the count.
+    if (i < buckets.length) tally.perBucket[i]! += 1;
+    tally.sum += value;
+    tally.count += 1;
   };
 }
