@@ -244,7 +244,8 @@ export function createIngestPipeline(deps: IngestPipelineDeps): IngestPipeline {
       let key: ApiKeyRecord | undefined;
       const started = performance.now();
       try {
-        key = presentedKey === undefined ? undefined : await deps.verifier.verify(presentedKey, deps.timeoutMs);
+        const verified = presentedKey === undefined ? undefined : deps.verifier.verify(presentedKey, deps.timeoutMs);
+        key = verified instanceof Promise ? await verified : verified;
       } catch {
         // The key store cannot be reached (MongoDB down): the key is unchecked, not invalid (D13).
         throw storeUnavailable(unavailableRetryAfter);

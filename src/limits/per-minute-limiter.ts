@@ -6,14 +6,21 @@ import type { RateDecision, RateLimiter } from "./rate-limiter.js";
 export function createRateLimiter(backend: LimiterBackend, windowSeconds = 60): RateLimiter {
   const byPlan = new Map<string, ReturnType<LimiterBackend["limiter"]>>();
   return {
-    async consume(keyId, plan) {
+    consume(keyId, plan) {
       let limiter = byPlan.get(plan.name);
       if (!limiter) {
         limiter = backend.limiter({ points: plan.perMinute, duration: windowSeconds, keyPrefix: `ct:rl:${plan.name}` });
         byPlan.set(plan.name, limiter);
       }
-      const [res, allowed] = await settle(limiter.consume(keyId));
-      return decision(plan.perMinute, res, allowed, windowSeconds);
+      // Every request passes here: the decision is made in the consume's own callbacks, without
+      // settle's pair or a further promise of an async function.
+      return limiter.consume(keyId).then(
+        (res) => decision(plan.perMinute, res, true, windowSeconds),
+        (rejection: unknown) => {
+          if (rejection instanceof RateLimiterRes) return decision(plan.perMinute, rejection, false, windowSeconds);
+          throw rejection;
+        },
+      );
     },
   };
 }

@@ -9,7 +9,7 @@ import type { OtlpIngest } from "../otlp/otlp-ingest.js";
 import { exportFromOtlpJson } from "../otlp/otlp-json.js";
 import { clientAddress } from "./client-address.js";
 import { decodedBody } from "./content-encoding.js";
-import { sendJson } from "./json-response.js";
+import { sendJson, sendJsonText } from "./json-response.js";
 import type { NodeRequest, NodeResponse } from "./node-types.js";
 import { exportFromProtobuf, isOtlpProtobuf, type OtlpEncoding, sendOtlpExport, sendOtlpRefusal } from "./otlp-http.js";
 import { BodyTooLargeError, ClientAbortedError, readBody } from "./read-body.js";
@@ -81,7 +81,7 @@ export function restIngest(pipeline: IngestPipeline, otlp: OtlpIngest, options: 
         idempotencyKey: header(req.headers["idempotency-key"]),
         clientAddress: address,
       });
-      sendJson(res, 202, { status: "ok" }, { ...common, ...admission.headers, ...quotaHeaders });
+      sendJsonText(res, 202, accepted, { ...common, ...admission.headers, ...quotaHeaders });
     } catch (error) {
       if (admission && !accepting) await pipeline.abandon(admission);
       if (error instanceof ClientAbortedError) return;
@@ -94,6 +94,9 @@ export function restIngest(pipeline: IngestPipeline, otlp: OtlpIngest, options: 
     }
   };
 }
+
+/** Every accepted trace's answer, serialized once. */
+const accepted = JSON.stringify({ status: "ok" });
 
 /** D8: application/json, parameters such as charset allowed. */
 function isJson(contentType: string | undefined): boolean {
