@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import { type ClientHttp2Session, connect as http2Connect, constants as h2 } from "node:http2";
 import { create, toBinary } from "@bufbuild/protobuf";
-import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { Code, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -11,6 +11,7 @@ import { resolveConfig } from "../../src/config/config.js";
 import { mintApiKey } from "../../src/auth/api-key.js";
 import { createLogger } from "../../src/log/logger.js";
 import { openSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
+import { refusal } from "../support/rpc-refusal.js";
 import { startTestService, type TestService } from "../support/test-service.js";
 import { tempDir } from "../support/temp-dir.js";
 import { expectServed, sleep } from "./support/attack.js";
@@ -57,15 +58,6 @@ async function requestsCounted(status: string): Promise<number> {
   ).text();
   const line = text.split("\n").find((l) => l.startsWith(`calltrace_requests_total{protocol="grpc",status="${status}"} `));
   return line ? Number(line.split(" ")[1]) : 0;
-}
-
-async function refusal(call: Promise<unknown>): Promise<ConnectError> {
-  try {
-    await call;
-  } catch (error) {
-    return ConnectError.from(error);
-  }
-  throw new Error("expected the call to fail");
 }
 
 describe("gRPC calls the client gives up on", () => {

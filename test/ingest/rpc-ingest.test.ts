@@ -1,8 +1,9 @@
-import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
+import { Code, createClient, type Transport } from "@connectrpc/connect";
 import { compressionGzip, createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { beforeAll, describe, expect, it } from "vitest";
 import { BadRequestSchema, ErrorInfoSchema, RetryInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { TraceService } from "../../gen/calltrace/v1/trace_service_pb.js";
+import { refusal } from "../support/rpc-refusal.js";
 import { postTrace, startTestService, traceBody, type TestService } from "../support/test-service.js";
 
 let service: TestService;
@@ -51,15 +52,6 @@ function trace(apiKey: string, overrides: Record<string, unknown> = {}) {
     status: "success",
     ...overrides,
   };
-}
-
-async function refusal(call: Promise<unknown>): Promise<ConnectError> {
-  try {
-    await call;
-  } catch (error) {
-    return ConnectError.from(error);
-  }
-  throw new Error("expected the call to fail");
 }
 
 describe.each(transports)("TraceService.Ingest via %s on the REST port", (_name, makeTransport) => {
