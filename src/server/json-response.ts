@@ -20,7 +20,7 @@ export function sendJsonText(res: NodeResponse, status: number, payload: string,
  */
 export function sendPayload(res: NodeResponse, status: number, contentType: string, payload: string | Uint8Array, headers?: ResponseHeaders): void {
   if (res.headersSent || res.destroyed) return;
-  const fields: Record<string, string | number> = headers instanceof Headers ? Object.fromEntries(headers) : { ...headers };
+  const fields: Record<string, string | number> = headers instanceof Headers ? Object.fromEntries(headers) : Object.assign({}, headers);
   fields["content-type"] = contentType;
   fields["content-length"] = typeof payload === "string" ? Buffer.byteLength(payload) : payload.byteLength;
   res.writeHead(status, fields);

@@ -33,7 +33,7 @@ export function exportFromProtobuf(body: Buffer): ExportTraceServiceRequest {
 
 /** 200 with the ExportTraceServiceResponse (partial_success when spans were rejected). */
 export function sendOtlpExport(res: NodeResponse, encoding: OtlpEncoding, result: OtlpExportResult, headers: Record<string, string>): void {
-  send(res, 200, encoding, ExportTraceServiceResponseSchema, result.response, { ...headers, ...result.headers });
+  send(res, 200, encoding, ExportTraceServiceResponseSchema, result.response, Object.assign({}, headers, result.headers));
 }
 
 /**
