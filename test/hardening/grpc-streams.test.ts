@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import { type ClientHttp2Session, connect as http2Connect, constants as h2 } from "node:http2";
+import { type ClientHttp2Session, type ClientHttp2Stream, connect as http2Connect, constants as h2 } from "node:http2";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { Code, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
@@ -52,6 +52,45 @@ function lockStore(dataDir: string): () => void {
   };
 }
 
+/** An Ingest message in its gRPC envelope. */
+const envelopeOf = (t: ReturnType<typeof trace>) =>
+  grpcEnvelope(Buffer.from(toBinary(IngestRequestSchema, create(IngestRequestSchema, { trace: t }))));
+
+interface RawAnswer {
+  status: number;
+  headers: Record<string, unknown>;
+  trailers: Record<string, unknown>;
+}
+
+/** One gRPC call to Ingest over `session` with `headers` added; `onResponse` may act on the stream when its headers arrive. */
+function rawCall(
+  session: ClientHttp2Session,
+  headers: Record<string, string>,
+  body: Buffer,
+  onResponse?: (stream: ClientHttp2Stream) => void,
+): Promise<RawAnswer> {
+  return new Promise((resolve, reject) => {
+    const stream = session.request({
+      ":method": "POST",
+      ":path": ingestPath,
+      "content-type": "application/grpc",
+      te: "trailers",
+      ...headers,
+    });
+    const answer: RawAnswer = { status: 0, headers: {}, trailers: {} };
+    stream.on("response", (h) => {
+      answer.status = Number(h[":status"]);
+      answer.headers = h;
+      onResponse?.(stream);
+    });
+    stream.on("trailers", (t) => (answer.trailers = t));
+    stream.on("error", reject);
+    stream.on("close", () => resolve(answer));
+    stream.resume();
+    stream.end(body);
+  });
+}
+
 async function requestsCounted(status: string): Promise<number> {
   const text = await (
     await fetch(`http://127.0.0.1:${service.metricsPort}/metrics`, { headers: { authorization: `Bearer ${metricsToken}` } })
@@ -86,31 +125,34 @@ describe("gRPC calls the client gives up on", () => {
   it("a reset as soon as the answer's headers arrive, many times over one connection, leaves the connection serving", async () => {
     const session = http2Connect(service.url);
     session.on("error", () => {});
-    const message = Buffer.from(toBinary(IngestRequestSchema, create(IngestRequestSchema, { trace: trace("reset-mid-answer") })));
-    const call = (reset: boolean) =>
-      new Promise<{ status: number; grpcStatus: unknown }>((resolve, reject) => {
-        const stream = session.request({
-          ":method": "POST",
-          ":path": ingestPath,
-          "content-type": "application/grpc",
-          te: "trailers",
-          ...bearer(),
-        });
-        let status = 0;
-        let grpcStatus: unknown;
-        stream.on("response", (headers) => {
-          status = Number(headers[":status"]);
-          if (reset) stream.close(h2.NGHTTP2_CANCEL);
-        });
-        stream.on("trailers", (trailers) => (grpcStatus = trailers["grpc-status"]));
-        stream.on("error", reject);
-        stream.on("close", () => resolve({ status, grpcStatus }));
-        stream.resume();
-        stream.end(grpcEnvelope(message));
-      });
-    const resets = await Promise.all(Array.from({ length: 50 }, () => call(true)));
+    const body = envelopeOf(trace("reset-mid-answer"));
+    const resets = await Promise.all(
+      Array.from({ length: 50 }, () => rawCall(session, bearer(), body, (stream) => stream.close(h2.NGHTTP2_CANCEL))),
+    );
     expect(resets.every((r) => r.status === 200)).toBe(true);
-    expect(await call(false)).toEqual({ status: 200, grpcStatus: "0" });
+    const answer = await rawCall(session, bearer(), body);
+    expect([answer.status, answer.trailers["grpc-status"]]).toEqual([200, "0"]);
+    session.close();
+  });
+
+  it("an encoding the service lacks and a malformed grpc-timeout are refused in the trailers, in connect-es's words", async () => {
+    const session = http2Connect(service.url);
+    session.on("error", () => {});
+    const body = envelopeOf(trace());
+    const snappy = await rawCall(session, { ...bearer(), "grpc-encoding": "snappy" }, body);
+    expect(snappy.status).toBe(200);
+    expect(snappy.trailers["grpc-status"]).toBe(String(Code.Unimplemented));
+    expect(snappy.trailers["grpc-accept-encoding"]).toBe("gzip,br");
+    expect(decodeURIComponent(String(snappy.trailers["grpc-message"]))).toBe(
+      'unknown compression "snappy": supported encodings are gzip,br',
+    );
+    for (const value of ["soon", "123456789S"]) {
+      const malformed = await rawCall(session, { ...bearer(), "grpc-timeout": value }, body);
+      expect(malformed.trailers["grpc-status"]).toBe(String(Code.InvalidArgument));
+      expect(decodeURIComponent(String(malformed.trailers["grpc-message"]))).toBe(`protocol error: invalid grpc timeout value: ${value}`);
+    }
+    // The same connection still stores a trace.
+    expect((await rawCall(session, bearer(), body)).trailers["grpc-status"]).toBe("0");
     session.close();
   });
 
@@ -131,7 +173,7 @@ describe("gRPC calls the client gives up on", () => {
     let body = "";
     stream.on("data", (chunk: Buffer) => (body += chunk.toString()));
     const closed = new Promise<number>((resolve) => stream.once("close", () => resolve(stream.rstCode ?? -1)));
-    const envelope = grpcEnvelope(Buffer.from(toBinary(IngestRequestSchema, create(IngestRequestSchema, { trace: trace() }))));
+    const envelope = envelopeOf(trace());
     let written = 0;
     let done = false;
     void closed.then(() => (done = true));
@@ -168,35 +210,14 @@ describe("graceful shutdown", () => {
     const release = lockStore(dataDir);
     let closing: Promise<void> | undefined;
     try {
-      const inFlight = new Promise<{ status: number; grpcStatus: unknown }>((resolve, reject) => {
-        const stream = session!.request({
-          ":method": "POST",
-          ":path": ingestPath,
-          "content-type": "application/grpc",
-          te: "trailers",
-          ...headers,
-        });
-        let status = 0;
-        let grpcStatus: unknown;
-        stream.on("response", (h) => (status = Number(h[":status"])));
-        stream.on("trailers", (t) => (grpcStatus = t["grpc-status"]));
-        stream.on("error", reject);
-        stream.on("close", () => resolve({ status, grpcStatus }));
-        stream.resume();
-        stream.end(
-          grpcEnvelope(
-            Buffer.from(
-              toBinary(IngestRequestSchema, create(IngestRequestSchema, { trace: { ...trace("during-shutdown"), apiKey: own } })),
-            ),
-          ),
-        );
-      });
+      const inFlight = rawCall(session, headers, envelopeOf({ ...trace("during-shutdown"), apiKey: own }));
       await sleep(300);
       closing = running.close(5000);
       expect(await goaway).toBe(h2.NGHTTP2_NO_ERROR);
       await sleep(200);
       release();
-      expect(await inFlight).toEqual({ status: 200, grpcStatus: "0" });
+      const answer = await inFlight;
+      expect([answer.status, answer.trailers["grpc-status"]]).toEqual([200, "0"]);
     } finally {
       await closing;
     }
