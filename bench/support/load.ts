@@ -91,6 +91,11 @@ export async function ghzIngest(target: string, data: unknown, metadata: Record<
     String(settings.connections),
     "--connections",
     String(Math.min(settings.connections, 10)),
+    // The data has no template in it: ghz would otherwise run it through Go's text/template for
+    // every call, which cost it more CPU per call than the service spends (152 against 69 µs per
+    // call measured with and without), on the 2 cores the service shares with it.
+    "--disable-template-functions",
+    "--disable-template-data",
     ...length,
     "--format",
     "json",
