@@ -1,11 +1,13 @@
 import cluster from "node:cluster";
-import { memoryCounters, type SeededCounters } from "../limits/seeded-counters.js";
+import { type CounterValue, memoryCounters, type SeededCounters } from "../limits/seeded-counters.js";
 
 /**
  * The monthly quota's counters of `serve --workers N` without Redis live in the primary, like the
  * per-minute windows (rate-limiter-flexible's cluster master), so that a counter is seeded once
  * for every worker: a worker racing another's rebuild finds no counter and seeds it too, and the
- * first seed wins (D40). Messages carry this channel; the cluster master ignores them.
+ * first seed wins (D40). Each seed is of a new generation, so a primary restarted under live
+ * workers is told from the one their reservations in flight went to, as a Redis emptied is.
+ * Messages carry this channel; the cluster master ignores them.
  */
 const channel = "calltrace:counters";
 
@@ -16,12 +18,14 @@ interface CounterRequest {
   key: string;
   points: number;
   ttlSeconds: number;
+  /** takeBack's: only from a counter of this generation. */
+  generation?: string;
 }
 
 interface CounterReply {
   channel: typeof channel;
   id: number;
-  value: number | null;
+  value: CounterValue | null;
 }
 
 const isRequest = (message: unknown): message is CounterRequest => (message as CounterRequest | undefined)?.channel === channel;
@@ -36,8 +40,8 @@ export function serveWorkerCounters(): void {
       counters = memoryCounters(message.ttlSeconds);
       byTtl.set(message.ttlSeconds, counters);
     }
-    const { op, key, points } = message;
-    const done = op === "add" ? counters.add(key, points) : op === "seed" ? counters.seed(key, points) : counters.takeBack(key, points);
+    const { op, key, points, generation } = message;
+    const done = op === "add" ? counters.add(key, points) : op === "seed" ? counters.seed(key, points) : counters.takeBack(key, points, generation);
     void done.then((value) => {
       const reply: CounterReply = { channel, id: message.id, value: value ?? null };
       if (worker.isConnected()) worker.send(reply);
@@ -46,7 +50,7 @@ export function serveWorkerCounters(): void {
 }
 
 /** Requests waiting for the primary, by id; one listener per worker process serves them all. */
-const waiting = new Map<number, (value: number | undefined) => void>();
+const waiting = new Map<number, (value: CounterValue | undefined) => void>();
 let nextId = 0;
 let listening = false;
 
@@ -61,11 +65,11 @@ export function primaryCounters(keyPrefix: string, ttlSeconds: number): SeededCo
       waiting.delete(id);
     });
   }
-  const ask = (op: CounterRequest["op"], key: string, points: number) =>
-    new Promise<number | undefined>((resolve, reject) => {
+  const ask = (op: CounterRequest["op"], key: string, points: number, generation?: string) =>
+    new Promise<CounterValue | undefined>((resolve, reject) => {
       const id = ++nextId;
       waiting.set(id, resolve);
-      const request: CounterRequest = { channel, id, op, key: `${keyPrefix}:${key}`, points, ttlSeconds };
+      const request: CounterRequest = { channel, id, op, key: `${keyPrefix}:${key}`, points, ttlSeconds, ...(generation === undefined ? {} : { generation }) };
       process.send!(request, undefined, undefined, (error) => {
         if (!error) return;
         waiting.delete(id);
@@ -75,6 +79,6 @@ export function primaryCounters(keyPrefix: string, ttlSeconds: number): SeededCo
   return {
     add: (key, points) => ask("add", key, points),
     seed: async (key, value) => void (await ask("seed", key, value)),
-    takeBack: async (key, points) => void (await ask("takeBack", key, points)),
+    takeBack: async (key, points, generation) => void (await ask("takeBack", key, points, generation)),
   };
 }

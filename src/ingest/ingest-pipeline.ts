@@ -5,7 +5,7 @@ import type { KeyVerifier } from "../auth/key-verifier.js";
 import type { Plan, Plans } from "../config/plans.js";
 import type { CountryLookup } from "../geo/country-lookup.js";
 import type { AuthFailureLimiter } from "../limits/auth-failure-limiter.js";
-import { type MonthlyQuota, type QuotaDecision, type QuotaReservation, QuotaUnavailableError, quotaHeaders } from "../limits/monthly-quota.js";
+import { type MonthlyQuota, type QuotaReservation, QuotaUnavailableError, quotaHeaders } from "../limits/monthly-quota.js";
 import type { RateLimiter } from "../limits/rate-limiter.js";
 import { priceCheck, serverCost } from "../pricing/server-prices.js";
 import { rateLimitHeaders, type HeaderFields } from "../limits/rate-limit-headers.js";
@@ -177,7 +177,8 @@ export function createIngestPipeline(deps: IngestPipelineDeps): IngestPipeline {
 
     const stored = storedTrace(admission, trace, clientAddress, apiOrigin(trace));
     if (!admission.reservation) throw new Error("a single trace needs an admission that reserved its quota");
-    const decision = await decided(admission, admission.reservation);
+    const reservation = await reserved(admission, admission.reservation);
+    const decision = reservation.decision;
     const headers = quotaHeaders(decision);
     if (!decision.allowed) throw quotaExceeded(decision.retryAfter, headers);
     const outcome = await write(admission, { trace: stored, idempotencyKey: idempotencyKey ?? undefined, quotaRemaining: decision.remaining });
@@ -188,6 +189,7 @@ export function createIngestPipeline(deps: IngestPipelineDeps): IngestPipeline {
       const remaining = outcome.quotaRemaining ?? Math.min(decision.limit, decision.remaining + 1);
       return { headers: quotaHeaders({ ...decision, remaining }), counted: false };
     }
+    reservation.stored();
     return { headers, counted: true };
   }
 
@@ -289,8 +291,9 @@ export function createIngestPipeline(deps: IngestPipelineDeps): IngestPipeline {
       }
       if (valid.length === 0) return { headers: {}, stored: 0, duplicates: 0, rejected };
 
-      const reservation = deps.quota.reserve(admission.key, admission.plan, valid.length, timeLeft(admission));
-      const decision = await decided(admission, reservation);
+      const reserving = deps.quota.reserve(admission.key, admission.plan, valid.length, timeLeft(admission));
+      const reservation = await reserved(admission, reserving);
+      const decision = reservation.decision;
       if (!decision.allowed) throw quotaExceeded(decision.retryAfter, quotaHeaders(decision));
       for (const over of valid.splice(decision.granted)) rejected.push({ index: over.index, reason: refusalText.quotaExceeded });
       let stored = 0;
@@ -305,7 +308,8 @@ export function createIngestPipeline(deps: IngestPipelineDeps): IngestPipeline {
         return { headers, stored, duplicates: valid.length - stored, rejected };
       } finally {
         // Only stored traces count: duplicates and failed writes give theirs back.
-        await giveBack(reservation, valid.length - stored);
+        reservation.stored(stored);
+        await giveBack(reserving, valid.length - stored);
       }
     },
 
@@ -324,13 +328,13 @@ export function createIngestPipeline(deps: IngestPipelineDeps): IngestPipeline {
 }
 
 /**
- * A reservation's decision, the wait for it counted as the request's wait on the store; a month's
+ * A reservation, the wait for it counted as the request's wait on the store; a month's
  * counter that could not be rebuilt in time is answered as a store that cannot take the write (503).
  */
-async function decided(admission: Admission, reservation: Promise<QuotaReservation>): Promise<QuotaDecision> {
+async function reserved(admission: Admission, reservation: Promise<QuotaReservation>): Promise<QuotaReservation> {
   const started = performance.now();
   try {
-    return (await reservation).decision;
+    return await reservation;
   } catch (error) {
     if (error instanceof QuotaUnavailableError) throw storeUnavailable(unavailableRetryAfter);
     throw error;

@@ -2,7 +2,7 @@ import type { Plan } from "../config/plans.js";
 import { withTimeLimit } from "../store/time-limit.js";
 import type { LimiterBackend } from "./limiter-backend.js";
 import type { HeaderFields } from "./rate-limit-headers.js";
-import type { SeededCounters } from "./seeded-counters.js";
+import type { CounterValue, SeededCounters } from "./seeded-counters.js";
 
 /** The outcome of counting traces against their key's calendar month (D11). */
 export interface QuotaDecision {
@@ -27,6 +27,12 @@ export interface QuotaReservation {
    * all (a duplicate, or the write failed). Never gives back more than was granted.
    */
   release(count?: number): Promise<void>;
+  /**
+   * Tells that `count` of the granted traces (default: all still held) are stored: until a later
+   * answer of the month's counter shows it outlived their commit, a rebuild of it may have missed
+   * them, and they are added to the rebuilt one (D40).
+   */
+  stored(count?: number): void;
 }
 
 export interface MonthlyQuota {
@@ -64,12 +70,51 @@ const counterTtlSeconds = 20 * 24 * 3600;
  * first trace of the month, a restart, a Redis that lost it), a reservation counts the stored
  * traces and seeds it, the first seed of any process winning (D40), and then reserves. So no
  * process admits against a count that lacks the stored traces, whichever process rebuilt it.
+ * Nor against one that lacks its traces in flight: a counter rebuilt while they were (Redis
+ * emptied mid-load) is of a new generation, and each process adds them to it (Outstanding).
  */
 export function createMonthlyQuota({ backend, countStored, countTimeoutMs, now = Date.now }: MonthlyQuotaOptions): MonthlyQuota {
   const counters = backend.counters({ keyPrefix: "ct:quota", ttlSeconds: counterTtlSeconds });
   let month = calendarMonth(now());
   /** Counters this process is seeding, by name: its other reservations wait for the same seed. */
   const seeding = new Map<string, Promise<void>>();
+  /** This process's traces that a rebuild of their counter might miss, by counter name. */
+  const outstanding = new Map<string, Outstanding>();
+
+  /**
+   * Takes in an answer of `counter` given to an add that began when `tally.stored` was
+   * `storedBefore`: the traces stored by then are confirmed when the counter is of the generation
+   * they were added to; when it is of another, everything outstanding is added to it.
+   */
+  function observe(tally: Outstanding, counter: string, generation: string, storedBefore: number): void {
+    if (tally.generation === undefined || tally.generation === generation) {
+      tally.generation = generation;
+      if (storedBefore > tally.confirmed) tally.confirmed = storedBefore;
+      return;
+    }
+    const carry = tally.held + tally.stored - tally.confirmed;
+    const confirmedBefore = tally.confirmed;
+    const storedNow = tally.stored;
+    tally.generation = generation;
+    tally.confirmed = storedNow;
+    if (carry <= 0) return;
+    tally.carried += carry;
+    tally.adding++;
+    const carried = (answer: CounterValue | undefined) => {
+      if (answer?.generation === undefined) {
+        // Not added to the shared counter (the insurance answered): carried again on its next answer.
+        tally.generation = failedCarry;
+        tally.confirmed = Math.min(tally.confirmed, confirmedBefore);
+      } else observe(tally, counter, answer.generation, storedNow);
+    };
+    void counters
+      .add(counter, carry)
+      .then(carried, () => carried(undefined))
+      .finally(() => {
+        tally.adding--;
+        tally.forgetIfIdle();
+      });
+  }
 
   /** Seeds a missing counter with the key's stored traces, waiting at most `timeoutMs`. */
   async function seed(counter: string, key: { id: string; accountId: string }, since: Date, timeoutMs: number): Promise<void> {
@@ -93,15 +138,37 @@ export function createMonthlyQuota({ backend, countStored, countTimeoutMs, now =
       if (at < month.start || at >= month.next) month = calendarMonth(at);
       const { start: monthStart, next: nextMonth } = month;
       const counter = `${plan.name}:${key.id}:${month.name}`;
-      let consumed = await counters.add(counter, count);
-      if (consumed === undefined) {
-        await seed(counter, key, new Date(monthStart), Math.min(timeoutMs, countTimeoutMs));
-        consumed = await counters.add(counter, count);
-        if (consumed === undefined) throw new QuotaUnavailableError("the month's counter was lost while it was rebuilt");
+      let tally = outstanding.get(counter);
+      if (!tally) {
+        tally = new Outstanding(outstanding, counter);
+        outstanding.set(counter, tally);
+      }
+      const { stored: storedBefore, carried: carriedBefore } = tally;
+      tally.adding++;
+      let answer: CounterValue | undefined;
+      try {
+        answer = await counters.add(counter, count);
+        if (answer === undefined) {
+          await seed(counter, key, new Date(monthStart), Math.min(timeoutMs, countTimeoutMs));
+          answer = await counters.add(counter, count);
+          if (answer === undefined) throw new QuotaUnavailableError("the month's counter was lost while it was rebuilt");
+        }
+      } finally {
+        tally.adding--;
+      }
+      let consumed = answer.value;
+      if (answer.generation === undefined) {
+        // The insurance answered (D24): nothing of the shared counter to keep track of.
+        tally.forgetIfIdle();
+        tally = undefined;
+      } else {
+        observe(tally, counter, answer.generation, storedBefore);
+        tally.held += count;
+        // What this process added to a rebuilt counter after this add was sent counts before it.
+        consumed += tally.carried - carriedBefore;
       }
       // The traces before this reservation used consumed - count; what is left of the plan fits.
       const granted = Math.max(0, Math.min(count, plan.perMonth - (consumed - count)));
-      if (granted < count) await counters.takeBack(counter, count - granted);
       const decision: QuotaDecision = {
         allowed: granted > 0,
         granted,
@@ -110,9 +177,44 @@ export function createMonthlyQuota({ backend, countStored, countTimeoutMs, now =
         resetAt: Math.floor(nextMonth / 1000),
         retryAfter: Math.max(1, Math.ceil((nextMonth - at) / 1000)),
       };
-      return new Reservation(decision, counters, counter, granted);
+      const reservation = new Reservation(decision, counters, counter, count, tally);
+      if (granted < count) await reservation.release(count - granted);
+      return reservation;
     },
   };
+}
+
+/** A generation no counter has: the next answer of the shared counter carries everything again. */
+const failedCarry = "(carry failed)";
+
+/**
+ * This process's traces on one month's counter that a rebuild of it might not count (D40): held
+ * (granted, neither stored nor given back), and stored but not yet seen counted by a counter of
+ * the generation they were added to (`stored - confirmed`). A counter answering another
+ * generation was rebuilt from the store without some of them, so all of them are added to it:
+ * the month may then count a trace stored before the rebuild counted twice, never one not at all.
+ * Forgotten once nothing is outstanding: a counter rebuilt after that missed none of its traces.
+ */
+class Outstanding {
+  /** The generation the held traces are added to; undefined until an answer tells it. */
+  generation: string | undefined;
+  held = 0;
+  /** Traces stored, in all; `confirmed` of them are counted by the counter of `generation`. */
+  stored = 0;
+  confirmed = 0;
+  /** Traces added to rebuilt counters, in all: an add sent before them answered a count without them. */
+  carried = 0;
+  /** Adds in flight, which may still answer a new generation. */
+  adding = 0;
+
+  constructor(
+    private readonly all: Map<string, Outstanding>,
+    private readonly counter: string,
+  ) {}
+
+  forgetIfIdle(): void {
+    if (this.adding === 0 && this.held === 0 && this.stored === this.confirmed && this.all.get(this.counter) === this) this.all.delete(this.counter);
+  }
 }
 
 /** A class rather than a closure per trace: the hot path allocates one object, not a function too. */
@@ -122,13 +224,29 @@ class Reservation implements QuotaReservation {
     private readonly counters: SeededCounters,
     private readonly counter: string,
     private held: number,
+    /** Where its traces are kept track of; undefined when the insurance counted them. */
+    private readonly tally: Outstanding | undefined,
   ) {}
 
   async release(count = this.held): Promise<void> {
     const given = Math.min(count, this.held);
     if (given <= 0) return;
     this.held -= given;
-    await this.counters.takeBack(this.counter, given);
+    const tally = this.tally;
+    if (!tally) return this.counters.takeBack(this.counter, given);
+    tally.held -= given;
+    tally.forgetIfIdle();
+    // Only from the generation they were added to: a counter rebuilt since did not count them.
+    await this.counters.takeBack(this.counter, given, tally.generation);
+  }
+
+  stored(count = this.held): void {
+    const stored = Math.min(count, this.held);
+    if (stored <= 0) return;
+    this.held -= stored;
+    if (!this.tally) return;
+    this.tally.held -= stored;
+    this.tally.stored += stored;
   }
 }
 

@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
 import { withTimeLimit } from "../store/time-limit.js";
 
@@ -6,19 +7,33 @@ import { withTimeLimit } from "../store/time-limit.js";
  * that is missing (a new month, a restart, a Redis that lost it) is never counted on from zero:
  * `add` answers undefined, the caller counts the stored traces and seeds it, and whichever
  * process seeds first wins, so concurrent processes all reserve against the rebuilt count.
+ * Each seed gives the counter a new generation, so that a process can tell a counter rebuilt
+ * under its reservations in flight (which the rebuild did not count) from the one it added to.
  */
 export interface SeededCounters {
-  /** Adds `points` to the counter and answers its new value; undefined when there is none. */
-  add(key: string, points: number): Promise<number | undefined>;
-  /** Creates the counter at `value` unless it exists (the first seed wins), for `ttlSeconds`. */
+  /** Adds `points` to the counter and answers its new value and generation; undefined when there is none. */
+  add(key: string, points: number): Promise<CounterValue | undefined>;
+  /** Creates the counter at `value`, of a new generation, unless it exists (the first seed wins), for `ttlSeconds`. */
   seed(key: string, value: number): Promise<void>;
-  /** Takes `points` off the counter, if it exists (a missing counter is seeded from the store, which does not hold them). */
-  takeBack(key: string, points: number): Promise<void>;
+  /**
+   * Takes `points` off the counter, if it exists and, given `generation`, is still of it: a
+   * counter seeded since was counted from the store, which does not hold them either.
+   */
+  takeBack(key: string, points: number, generation?: string): Promise<void>;
+}
+
+export interface CounterValue {
+  value: number;
+  /**
+   * Which seed the counter is of; undefined for an answer of the insurance (insuredCounters),
+   * which stands in for the shared counter and is no generation of it.
+   */
+  generation: string | undefined;
 }
 
 /** Counters in this process's memory, each living `ttlSeconds` from its seed. */
 export function memoryCounters(ttlSeconds: number): SeededCounters & { forget(key: string): void } {
-  const counters = new Map<string, { value: number; until: number }>();
+  const counters = new Map<string, { value: number; until: number; generation: string }>();
   let nextSweep = 0;
   const live = (key: string) => {
     const counter = counters.get(key);
@@ -33,7 +48,7 @@ export function memoryCounters(ttlSeconds: number): SeededCounters & { forget(ke
       const counter = live(key);
       if (!counter) return undefined;
       counter.value += points;
-      return counter.value;
+      return { value: counter.value, generation: counter.generation };
     },
     async seed(key, value) {
       if (live(key)) return;
@@ -43,11 +58,11 @@ export function memoryCounters(ttlSeconds: number): SeededCounters & { forget(ke
         nextSweep = now + 60_000;
         for (const [name, counter] of counters) if (counter.until <= now) counters.delete(name);
       }
-      counters.set(key, { value, until: now + ttlSeconds * 1000 });
+      counters.set(key, { value, until: now + ttlSeconds * 1000, generation: randomUUID() });
     },
-    async takeBack(key, points) {
+    async takeBack(key, points, generation) {
       const counter = live(key);
-      if (counter) counter.value -= points;
+      if (counter && (generation === undefined || generation === counter.generation)) counter.value -= points;
     },
     forget(key) {
       counters.delete(key);
@@ -55,12 +70,28 @@ export function memoryCounters(ttlSeconds: number): SeededCounters & { forget(ke
   };
 }
 
-/** Adds to a counter only if it exists: a missing counter answers nil instead of starting from zero. */
-const addIfPresent = `if redis.call('exists', KEYS[1]) == 1 then return redis.call('incrby', KEYS[1], ARGV[1]) end
+/*
+ * A counter is two keys: its value (KEYS[1]) and its generation (KEYS[2]), written together by the
+ * seed. A counter without a generation (one seeded before generations, or whose generation key
+ * alone was evicted) answers '', which a process that saw another one takes for a new seed.
+ */
+
+/** Adds to a counter only if it exists, answering {value, generation}: a missing counter answers nil instead of starting from zero. */
+const addIfPresent = `if redis.call('exists', KEYS[1]) == 1 then return {redis.call('incrby', KEYS[1], ARGV[1]), redis.call('get', KEYS[2]) or ''} end
 return false`;
 
+/** Creates the counter (ARGV: value, generation, ttl) unless it exists. */
+const seedIfMissing = `if redis.call('set', KEYS[1], ARGV[1], 'EX', ARGV[3], 'NX') then redis.call('set', KEYS[2], ARGV[2], 'EX', ARGV[3]) end
+return 0`;
+
+/** Takes ARGV[1] off the counter if it exists and, given a generation (ARGV[2]), is still of it. */
+const takeBackIfOf = `if redis.call('exists', KEYS[1]) == 1 and (ARGV[2] == nil or (redis.call('get', KEYS[2]) or '') == ARGV[2]) then redis.call('incrby', KEYS[1], -ARGV[1]) end
+return 0`;
+
 interface CounterCommands {
-  ctAddIfPresent(key: string, points: number): Promise<number | null>;
+  ctAddIfPresent(key: string, generationKey: string, points: number): Promise<[number, string] | null>;
+  ctSeedIfMissing(key: string, generationKey: string, value: number, generation: string, ttlSeconds: number): Promise<number>;
+  ctTakeBackIfOf(key: string, generationKey: string, points: number, ...generation: string[]): Promise<number>;
 }
 
 /**
@@ -69,23 +100,28 @@ interface CounterCommands {
  */
 export function redisCounters(redis: Redis, keyPrefix: string, ttlSeconds: number): SeededCounters {
   const commands = redis as unknown as Redis & CounterCommands;
-  if (typeof commands.ctAddIfPresent !== "function") redis.defineCommand("ctAddIfPresent", { numberOfKeys: 1, lua: addIfPresent });
+  if (typeof commands.ctAddIfPresent !== "function") {
+    redis.defineCommand("ctAddIfPresent", { numberOfKeys: 2, lua: addIfPresent });
+    redis.defineCommand("ctSeedIfMissing", { numberOfKeys: 2, lua: seedIfMissing });
+    redis.defineCommand("ctTakeBackIfOf", { numberOfKeys: 2, lua: takeBackIfOf });
+  }
   const ready = () => {
     if (redis.status !== "ready") throw new Error(`Redis is ${redis.status}`);
   };
   return {
     async add(key, points) {
       ready();
-      const value = await commands.ctAddIfPresent(`${keyPrefix}:${key}`, points);
-      return value === null ? undefined : Number(value);
+      const answer = await commands.ctAddIfPresent(`${keyPrefix}:${key}`, `${keyPrefix}:${key}:g`, points);
+      return answer === null ? undefined : { value: Number(answer[0]), generation: answer[1] };
     },
     async seed(key, value) {
       ready();
-      await redis.set(`${keyPrefix}:${key}`, value, "EX", ttlSeconds, "NX");
+      await commands.ctSeedIfMissing(`${keyPrefix}:${key}`, `${keyPrefix}:${key}:g`, value, randomUUID(), ttlSeconds);
     },
-    async takeBack(key, points) {
+    async takeBack(key, points, generation) {
       ready();
-      await commands.ctAddIfPresent(`${keyPrefix}:${key}`, -points);
+      const onlyOf = generation === undefined ? [] : [generation];
+      await commands.ctTakeBackIfOf(`${keyPrefix}:${key}`, `${keyPrefix}:${key}:g`, points, ...onlyOf);
     },
   };
 }
@@ -107,18 +143,19 @@ export function insuredCounters(shared: SeededCounters, ttlSeconds: number, time
   return {
     async add(key, points) {
       try {
-        const value = await limited(() => shared.add(key, points));
-        if (value !== undefined) {
+        const answer = await limited(() => shared.add(key, points));
+        if (answer !== undefined) {
           if (lastKnown.size >= rememberedKeys) lastKnown.clear();
-          lastKnown.set(key, value);
+          lastKnown.set(key, answer.value);
           local.forget(key);
         }
-        return value;
+        return answer;
       } catch {
         insuranceUsed();
         const known = lastKnown.get(key);
         if (known !== undefined) await local.seed(key, known);
-        return local.add(key, points);
+        const answer = await local.add(key, points);
+        return answer && { value: answer.value, generation: undefined };
       }
     },
     async seed(key, value) {
@@ -126,9 +163,9 @@ export function insuredCounters(shared: SeededCounters, ttlSeconds: number, time
       await local.seed(key, value);
       await limited(() => shared.seed(key, value)).catch(insuranceUsed);
     },
-    async takeBack(key, points) {
+    async takeBack(key, points, generation) {
       try {
-        await limited(() => shared.takeBack(key, points));
+        await limited(() => shared.takeBack(key, points, generation));
       } catch {
         insuranceUsed();
         await local.takeBack(key, points);

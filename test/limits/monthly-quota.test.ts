@@ -129,6 +129,43 @@ describe("monthly quota counters (D11)", () => {
     }
   });
 
+  it("Redis emptied while a process holds reservations: it adds them to the counter another process rebuilt without them, and gives back none of them from it", async () => {
+    const redis = await startRedis();
+    try {
+      const health: RedisHealth = { insuranceUsed: () => {}, degradation: () => undefined };
+      let stored = 5;
+      // Two processes on one Redis, counting the same store.
+      const clients = [redis.client(), redis.client()];
+      await Promise.all(clients.map((client) => client.ping()));
+      const [a, b] = clients.map((client) =>
+        createMonthlyQuota({ backend: redisBackend({ redis: client, timeoutMs: 1000, health }), countTimeoutMs: 1000, countStored: async () => stored }),
+      );
+      const ten = { ...plan, perMonth: 10 };
+      const counter = `ct:quota:${ten.name}:${key.id}:${new Date().toISOString().slice(0, 7)}`;
+      const inFlight = await a!.reserve(key, ten, 2);
+      const givenBack = await a!.reserve(key, ten);
+      expect(givenBack.decision.remaining).toBe(2);
+      await clients[0]!.flushall();
+      // b rebuilds the counter from the 5 stored traces: a's three in flight are not among them.
+      const fromB = await b!.reserve(key, ten);
+      expect(fromB.decision.remaining).toBe(4);
+      stored += 1;
+      fromB.stored();
+      await givenBack.release(); // from a counter that never had it: takes nothing
+      expect(Number(await clients[0]!.get(counter))).toBe(6);
+      stored += 2;
+      inFlight.stored();
+      // a's next answer is of the new generation: its two are added before its decision (5 + 1 + 2 + 1).
+      expect((await a!.reserve(key, ten)).decision.remaining).toBe(1);
+      stored += 1;
+      expect((await b!.reserve(key, ten)).decision.remaining).toBe(0);
+      expect((await b!.reserve(key, ten)).decision.allowed).toBe(false);
+      expect(Number(await clients[0]!.get(counter))).toBe(10);
+    } finally {
+      await redis.close();
+    }
+  });
+
   it("embedded mode: the month's count survives a restart of the service", async () => {
     const dataDir = tempDir();
     const plans = { metered: { per_minute: 100, per_month: 3 } };
