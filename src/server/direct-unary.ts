@@ -119,7 +119,8 @@ export function directUnary(route: UnaryRoute, options: DirectUnaryOptions) {
       if (failure) setTrailerStatus(responseTrailer, failure);
       observer.report(failure?.code ?? 0);
       if (stream.headersSent || stream.destroyed || stream.closed) return;
-      stream.respond({ ...sent, ...responseHeader.record, ":status": 200 }, { waitForTrailers: true });
+      // Object.assign: on Node 20 a literal with two spreads costs about 3.6 µs, this 0.13 µs (D41).
+      stream.respond(Object.assign({}, sent, responseHeader.record, { ":status": 200 }), { waitForTrailers: true });
       stream.on("wantTrailers", () => stream.sendTrailers(responseTrailer.record));
       stream.end(message && encodeEnvelope(0, message));
     };
