@@ -73,7 +73,14 @@ function toMs(match: RegExpExecArray | null): number {
  * warm-up's rate, not a duration: at the end of a duration ghz closes its connections under the
  * calls still in flight, which it then counts as Unavailable, errors of the tool, not the server.
  */
-export async function ghzIngest(target: string, data: unknown, metadata: Record<string, string>, settings: LoadSettings): Promise<LoadResult> {
+export async function ghzIngest(
+  target: string,
+  data: unknown,
+  metadata: Record<string, string>,
+  settings: LoadSettings,
+  /** Calls per second measured before: sizes the run when there is no warm-up to measure it. */
+  lastRate?: number,
+): Promise<LoadResult> {
   require("ghz", "go install github.com/bojand/ghz/cmd/ghz@v0.120.0");
   const args = (length: string[]) => [
     "--insecure",
@@ -106,8 +113,8 @@ export async function ghzIngest(target: string, data: unknown, metadata: Record<
     if (result.status !== 0 && !result.stdout) throw new Error(`ghz failed: ${result.stderr}`);
     return JSON.parse(result.stdout) as GhzReport;
   };
-  const warmup = await run(["-z", `${settings.warmupSeconds}s`]);
-  const report = await run(["-n", String(Math.max(settings.connections, Math.round(warmup.rps * settings.seconds)))]);
+  const rate = settings.warmupSeconds > 0 || lastRate === undefined ? (await run(["-z", `${Math.max(1, settings.warmupSeconds)}s`])).rps : lastRate;
+  const report = await run(["-n", String(Math.max(settings.connections, Math.round(rate * settings.seconds)))]);
   const pct = (p: number) => (report.latencyDistribution.find((d) => d.percentage === p)?.latency ?? Number.NaN) / 1e6;
   const errors = Object.entries(report.statusCodeDistribution).reduce((n, [code, count]) => n + (code === "OK" ? 0 : count), 0);
   return { requestsPerSecond: report.rps, p50Ms: pct(50), p99Ms: pct(99), errors };
