@@ -80,6 +80,39 @@ export function createMonthlyQuota({ backend, countStored, countTimeoutMs, now =
   const seeding = new Map<string, Promise<void>>();
   /** This process's traces that a rebuild of their counter might miss, by counter name. */
   const outstanding = new Map<string, Outstanding>();
+  let checking: NodeJS.Timeout | undefined;
+
+  /**
+   * A process hears of a rebuilt counter from its next add to it, which may be long in coming
+   * for a key whose traffic went elsewhere; meanwhile other processes would admit without its
+   * traces. So every outstandingCheckMs, a counter with traces outstanding and no add since the
+   * last check is asked for its generation (an add of 0), which also confirms the stored ones.
+   */
+  function check(): void {
+    if (outstanding.size === 0) {
+      clearInterval(checking);
+      checking = undefined;
+      return;
+    }
+    for (const [counter, tally] of outstanding) {
+      if (tally.addedSinceCheck || tally.adding > 0) {
+        tally.addedSinceCheck = false;
+        continue;
+      }
+      const storedBefore = tally.stored;
+      tally.adding++;
+      void counters
+        .add(counter, 0)
+        .then((answer) => {
+          if (answer?.generation !== undefined) observe(tally, counter, answer.generation, storedBefore);
+        })
+        .catch(() => {})
+        .finally(() => {
+          tally.adding--;
+          tally.forgetIfIdle();
+        });
+    }
+  }
 
   /**
    * Takes in an answer of `counter` given to an add that began when `tally.stored` was
@@ -142,7 +175,12 @@ export function createMonthlyQuota({ backend, countStored, countTimeoutMs, now =
       if (!tally) {
         tally = new Outstanding(outstanding, counter);
         outstanding.set(counter, tally);
+        if (!checking) {
+          checking = setInterval(check, outstandingCheckMs);
+          checking.unref();
+        }
       }
+      tally.addedSinceCheck = true;
       const { stored: storedBefore, carried: carriedBefore } = tally;
       tally.adding++;
       let answer: CounterValue | undefined;
@@ -184,6 +222,9 @@ export function createMonthlyQuota({ backend, countStored, countTimeoutMs, now =
   };
 }
 
+/** How often a counter with traces outstanding and no adds is asked whether it was rebuilt. */
+const outstandingCheckMs = 200;
+
 /** A generation no counter has: the next answer of the shared counter carries everything again. */
 const failedCarry = "(carry failed)";
 
@@ -206,6 +247,8 @@ class Outstanding {
   carried = 0;
   /** Adds in flight, which may still answer a new generation. */
   adding = 0;
+  /** An add began since the last check (so that check need not ask). */
+  addedSinceCheck = false;
 
   constructor(
     private readonly all: Map<string, Outstanding>,

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { memoryBackend, redisBackend } from "../../src/limits/limiter-backend.js";
 import { createMonthlyQuota, QuotaUnavailableError } from "../../src/limits/monthly-quota.js";
 import type { RedisHealth } from "../../src/limits/redis-health.js";
-import { startRedis } from "../support/redis-server.js";
+import { type RedisTestServer, startRedis } from "../support/redis-server.js";
 import { postTrace, startTestService, traceBody } from "../support/test-service.js";
 import { tempDir } from "../support/temp-dir.js";
 
@@ -132,22 +132,16 @@ describe("monthly quota counters (D11)", () => {
   it("Redis emptied while a process holds reservations: it adds them to the counter another process rebuilt without them, and gives back none of them from it", async () => {
     const redis = await startRedis();
     try {
-      const health: RedisHealth = { insuranceUsed: () => {}, degradation: () => undefined };
       let stored = 5;
-      // Two processes on one Redis, counting the same store.
-      const clients = [redis.client(), redis.client()];
-      await Promise.all(clients.map((client) => client.ping()));
-      const [a, b] = clients.map((client) =>
-        createMonthlyQuota({ backend: redisBackend({ redis: client, timeoutMs: 1000, health }), countTimeoutMs: 1000, countStored: async () => stored }),
-      );
+      const { clients, a, b } = await twoProcesses(redis, () => stored);
       const ten = { ...plan, perMonth: 10 };
       const counter = `ct:quota:${ten.name}:${key.id}:${new Date().toISOString().slice(0, 7)}`;
-      const inFlight = await a!.reserve(key, ten, 2);
-      const givenBack = await a!.reserve(key, ten);
+      const inFlight = await a.reserve(key, ten, 2);
+      const givenBack = await a.reserve(key, ten);
       expect(givenBack.decision.remaining).toBe(2);
       await clients[0]!.flushall();
       // b rebuilds the counter from the 5 stored traces: a's three in flight are not among them.
-      const fromB = await b!.reserve(key, ten);
+      const fromB = await b.reserve(key, ten);
       expect(fromB.decision.remaining).toBe(4);
       stored += 1;
       fromB.stored();
@@ -156,11 +150,28 @@ describe("monthly quota counters (D11)", () => {
       stored += 2;
       inFlight.stored();
       // a's next answer is of the new generation: its two are added before its decision (5 + 1 + 2 + 1).
-      expect((await a!.reserve(key, ten)).decision.remaining).toBe(1);
+      expect((await a.reserve(key, ten)).decision.remaining).toBe(1);
       stored += 1;
-      expect((await b!.reserve(key, ten)).decision.remaining).toBe(0);
-      expect((await b!.reserve(key, ten)).decision.allowed).toBe(false);
+      expect((await b.reserve(key, ten)).decision.remaining).toBe(0);
+      expect((await b.reserve(key, ten)).decision.allowed).toBe(false);
       expect(Number(await clients[0]!.get(counter))).toBe(10);
+    } finally {
+      await redis.close();
+    }
+  });
+
+  it("Redis emptied while a process holds a reservation and gets no more requests for the key: it adds the reservation to the rebuilt counter within a check", async () => {
+    const redis = await startRedis();
+    try {
+      const { clients, a, b } = await twoProcesses(redis, () => 0);
+      const counter = `ct:quota:${plan.name}:${key.id}:${new Date().toISOString().slice(0, 7)}`;
+      await a.reserve(key, plan);
+      await clients[0]!.flushall();
+      expect((await b.reserve(key, plan)).decision.remaining).toBe(1);
+      const deadline = Date.now() + 2000;
+      while (Number(await clients[0]!.get(counter)) < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      expect(Number(await clients[0]!.get(counter))).toBe(2);
+      expect((await b.reserve(key, plan)).decision.allowed).toBe(false);
     } finally {
       await redis.close();
     }
@@ -180,3 +191,14 @@ describe("monthly quota counters (D11)", () => {
     expect((await postTrace(second.url, traceBody(apiKey), { key: apiKey })).status).toBe(429);
   });
 });
+
+/** Two processes' monthly quotas on one Redis, counting one store of `stored()` traces. */
+async function twoProcesses(redis: RedisTestServer, stored: () => number) {
+  const health: RedisHealth = { insuranceUsed: () => {}, degradation: () => undefined };
+  const clients = [redis.client(), redis.client()];
+  await Promise.all(clients.map((client) => client.ping()));
+  const [a, b] = clients.map((client) =>
+    createMonthlyQuota({ backend: redisBackend({ redis: client, timeoutMs: 1000, health }), countTimeoutMs: 1000, countStored: async () => stored() }),
+  );
+  return { clients, a: a!, b: b! };
+}
