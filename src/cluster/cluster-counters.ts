@@ -14,18 +14,18 @@ const channel = "calltrace:counters";
 interface CounterRequest {
   channel: typeof channel;
   id: number;
-  op: "add" | "seed" | "takeBack";
+  op: "add" | "beginSeed" | "seed" | "takeBack";
   key: string;
   points: number;
   ttlSeconds: number;
-  /** takeBack's: only from a counter of this generation. */
+  /** takeBack's: only from a counter of this generation; seed's: its beginSeed token. */
   generation?: string;
 }
 
 interface CounterReply {
   channel: typeof channel;
   id: number;
-  value: CounterValue | null;
+  value: CounterValue | string | boolean | null;
 }
 
 const isRequest = (message: unknown): message is CounterRequest => (message as CounterRequest | undefined)?.channel === channel;
@@ -41,7 +41,14 @@ export function serveWorkerCounters(): void {
       byTtl.set(message.ttlSeconds, counters);
     }
     const { op, key, points, generation } = message;
-    const done = op === "add" ? counters.add(key, points) : op === "seed" ? counters.seed(key, points) : counters.takeBack(key, points, generation);
+    const done =
+      op === "add"
+        ? counters.add(key, points)
+        : op === "beginSeed"
+          ? counters.beginSeed(key)
+          : op === "seed"
+            ? counters.seed(key, points, generation)
+            : counters.takeBack(key, points, generation);
     void done.then((value) => {
       const reply: CounterReply = { channel, id: message.id, value: value ?? null };
       if (worker.isConnected()) worker.send(reply);
@@ -50,7 +57,7 @@ export function serveWorkerCounters(): void {
 }
 
 /** Requests waiting for the primary, by id; one listener per worker process serves them all. */
-const waiting = new Map<number, (value: CounterValue | undefined) => void>();
+const waiting = new Map<number, (value: CounterReply["value"] | undefined) => void>();
 let nextId = 0;
 let listening = false;
 
@@ -66,7 +73,7 @@ export function primaryCounters(keyPrefix: string, ttlSeconds: number): SeededCo
     });
   }
   const ask = (op: CounterRequest["op"], key: string, points: number, generation?: string) =>
-    new Promise<CounterValue | undefined>((resolve, reject) => {
+    new Promise<CounterReply["value"] | undefined>((resolve, reject) => {
       const id = ++nextId;
       waiting.set(id, resolve);
       const request: CounterRequest = { channel, id, op, key: `${keyPrefix}:${key}`, points, ttlSeconds, ...(generation === undefined ? {} : { generation }) };
@@ -77,8 +84,9 @@ export function primaryCounters(keyPrefix: string, ttlSeconds: number): SeededCo
       });
     });
   return {
-    add: (key, points) => ask("add", key, points),
-    seed: async (key, value) => void (await ask("seed", key, value)),
+    add: async (key, points) => (await ask("add", key, points)) as CounterValue | undefined,
+    beginSeed: async (key) => (await ask("beginSeed", key, 0)) as string,
+    seed: async (key, value, token) => (await ask("seed", key, value, token)) as boolean,
     takeBack: async (key, points, generation) => void (await ask("takeBack", key, points, generation)),
   };
 }

@@ -153,8 +153,12 @@ export function createMonthlyQuota({ backend, countStored, countTimeoutMs, now =
   async function seed(counter: string, key: { id: string; accountId: string }, since: Date, timeoutMs: number): Promise<void> {
     let seeded = seeding.get(counter);
     if (!seeded) {
-      seeded = withTimeLimit(countStored(key, since), countTimeoutMs, () => new QuotaUnavailableError(`counting the stored traces took over ${countTimeoutMs} ms`))
-        .then((stored) => counters.seed(counter, stored))
+      // A seed whose count began before the counter was lost again is refused (beginSeed): the
+      // reservation's add then finds it missing, and the next one counts afresh.
+      const counted = counters.beginSeed(counter).then(async (token) => ({ token, stored: await countStored(key, since) }));
+      seeded = withTimeLimit(counted, countTimeoutMs, () => new QuotaUnavailableError(`counting the stored traces took over ${countTimeoutMs} ms`))
+        .then(({ token, stored }) => counters.seed(counter, stored, token))
+        .then(() => {})
         .finally(() => seeding.delete(counter));
       seeding.set(counter, seeded);
     }

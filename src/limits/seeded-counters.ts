@@ -13,8 +13,18 @@ import { withTimeLimit } from "../store/time-limit.js";
 export interface SeededCounters {
   /** Adds `points` to the counter and answers its new value and generation; undefined when there is none. */
   add(key: string, points: number): Promise<CounterValue | undefined>;
-  /** Creates the counter at `value`, of a new generation, unless it exists (the first seed wins), for `ttlSeconds`. */
-  seed(key: string, value: number): Promise<void>;
+  /**
+   * Says that a count of the stored traces for the missing counter begins; answers the token its
+   * seed passes on. Lost with the counters (Redis emptied), and so is every token of a counter
+   * once seeded: a seed whose count began before that would lack what was stored meanwhile.
+   */
+  beginSeed(key: string): Promise<string>;
+  /**
+   * Creates the counter at `value`, of a new generation, unless it exists (the first seed wins),
+   * for `ttlSeconds`. Answers false, creating nothing, when it is missing and `token` (from
+   * beginSeed) is no longer known; without a token it creates it anyway.
+   */
+  seed(key: string, value: number, token?: string): Promise<boolean>;
   /**
    * Takes `points` off the counter, if it exists and, given `generation`, is still of it: a
    * counter seeded since was counted from the store, which does not hold them either.
@@ -34,6 +44,8 @@ export interface CounterValue {
 /** Counters in this process's memory, each living `ttlSeconds` from its seed. */
 export function memoryCounters(ttlSeconds: number): SeededCounters & { forget(key: string): void } {
   const counters = new Map<string, { value: number; until: number; generation: string }>();
+  /** The tokens of the counts begun for each missing counter. */
+  const counting = new Map<string, Set<string>>();
   let nextSweep = 0;
   const live = (key: string) => {
     const counter = counters.get(key);
@@ -50,8 +62,17 @@ export function memoryCounters(ttlSeconds: number): SeededCounters & { forget(ke
       counter.value += points;
       return { value: counter.value, generation: counter.generation };
     },
-    async seed(key, value) {
-      if (live(key)) return;
+    async beginSeed(key) {
+      const token = randomUUID();
+      const tokens = counting.get(key);
+      if (tokens) tokens.add(token);
+      else counting.set(key, new Set([token]));
+      return token;
+    },
+    async seed(key, value, token) {
+      if (live(key)) return true;
+      if (token !== undefined && !counting.get(key)?.has(token)) return false;
+      counting.delete(key);
       const now = Date.now();
       // Last month's counters go once in a while, not one by one.
       if (now >= nextSweep) {
@@ -59,6 +80,7 @@ export function memoryCounters(ttlSeconds: number): SeededCounters & { forget(ke
         for (const [name, counter] of counters) if (counter.until <= now) counters.delete(name);
       }
       counters.set(key, { value, until: now + ttlSeconds * 1000, generation: randomUUID() });
+      return true;
     },
     async takeBack(key, points, generation) {
       const counter = live(key);
@@ -80,9 +102,18 @@ export function memoryCounters(ttlSeconds: number): SeededCounters & { forget(ke
 const addIfPresent = `if redis.call('exists', KEYS[1]) == 1 then return {redis.call('incrby', KEYS[1], ARGV[1]), redis.call('get', KEYS[2]) or ''} end
 return false`;
 
-/** Creates the counter (ARGV: value, generation, ttl) unless it exists. */
-const seedIfMissing = `if redis.call('set', KEYS[1], ARGV[1], 'EX', ARGV[3], 'NX') then redis.call('set', KEYS[2], ARGV[2], 'EX', ARGV[3]) end
+/** Notes a count begun (KEYS[1]: the counter's set of tokens; ARGV: token, ttl). */
+const beginSeed = `redis.call('sadd', KEYS[1], ARGV[1])
+redis.call('expire', KEYS[1], ARGV[2])
 return 0`;
+
+/** Creates the counter (ARGV: value, generation, ttl, token) unless it exists; 0 when missing and the token is not known. */
+const seedIfMissing = `if redis.call('exists', KEYS[1]) == 1 then return 1 end
+if ARGV[4] and redis.call('sismember', KEYS[3], ARGV[4]) == 0 then return 0 end
+redis.call('set', KEYS[1], ARGV[1], 'EX', ARGV[3])
+redis.call('set', KEYS[2], ARGV[2], 'EX', ARGV[3])
+redis.call('del', KEYS[3])
+return 1`;
 
 /** Takes ARGV[1] off the counter if it exists and, given a generation (ARGV[2]), is still of it. */
 const takeBackIfOf = `if redis.call('exists', KEYS[1]) == 1 and (ARGV[2] == nil or (redis.call('get', KEYS[2]) or '') == ARGV[2]) then redis.call('incrby', KEYS[1], -ARGV[1]) end
@@ -90,7 +121,8 @@ return 0`;
 
 interface CounterCommands {
   ctAddIfPresent(key: string, generationKey: string, points: number): Promise<[number, string] | null>;
-  ctSeedIfMissing(key: string, generationKey: string, value: number, generation: string, ttlSeconds: number): Promise<number>;
+  ctBeginSeed(tokensKey: string, token: string, ttlSeconds: number): Promise<number>;
+  ctSeedIfMissing(key: string, generationKey: string, tokensKey: string, value: number, generation: string, ttlSeconds: number, ...token: string[]): Promise<number>;
   ctTakeBackIfOf(key: string, generationKey: string, points: number, ...generation: string[]): Promise<number>;
 }
 
@@ -102,7 +134,8 @@ export function redisCounters(redis: Redis, keyPrefix: string, ttlSeconds: numbe
   const commands = redis as unknown as Redis & CounterCommands;
   if (typeof commands.ctAddIfPresent !== "function") {
     redis.defineCommand("ctAddIfPresent", { numberOfKeys: 2, lua: addIfPresent });
-    redis.defineCommand("ctSeedIfMissing", { numberOfKeys: 2, lua: seedIfMissing });
+    redis.defineCommand("ctBeginSeed", { numberOfKeys: 1, lua: beginSeed });
+    redis.defineCommand("ctSeedIfMissing", { numberOfKeys: 3, lua: seedIfMissing });
     redis.defineCommand("ctTakeBackIfOf", { numberOfKeys: 2, lua: takeBackIfOf });
   }
   const ready = () => {
@@ -114,9 +147,17 @@ export function redisCounters(redis: Redis, keyPrefix: string, ttlSeconds: numbe
       const answer = await commands.ctAddIfPresent(`${keyPrefix}:${key}`, `${keyPrefix}:${key}:g`, points);
       return answer === null ? undefined : { value: Number(answer[0]), generation: answer[1] };
     },
-    async seed(key, value) {
+    async beginSeed(key) {
       ready();
-      await commands.ctSeedIfMissing(`${keyPrefix}:${key}`, `${keyPrefix}:${key}:g`, value, randomUUID(), ttlSeconds);
+      const token = randomUUID();
+      await commands.ctBeginSeed(`${keyPrefix}:${key}:s`, token, ttlSeconds);
+      return token;
+    },
+    async seed(key, value, token) {
+      ready();
+      const onlyFor = token === undefined ? [] : [token];
+      const seeded = await commands.ctSeedIfMissing(`${keyPrefix}:${key}`, `${keyPrefix}:${key}:g`, `${keyPrefix}:${key}:s`, value, randomUUID(), ttlSeconds, ...onlyFor);
+      return seeded === 1;
     },
     async takeBack(key, points, generation) {
       ready();
@@ -158,10 +199,20 @@ export function insuredCounters(shared: SeededCounters, ttlSeconds: number, time
         return answer && { value: answer.value, generation: undefined };
       }
     },
-    async seed(key, value) {
+    async beginSeed(key) {
+      // No token ("") when the shared counters did not answer: the seed below is then unconditional.
+      return limited(() => shared.beginSeed(key)).catch(() => {
+        insuranceUsed();
+        return "";
+      });
+    },
+    async seed(key, value, token) {
       // Seeded here too, so that an add the shared counters fail to answer next has a start.
       await local.seed(key, value);
-      await limited(() => shared.seed(key, value)).catch(insuranceUsed);
+      return limited(() => shared.seed(key, value, token || undefined)).catch(() => {
+        insuranceUsed();
+        return true;
+      });
     },
     async takeBack(key, points, generation) {
       try {
