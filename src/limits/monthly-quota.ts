@@ -141,7 +141,7 @@ export function createMonthlyQuota({ backend, countStored, countTimeoutMs, now =
       } else observe(tally, counter, answer.generation, storedNow);
     };
     void counters
-      .add(counter, carry)
+      .add(counter, carry, true)
       .then(carried, () => carried(undefined))
       .finally(() => {
         tally.adding--;
@@ -167,6 +167,18 @@ export function createMonthlyQuota({ backend, countStored, countTimeoutMs, now =
     } catch (error) {
       throw error instanceof QuotaUnavailableError ? error : new QuotaUnavailableError("the stored traces could not be counted", { cause: error });
     }
+  }
+
+  /**
+   * A counter seeded under settleMs ago may still lack other processes' traces in flight (they
+   * add them at their next answer of it, or their next check): a reservation on it waits until
+   * then, and counts what was carried to it since its add as before itself (D40).
+   */
+  async function settled(counter: string, answer: CounterValue, consumed: number): Promise<number> {
+    await new Promise((resolve) => setTimeout(resolve, settleMs - answer.ageMs!));
+    const again = await counters.add(counter, 0);
+    if (!again || again.generation !== answer.generation) return Math.max(consumed, again?.value ?? consumed);
+    return answer.value + (again.carried ?? 0) - (answer.carried ?? 0);
   }
 
   return {
@@ -208,6 +220,7 @@ export function createMonthlyQuota({ backend, countStored, countTimeoutMs, now =
         tally.held += count;
         // What this process added to a rebuilt counter after this add was sent counts before it.
         consumed += tally.carried - carriedBefore;
+        if (answer.ageMs !== undefined && answer.ageMs < settleMs) consumed = await settled(counter, answer, consumed);
       }
       // The traces before this reservation used consumed - count; what is left of the plan fits.
       const granted = Math.max(0, Math.min(count, plan.perMonth - (consumed - count)));
@@ -227,7 +240,10 @@ export function createMonthlyQuota({ backend, countStored, countTimeoutMs, now =
 }
 
 /** How often a counter with traces outstanding and no adds is asked whether it was rebuilt. */
-const outstandingCheckMs = 200;
+const outstandingCheckMs = 100;
+
+/** How long after its seed a shared counter is taken to hold every process's traces in flight: past a check, with time to spare. */
+const settleMs = 300;
 
 /** A generation no counter has: the next answer of the shared counter carries everything again. */
 const failedCarry = "(carry failed)";

@@ -11,8 +11,11 @@ import { withTimeLimit } from "../store/time-limit.js";
  * under its reservations in flight (which the rebuild did not count) from the one it added to.
  */
 export interface SeededCounters {
-  /** Adds `points` to the counter and answers its new value and generation; undefined when there is none. */
-  add(key: string, points: number): Promise<CounterValue | undefined>;
+  /**
+   * Adds `points` to the counter and answers its new value and generation; undefined when there
+   * is none. `carried`: they are a process's traces in flight added to a rebuilt counter.
+   */
+  add(key: string, points: number, carried?: boolean): Promise<CounterValue | undefined>;
   /**
    * Says that a count of the stored traces for the missing counter begins; answers the token its
    * seed passes on. Lost with the counters (Redis emptied), and so is every token of a counter
@@ -39,6 +42,13 @@ export interface CounterValue {
    * which stands in for the shared counter and is no generation of it.
    */
   generation: string | undefined;
+  /**
+   * Shared counters only: how long ago it was seeded (ms), and the points added to it as carried
+   * in all, so that a reservation on a counter just rebuilt can wait for other processes' traces
+   * in flight and count them as before itself.
+   */
+  ageMs?: number;
+  carried?: number;
 }
 
 /** Counters in this process's memory, each living `ttlSeconds` from its seed. */
@@ -93,14 +103,31 @@ export function memoryCounters(ttlSeconds: number): SeededCounters & { forget(ke
 }
 
 /*
- * A counter is two keys: its value (KEYS[1]) and its generation (KEYS[2]), written together by the
- * seed. A counter without a generation (one seeded before generations, or whose generation key
- * alone was evicted) answers '', which a process that saw another one takes for a new seed.
+ * A counter is its value (KEYS[1]), its generation (KEYS[2], '<token>@<seconds>.<microseconds>' of
+ * its seed by Redis's clock), written together by the seed, and the points carried to it
+ * (KEYS[3]). A counter without a generation (one seeded before generations, or whose generation
+ * key alone was evicted) answers '', which a process that saw another one takes for a new seed.
  */
 
-/** Adds to a counter only if it exists, answering {value, generation}: a missing counter answers nil instead of starting from zero. */
-const addIfPresent = `if redis.call('exists', KEYS[1]) == 1 then return {redis.call('incrby', KEYS[1], ARGV[1]), redis.call('get', KEYS[2]) or ''} end
-return false`;
+/**
+ * Adds to a counter only if it exists (ARGV: points, '1' when carried), answering {value,
+ * generation, age in ms or -1, carried}: a missing counter answers nil instead of starting from zero.
+ */
+const addIfPresent = `if redis.call('exists', KEYS[1]) == 0 then return false end
+local value = redis.call('incrby', KEYS[1], ARGV[1])
+if ARGV[2] == '1' then
+  redis.call('incrby', KEYS[3], ARGV[1])
+  local ttl = redis.call('pttl', KEYS[1])
+  if ttl > 0 then redis.call('pexpire', KEYS[3], ttl) end
+end
+local generation = redis.call('get', KEYS[2]) or ''
+local s, us = string.match(generation, '@(%d+)%.(%d+)$')
+local age = -1
+if s then
+  local now = redis.call('time')
+  age = math.floor((tonumber(now[1]) - tonumber(s)) * 1000 + (tonumber(now[2]) - tonumber(us)) / 1000)
+end
+return {value, generation, age, tonumber(redis.call('get', KEYS[3]) or '0')}`;
 
 /** Notes a count begun (KEYS[1]: the counter's set of tokens; ARGV: token, ttl). */
 const beginSeed = `redis.call('sadd', KEYS[1], ARGV[1])
@@ -110,9 +137,10 @@ return 0`;
 /** Creates the counter (ARGV: value, generation, ttl, token) unless it exists; 0 when missing and the token is not known. */
 const seedIfMissing = `if redis.call('exists', KEYS[1]) == 1 then return 1 end
 if ARGV[4] and redis.call('sismember', KEYS[3], ARGV[4]) == 0 then return 0 end
+local now = redis.call('time')
 redis.call('set', KEYS[1], ARGV[1], 'EX', ARGV[3])
-redis.call('set', KEYS[2], ARGV[2], 'EX', ARGV[3])
-redis.call('del', KEYS[3])
+redis.call('set', KEYS[2], ARGV[2] .. '@' .. now[1] .. '.' .. now[2], 'EX', ARGV[3])
+redis.call('del', KEYS[3], KEYS[4])
 return 1`;
 
 /** Takes ARGV[1] off the counter if it exists and, given a generation (ARGV[2]), is still of it. */
@@ -120,9 +148,9 @@ const takeBackIfOf = `if redis.call('exists', KEYS[1]) == 1 and (ARGV[2] == nil 
 return 0`;
 
 interface CounterCommands {
-  ctAddIfPresent(key: string, generationKey: string, points: number): Promise<[number, string] | null>;
+  ctAddIfPresent(key: string, generationKey: string, carriedKey: string, points: number, carried: string): Promise<[number, string, number, number] | null>;
   ctBeginSeed(tokensKey: string, token: string, ttlSeconds: number): Promise<number>;
-  ctSeedIfMissing(key: string, generationKey: string, tokensKey: string, value: number, generation: string, ttlSeconds: number, ...token: string[]): Promise<number>;
+  ctSeedIfMissing(key: string, generationKey: string, tokensKey: string, carriedKey: string, value: number, generation: string, ttlSeconds: number, ...token: string[]): Promise<number>;
   ctTakeBackIfOf(key: string, generationKey: string, points: number, ...generation: string[]): Promise<number>;
 }
 
@@ -133,19 +161,21 @@ interface CounterCommands {
 export function redisCounters(redis: Redis, keyPrefix: string, ttlSeconds: number): SeededCounters {
   const commands = redis as unknown as Redis & CounterCommands;
   if (typeof commands.ctAddIfPresent !== "function") {
-    redis.defineCommand("ctAddIfPresent", { numberOfKeys: 2, lua: addIfPresent });
+    redis.defineCommand("ctAddIfPresent", { numberOfKeys: 3, lua: addIfPresent });
     redis.defineCommand("ctBeginSeed", { numberOfKeys: 1, lua: beginSeed });
-    redis.defineCommand("ctSeedIfMissing", { numberOfKeys: 3, lua: seedIfMissing });
+    redis.defineCommand("ctSeedIfMissing", { numberOfKeys: 4, lua: seedIfMissing });
     redis.defineCommand("ctTakeBackIfOf", { numberOfKeys: 2, lua: takeBackIfOf });
   }
   const ready = () => {
     if (redis.status !== "ready") throw new Error(`Redis is ${redis.status}`);
   };
   return {
-    async add(key, points) {
+    async add(key, points, carried) {
       ready();
-      const answer = await commands.ctAddIfPresent(`${keyPrefix}:${key}`, `${keyPrefix}:${key}:g`, points);
-      return answer === null ? undefined : { value: Number(answer[0]), generation: answer[1] };
+      const answer = await commands.ctAddIfPresent(`${keyPrefix}:${key}`, `${keyPrefix}:${key}:g`, `${keyPrefix}:${key}:c`, points, carried ? "1" : "0");
+      if (answer === null) return undefined;
+      const [value, generation, ageMs, carriedInAll] = answer;
+      return { value: Number(value), generation, ...(ageMs >= 0 ? { ageMs: Number(ageMs) } : {}), carried: Number(carriedInAll) };
     },
     async beginSeed(key) {
       ready();
@@ -156,7 +186,7 @@ export function redisCounters(redis: Redis, keyPrefix: string, ttlSeconds: numbe
     async seed(key, value, token) {
       ready();
       const onlyFor = token === undefined ? [] : [token];
-      const seeded = await commands.ctSeedIfMissing(`${keyPrefix}:${key}`, `${keyPrefix}:${key}:g`, `${keyPrefix}:${key}:s`, value, randomUUID(), ttlSeconds, ...onlyFor);
+      const seeded = await commands.ctSeedIfMissing(`${keyPrefix}:${key}`, `${keyPrefix}:${key}:g`, `${keyPrefix}:${key}:s`, `${keyPrefix}:${key}:c`, value, randomUUID(), ttlSeconds, ...onlyFor);
       return seeded === 1;
     },
     async takeBack(key, points, generation) {
@@ -182,9 +212,9 @@ export function insuredCounters(shared: SeededCounters, ttlSeconds: number, time
   const lastKnown = new Map<string, number>();
   const limited = <T>(work: () => Promise<T>) => withTimeLimit(work(), timeoutMs, () => new Error(`no answer within ${timeoutMs} ms`));
   return {
-    async add(key, points) {
+    async add(key, points, carried) {
       try {
-        const answer = await limited(() => shared.add(key, points));
+        const answer = await limited(() => shared.add(key, points, carried));
         if (answer !== undefined) {
           if (lastKnown.size >= rememberedKeys) lastKnown.clear();
           lastKnown.set(key, answer.value);

@@ -129,7 +129,7 @@ describe("monthly quota counters (D11)", () => {
     }
   });
 
-  it("Redis emptied while a process holds reservations: it adds them to the counter another process rebuilt without them, and gives back none of them from it", async () => {
+  it("Redis emptied while a process holds reservations: it adds them to the counter another process rebuilt without them, whose reservation waits for them", async () => {
     const redis = await startRedis();
     try {
       let stored = 5;
@@ -140,16 +140,17 @@ describe("monthly quota counters (D11)", () => {
       const givenBack = await a.reserve(key, ten);
       expect(givenBack.decision.remaining).toBe(2);
       await clients[0]!.flushall();
-      // b rebuilds the counter from the 5 stored traces: a's three in flight are not among them.
+      // b rebuilds the counter from the 5 stored traces: a's three in flight are not among them,
+      // and b's reservation on the new counter waits until a's check has added them (5 + 3 + 1).
       const fromB = await b.reserve(key, ten);
-      expect(fromB.decision.remaining).toBe(4);
+      expect(fromB.decision.remaining).toBe(1);
+      expect(Number(await clients[0]!.get(counter))).toBe(9);
       stored += 1;
       fromB.stored();
-      await givenBack.release(); // from a counter that never had it: takes nothing
-      expect(Number(await clients[0]!.get(counter))).toBe(6);
+      await givenBack.release();
+      expect(Number(await clients[0]!.get(counter))).toBe(8);
       stored += 2;
       inFlight.stored();
-      // a's next answer is of the new generation: its two are added before its decision (5 + 1 + 2 + 1).
       expect((await a.reserve(key, ten)).decision.remaining).toBe(1);
       stored += 1;
       expect((await b.reserve(key, ten)).decision.remaining).toBe(0);
@@ -167,7 +168,8 @@ describe("monthly quota counters (D11)", () => {
       const counter = `ct:quota:${plan.name}:${key.id}:${new Date().toISOString().slice(0, 7)}`;
       await a.reserve(key, plan);
       await clients[0]!.flushall();
-      expect((await b.reserve(key, plan)).decision.remaining).toBe(1);
+      // b's reservation waits for a's in flight on the rebuilt counter: the plan's two are taken.
+      expect((await b.reserve(key, plan)).decision.remaining).toBe(0);
       const deadline = Date.now() + 2000;
       while (Number(await clients[0]!.get(counter)) < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
       expect(Number(await clients[0]!.get(counter))).toBe(2);
