@@ -174,10 +174,11 @@ export function createMonthlyQuota({ backend, countStored, countTimeoutMs, now =
    * add them at their next answer of it, or their next check): a reservation on it waits until
    * then, and counts what was carried to it since its add as before itself (D40).
    */
-  async function settled(counter: string, answer: CounterValue, consumed: number): Promise<number> {
+  async function settled(counter: string, answer: CounterValue): Promise<number> {
     await new Promise((resolve) => setTimeout(resolve, settleMs - answer.ageMs!));
     const again = await counters.add(counter, 0);
-    if (!again || again.generation !== answer.generation) return Math.max(consumed, again?.value ?? consumed);
+    // Rebuilt again meanwhile: where this reservation stands in the new counter is not known yet.
+    if (!again || again.generation !== answer.generation) throw new QuotaUnavailableError("the month's counter was rebuilt again while it settled");
     return answer.value + (again.carried ?? 0) - (answer.carried ?? 0);
   }
 
@@ -220,7 +221,14 @@ export function createMonthlyQuota({ backend, countStored, countTimeoutMs, now =
         tally.held += count;
         // What this process added to a rebuilt counter after this add was sent counts before it.
         consumed += tally.carried - carriedBefore;
-        if (answer.ageMs !== undefined && answer.ageMs < settleMs) consumed = await settled(counter, answer, consumed);
+        if (answer.ageMs !== undefined && answer.ageMs < settleMs) {
+          try {
+            consumed = await settled(counter, answer);
+          } catch (error) {
+            await giveBack(counters, counter, tally, count);
+            throw error;
+          }
+        }
       }
       // The traces before this reservation used consumed - count; what is left of the plan fits.
       const granted = Math.max(0, Math.min(count, plan.perMonth - (consumed - count)));
@@ -280,6 +288,14 @@ class Outstanding {
   }
 }
 
+/** Takes `count` held traces off `counter`; with a tally, only from the generation they were added to (a counter rebuilt since did not count them). */
+async function giveBack(counters: SeededCounters, counter: string, tally: Outstanding | undefined, count: number): Promise<void> {
+  if (!tally) return counters.takeBack(counter, count);
+  tally.held -= count;
+  tally.forgetIfIdle();
+  await counters.takeBack(counter, count, tally.generation);
+}
+
 /** A class rather than a closure per trace: the hot path allocates one object, not a function too. */
 class Reservation implements QuotaReservation {
   constructor(
@@ -295,12 +311,7 @@ class Reservation implements QuotaReservation {
     const given = Math.min(count, this.held);
     if (given <= 0) return;
     this.held -= given;
-    const tally = this.tally;
-    if (!tally) return this.counters.takeBack(this.counter, given);
-    tally.held -= given;
-    tally.forgetIfIdle();
-    // Only from the generation they were added to: a counter rebuilt since did not count them.
-    await this.counters.takeBack(this.counter, given, tally.generation);
+    await giveBack(this.counters, this.counter, this.tally, given);
   }
 
   stored(count = this.held): void {
