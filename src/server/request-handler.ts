@@ -101,8 +101,7 @@ export function createRequestHandler(options: RequestHandlerOptions) {
   const handle = (req: NodeRequest, res: NodeResponse): void => {
     const started = performance.now();
     const requestId = requestIdOf(req.headers["x-request-id"]);
-    const common: HeaderFields = { "x-request-id": requestId, "x-content-type-options": "nosniff" };
-    if (isTls(req.socket)) common["strict-transport-security"] = hsts;
+    const common = everyResponse(requestId, req.socket);
     const path = (req.url ?? "/").split("?")[0] ?? "/";
     // The REST edge writes them with its own headers, in one writeHead (json-response).
     if (path !== "/v1/traces") for (const name in common) res.setHeader(name, common[name]!);
@@ -153,8 +152,7 @@ export function createRequestHandler(options: RequestHandlerOptions) {
     if (!call) return undefined;
     const started = performance.now();
     const requestId = requestIdOf(headers["x-request-id"]);
-    const sent: OutgoingHttpHeaders = { "x-request-id": requestId, "x-content-type-options": "nosniff" };
-    if (isTls(stream.session?.socket)) sent["strict-transport-security"] = hsts;
+    const sent: OutgoingHttpHeaders = everyResponse(requestId, stream.session?.socket);
     let rpcCode: string | undefined;
     stream.on("close", () => {
       const status = !stream.headersSent ? "aborted" : (rpcCode ?? String(stream.sentHeaders[":status"]));
@@ -167,8 +165,11 @@ export function createRequestHandler(options: RequestHandlerOptions) {
   return Object.assign(handle, { takeStream });
 }
 
-function isTls(socket: unknown): boolean {
-  return Boolean((socket as { encrypted?: boolean } | undefined)?.encrypted);
+/** The headers every response carries, on every path: its request id, nosniff, and HSTS under TLS. */
+function everyResponse(requestId: string, socket: unknown): HeaderFields {
+  const headers: HeaderFields = { "x-request-id": requestId, "x-content-type-options": "nosniff" };
+  if ((socket as { encrypted?: boolean } | undefined)?.encrypted) headers["strict-transport-security"] = hsts;
+  return headers;
 }
 
 /** Which protocol a request speaks, from its path and content type (for metrics and logs). */
