@@ -1,10 +1,11 @@
 import { createHash } from "node:crypto";
 import { PriceCheck, type Trace, TraceSource } from "../../gen/calltrace/v1/trace_pb.js";
-import { type Span, Status_StatusCode } from "../../gen/opentelemetry/proto/trace/v1/trace_pb.js";
+import { Status_StatusCode } from "../../gen/opentelemetry/proto/trace/v1/trace_pb.js";
 import type { CallSubmission } from "../ingest/ingest-pipeline.js";
 import type { serverCost } from "../pricing/server-prices.js";
 import { calltraceProvider } from "./genai-provider.js";
-import { attributesOf, type Attributes, countOf, SpanRejection, textOf } from "./span-attributes.js";
+import type { Attributes, OtlpSpan } from "./otlp-export.js";
+import { countOf, SpanRejection, textOf } from "./span-attributes.js";
 import { addAttribution } from "./span-attribution.js";
 
 /** What a span is to calltrace: not an LLM call (skipped silently), an LLM call, or one it cannot store. */
@@ -67,25 +68,19 @@ const reasoningNames = [
 const maxErrorLength = 4096;
 const int32Max = 2_147_483_647;
 
-/** Lower-case hex of an id's bytes (empty for an unset parent). */
-export function hexId(bytes: Uint8Array): string {
-  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("hex");
-}
-
 /**
  * Maps one span (the table in docs/otlp.md). A span is an LLM call when its operation is a model
  * call, or when it names a provider and carries usage; its trace is built with the contract's
  * fields (validated later by the pipeline like any other) and priced by the server.
  */
-export function llmCallOf(span: Span, scope: string, resource: SpanResource, options: LlmCallOptions): SpanVerdict {
-  const attributes = attributesOf(span.attributes);
+export function llmCallOf(span: OtlpSpan, scope: string, resource: SpanResource, options: LlmCallOptions): SpanVerdict {
+  const attributes = span.attributes;
   const operation = textOf(attributes, operationNames)?.toLowerCase();
   const providerName = textOf(attributes, providerNames);
   const hasUsage = usageNames.some((name) => attributes.has(name));
   if (operation !== undefined ? !callOperations.has(operation) : providerName === undefined || !hasUsage) return { kind: "skip" };
 
-  const traceId = hexId(span.traceId);
-  const spanId = hexId(span.spanId);
+  const { traceId, spanId } = span;
   const where = `span ${spanId || "(no id)"}`;
   if (traceId.length !== 32 || spanId.length !== 16)
     return { kind: "reject", reason: `${where}: trace and span ids must be 16 and 8 bytes` };
@@ -138,7 +133,7 @@ export function llmCallOf(span: Span, scope: string, resource: SpanResource, opt
         ...(serverCostUsd === undefined ? {} : { serverCostUsd }),
         otlpTraceId: traceId,
         otlpSpanId: spanId,
-        otlpParentSpanId: hexId(span.parentSpanId),
+        otlpParentSpanId: span.parentSpanId,
         serviceName: resource.serviceName,
       },
       idempotencyKey: idempotencyKeyOf(provider, responseId, traceId, spanId),
@@ -169,7 +164,7 @@ function ttftOf(attributes: Attributes, latencyMs: number): number | undefined {
 }
 
 /** End minus start in whole milliseconds; a span that ends before it starts took 0. */
-function latencyOf(span: Span): number {
+function latencyOf(span: OtlpSpan): number {
   const nanos = span.endTimeUnixNano - span.startTimeUnixNano;
   if (nanos <= 0n) return 0;
   return Math.min(int32Max, Math.round(Number(nanos) / 1e6));
@@ -180,11 +175,11 @@ function latencyOf(span: Span): number {
  * described by the status message, else `error.type`, else its exception event's message; "" when
  * none says anything.
  */
-function errorOf(span: Span, attributes: Attributes): string | undefined {
+function errorOf(span: OtlpSpan, attributes: Attributes): string | undefined {
   const errorType = textOf(attributes, "error.type");
   if (span.status?.code !== Status_StatusCode.ERROR && errorType === undefined) return undefined;
   const exception = span.events.find((e) => e.name === "exception");
-  const text = span.status?.message || errorType || (exception && textOf(attributesOf(exception.attributes), "exception.message")) || "";
+  const text = span.status?.message || errorType || (exception && textOf(exception.attributes, "exception.message")) || "";
   const cut = text.slice(0, maxErrorLength);
   // Never half a surrogate pair: the contract refuses lone surrogates.
   return /[\uD800-\uDBFF]$/.test(cut) ? cut.slice(0, -1) : cut;

@@ -1,6 +1,5 @@
 import { create } from "@bufbuild/protobuf";
 import {
-  type ExportTraceServiceRequest,
   type ExportTraceServiceResponse,
   ExportTraceServiceResponseSchema,
 } from "../../gen/opentelemetry/proto/collector/trace/v1/trace_service_pb.js";
@@ -10,6 +9,7 @@ import { callsOf } from "./export-calls.js";
 import { KeyedLock } from "./keyed-lock.js";
 import type { LlmCallOptions } from "./llm-call.js";
 import { oneTracePerCall } from "./one-trace-per-call.js";
+import type { OtlpExport } from "./otlp-export.js";
 import { UnpairedSpans } from "./unpaired-spans.js";
 import type { OtlpSpanIds } from "../store/trace-store.js";
 
@@ -28,11 +28,7 @@ export interface OtlpExportResult {
 /** The reasons named in partial_success's error_message; the count covers them all. */
 const maxReasons = 10;
 
-export type OtlpIngest = (
-  admission: Admission,
-  request: ExportTraceServiceRequest,
-  clientAddress: string | undefined,
-) => Promise<OtlpExportResult>;
+export type OtlpIngest = (admission: Admission, request: OtlpExport, clientAddress: string | undefined) => Promise<OtlpExportResult>;
 
 /**
  * One OTLP Export, the same for OTLP/HTTP (protobuf or JSON) and OTLP/gRPC: its LLM calls, one

@@ -4,6 +4,7 @@ import {
   ExportTraceServiceRequestSchema,
 } from "../../gen/opentelemetry/proto/collector/trace/v1/trace_service_pb.js";
 import { bodyInvalid, validationFailed } from "../ingest/ingest-errors.js";
+import { exportOfMessage, type OtlpExport } from "./otlp-export.js";
 
 const hex = /^(?:[0-9a-fA-F]{2})*$/;
 
@@ -13,7 +14,7 @@ const hex = /^(?:[0-9a-fA-F]{2})*$/;
  * (lowerCamelCase names, enum integers, 64-bit integers as strings or numbers). Unknown fields
  * are ignored, as the OTLP specification asks of receivers.
  */
-export function exportFromOtlpJson(body: JsonObject): ExportTraceServiceRequest {
+export function exportFromOtlpJson(body: JsonObject): OtlpExport {
   const resourceSpans = body.resourceSpans;
   if (Array.isArray(resourceSpans)) {
     resourceSpans.forEach((rs, r) => {
@@ -34,11 +35,13 @@ export function exportFromOtlpJson(body: JsonObject): ExportTraceServiceRequest 
       });
     });
   }
+  let request: ExportTraceServiceRequest;
   try {
-    return fromJson(ExportTraceServiceRequestSchema, body, { ignoreUnknownFields: true });
+    request = fromJson(ExportTraceServiceRequestSchema, body, { ignoreUnknownFields: true });
   } catch (error) {
     throw bodyInvalid(`request body is not a valid OTLP JSON ExportTraceServiceRequest (${(error as Error).message})`);
   }
+  return exportOfMessage(request);
 }
 
 function idsToBase64(object: JsonObject, at: string): void {

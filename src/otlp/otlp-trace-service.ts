@@ -2,6 +2,7 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import type { TraceService } from "../../gen/opentelemetry/proto/collector/trace/v1/trace_service_pb.js";
 import type { IngestPipeline } from "../ingest/ingest-pipeline.js";
 import { clientAddressKey } from "../ingest/trace-service.js";
+import { exportOfMessage } from "./otlp-export.js";
 import type { OtlpIngest } from "./otlp-ingest.js";
 
 /**
@@ -15,7 +16,7 @@ export function otlpTraceService(pipeline: IngestPipeline, ingest: OtlpIngest): 
       const clientAddress = context.values.get(clientAddressKey);
       const admission = await pipeline.admit(context.requestHeader.get("authorization"), clientAddress, false);
       for (const [name, value] of Object.entries(admission.headers)) context.responseHeader.set(name, value);
-      const { response, headers } = await ingest(admission, request, clientAddress);
+      const { response, headers } = await ingest(admission, exportOfMessage(request), clientAddress);
       for (const [name, value] of Object.entries(headers)) context.responseHeader.set(name, value);
       return response;
     },

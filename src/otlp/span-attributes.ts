@@ -1,13 +1,4 @@
-import type { AnyValue, KeyValue } from "../../gen/opentelemetry/proto/common/v1/common_pb.js";
-
-/** A span's or resource's attributes by name (the last one wins when a name repeats). */
-export type Attributes = Map<string, AnyValue["value"]>;
-
-export function attributesOf(list: KeyValue[] | undefined): Attributes {
-  const map: Attributes = new Map();
-  for (const { key, value } of list ?? []) if (value) map.set(key, value.value);
-  return map;
-}
+import type { AttributeValue, Attributes } from "./otlp-export.js";
 
 /** A span that is an LLM call but cannot be stored as one; the reason goes into partial_success. */
 export class SpanRejection extends Error {}
@@ -25,7 +16,7 @@ export function textOf(attributes: Attributes, names: string | readonly string[]
   return undefined;
 }
 
-function textValue(value: AnyValue["value"] | undefined): string | undefined {
+function textValue(value: AttributeValue | undefined): string | undefined {
   switch (value?.case) {
     case "stringValue":
       return value.value === "" ? undefined : value.value;

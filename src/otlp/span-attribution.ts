@@ -1,6 +1,7 @@
 import { ConfigError } from "../config/config.js";
 import type { Trace } from "../../gen/calltrace/v1/trace_pb.js";
-import { textOf, type Attributes } from "./span-attributes.js";
+import type { Attributes } from "./otlp-export.js";
+import { textOf } from "./span-attributes.js";
 
 /** Metadata values are cut to the contract's 512 characters rather than cost the call its trace. */
 const maxMetadataValue = 512;

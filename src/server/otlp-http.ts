@@ -1,13 +1,14 @@
 import { create, fromBinary, type DescMessage, type MessageShape, toBinary, toJsonString } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import {
-  type ExportTraceServiceRequest,
   ExportTraceServiceRequestSchema,
   ExportTraceServiceResponseSchema,
 } from "../../gen/opentelemetry/proto/collector/trace/v1/trace_service_pb.js";
 import { StatusSchema } from "../../gen/google/rpc/status_pb.js";
 import { bodyInvalid } from "../ingest/ingest-errors.js";
+import { exportOfMessage, type OtlpExport } from "../otlp/otlp-export.js";
 import type { OtlpExportResult } from "../otlp/otlp-ingest.js";
+import { readExport } from "../otlp/otlp-protobuf.js";
 import { type ResponseHeaders, sendPayload } from "./json-response.js";
 import type { NodeResponse } from "./node-types.js";
 import type { RestRefusal } from "./rest-refusal.js";
@@ -22,10 +23,15 @@ export function isOtlpProtobuf(contentType: string | undefined): boolean {
   return contentType !== undefined && contentType.split(";")[0]!.trim().toLowerCase() === "application/x-protobuf";
 }
 
-/** An ExportTraceServiceRequest in protobuf; anything that does not decode as one is the client's fault (400). */
-export function exportFromProtobuf(body: Buffer): ExportTraceServiceRequest {
+/**
+ * An ExportTraceServiceRequest in protobuf; anything that does not decode as one is the client's
+ * fault (400). Read by the fast reader when it can, else by protobuf-es, which decides what is valid.
+ */
+export function exportFromProtobuf(body: Buffer): OtlpExport {
+  const fast = readExport(body);
+  if (fast !== undefined) return fast;
   try {
-    return fromBinary(ExportTraceServiceRequestSchema, body);
+    return exportOfMessage(fromBinary(ExportTraceServiceRequestSchema, body));
   } catch (error) {
     throw bodyInvalid(`request body is not a valid protobuf ExportTraceServiceRequest (${(error as Error).message})`);
   }
@@ -40,7 +46,13 @@ export function sendOtlpExport(res: NodeResponse, encoding: OtlpEncoding, result
  * A refusal as OTLP/HTTP answers it: the status the spec's REST edge uses (401, 413, 415, 400,
  * 429 and 503 with Retry-After, 500), with a google.rpc.Status body carrying the refusal's code and text.
  */
-export function sendOtlpRefusal(res: NodeResponse, encoding: OtlpEncoding, refusal: RestRefusal, error: unknown, headers: ResponseHeaders): void {
+export function sendOtlpRefusal(
+  res: NodeResponse,
+  encoding: OtlpEncoding,
+  refusal: RestRefusal,
+  error: unknown,
+  headers: ResponseHeaders,
+): void {
   const status =
     error instanceof ConnectError && refusal.status !== 500
       ? create(StatusSchema, { code: error.code, message: error.rawMessage })
