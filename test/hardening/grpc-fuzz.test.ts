@@ -6,6 +6,7 @@ import { IngestRequestSchema } from "../../gen/calltrace/v1/trace_service_pb.js"
 import { startTestService, type TestService } from "../support/test-service.js";
 import { expectServed } from "./support/attack.js";
 import { grpcEnvelope } from "./support/raw-h2.js";
+import { seededRandom as prng } from "../support/seeded-random.js";
 
 // Random and mutated protobuf payloads sent to TraceService.Ingest over h2c, as gRPC and as the
 // Connect protocol: every one gets a proper status (the client's fault is INVALID_ARGUMENT, a
@@ -23,21 +24,6 @@ beforeAll(async () => {
   session.on("error", () => {});
 });
 afterAll(() => session.close());
-
-/** mulberry32: a small seeded PRNG, so a failing run can be replayed with CALLTRACE_FUZZ_SEED. */
-function prng(start: number) {
-  let a = start >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  const int = (n: number) => Math.floor(next() * n);
-  const bytes = (n: number) => Buffer.from(Array.from({ length: n }, () => int(256)));
-  return { next, int, bytes, pick: <T>(items: readonly T[]) => items[int(items.length)]! };
-}
 
 function validMessage(apiKey: string, model: string): Buffer {
   return Buffer.from(

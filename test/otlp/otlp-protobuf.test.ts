@@ -8,27 +8,10 @@ import type { AnyValueSchema, KeyValueSchema } from "../../gen/opentelemetry/pro
 import { type Span, SpanSchema } from "../../gen/opentelemetry/proto/trace/v1/trace_pb.js";
 import { exportOfMessage, type OtlpExport } from "../../src/otlp/otlp-export.js";
 import { readExport } from "../../src/otlp/otlp-protobuf.js";
+import { type SeededRandom as Random, seededRandom as random } from "../support/seeded-random.js";
 
 // The fast reader of OTLP protobuf (src/otlp/otlp-protobuf.ts) against protobuf-es: on every
 // input it reads, protobuf-es must read the same Export; what it leaves, protobuf-es decides.
-
-/** A small seeded generator (mulberry32), so a failure can be replayed. */
-function random(seed: number) {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  const int = (n: number) => Math.floor(next() * n);
-  const pick = <T>(items: readonly T[]) => items[int(items.length)]!;
-  const bytes = (n: number) => Uint8Array.from({ length: n }, () => int(256));
-  return { next, int, pick, bytes };
-}
-
-type Random = ReturnType<typeof random>;
 
 const texts = [
   "",
