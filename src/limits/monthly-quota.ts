@@ -2,7 +2,7 @@ import type { Plan } from "../config/plans.js";
 import { withTimeLimit } from "../store/time-limit.js";
 import type { LimiterBackend } from "./limiter-backend.js";
 import type { HeaderFields } from "./rate-limit-headers.js";
-import type { CounterValue, SeededCounters } from "./seeded-counters.js";
+import { type CounterValue, coalescedCounters, type SeededCounters } from "./seeded-counters.js";
 
 /** The outcome of counting traces against their key's calendar month (D11). */
 export interface QuotaDecision {
@@ -74,7 +74,8 @@ const counterTtlSeconds = 20 * 24 * 3600;
  * emptied mid-load) is of a new generation, and each process adds them to it (Outstanding).
  */
 export function createMonthlyQuota({ backend, countStored, countTimeoutMs, now = Date.now }: MonthlyQuotaOptions): MonthlyQuota {
-  const counters = backend.counters({ keyPrefix: "ct:quota", ttlSeconds: counterTtlSeconds });
+  // The reservations of one event-loop turn on the same counter are one add to it, its take-backs one take-back (coalescedCounters).
+  const counters = coalescedCounters(backend.counters({ keyPrefix: "ct:quota", ttlSeconds: counterTtlSeconds }));
   let month = calendarMonth(now());
   /** Counters this process is seeding, by name: its other reservations wait for the same seed. */
   const seeding = new Map<string, Promise<void>>();

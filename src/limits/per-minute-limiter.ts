@@ -1,26 +1,30 @@
 import { RateLimiterRes } from "rate-limiter-flexible";
+import { coalesced } from "./coalesced-calls.js";
 import type { LimiterBackend } from "./limiter-backend.js";
 import type { RateDecision, RateLimiter } from "./rate-limiter.js";
 
-/** Fixed windows per key (60 seconds, D10), one rate-limiter-flexible limiter per plan, on the given backend. */
+/**
+ * Fixed windows per key (60 seconds, D10), one rate-limiter-flexible limiter per plan, on the
+ * given backend. The requests of one event-loop turn for the same key consume their points in
+ * one call (coalesced): the window's counter goes up by all of them at once, as it would have one
+ * by one, and each request is decided by the count as of its own point, so exactly the first
+ * ones that fit are admitted, across processes too (the counter's additions are atomic).
+ */
 export function createRateLimiter(backend: LimiterBackend, windowSeconds = 60): RateLimiter {
-  const byPlan = new Map<string, ReturnType<LimiterBackend["limiter"]>>();
+  const byPlan = new Map<string, (keyId: string, points: number) => Promise<RateDecision>>();
   return {
     consume(keyId, plan) {
-      let limiter = byPlan.get(plan.name);
-      if (!limiter) {
-        limiter = backend.limiter({ points: plan.perMinute, duration: windowSeconds, keyPrefix: `ct:rl:${plan.name}` });
-        byPlan.set(plan.name, limiter);
+      let consume = byPlan.get(plan.name);
+      if (!consume) {
+        const limiter = backend.limiter({ points: plan.perMinute, duration: windowSeconds, keyPrefix: `ct:rl:${plan.name}` });
+        consume = coalesced(
+          (key, total) => settle(limiter.consume(key, total)),
+          ([res], before, count, total) =>
+            decision(plan.perMinute, res.consumedPoints - total + before + count, res.msBeforeNext, windowSeconds),
+        );
+        byPlan.set(plan.name, consume);
       }
-      // Every request passes here: the decision is made in the consume's own callbacks, without
-      // settle's pair or a further promise of an async function.
-      return limiter.consume(keyId).then(
-        (res) => decision(plan.perMinute, res, true, windowSeconds),
-        (rejection: unknown) => {
-          if (rejection instanceof RateLimiterRes) return decision(plan.perMinute, rejection, false, windowSeconds);
-          throw rejection;
-        },
-      );
+      return consume(keyId, 1);
     },
   };
 }
@@ -36,14 +40,14 @@ export function settle(consumed: Promise<RateLimiterRes>): Promise<[RateLimiterR
   );
 }
 
-/** Turns rate-limiter-flexible's result into the D10 figures. */
-function decision(limit: number, res: RateLimiterRes, allowed: boolean, maxWait: number): RateDecision {
-  const msBeforeNext = Math.max(0, res.msBeforeNext);
+/** The D10 figures for a request that brought the window's count to `consumed`. */
+function decision(limit: number, consumed: number, msBeforeNext: number, maxWait: number): RateDecision {
+  const ms = Math.max(0, msBeforeNext);
   return {
-    allowed,
+    allowed: consumed <= limit,
     limit,
-    remaining: Math.max(0, res.remainingPoints),
-    resetAt: Math.ceil((Date.now() + msBeforeNext) / 1000),
-    retryAfter: Math.min(maxWait, Math.max(1, Math.ceil(msBeforeNext / 1000))),
+    remaining: Math.max(0, limit - consumed),
+    resetAt: Math.ceil((Date.now() + ms) / 1000),
+    retryAfter: Math.min(maxWait, Math.max(1, Math.ceil(ms / 1000))),
   };
 }

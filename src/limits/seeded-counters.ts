@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
 import { withTimeLimit } from "../store/time-limit.js";
+import { coalesced } from "./coalesced-calls.js";
 
 /**
  * Counters that exist only once seeded: what the monthly quota counts on (D23, D40). A counter
@@ -194,6 +195,32 @@ export function redisCounters(redis: Redis, keyPrefix: string, ttlSeconds: numbe
       const onlyOf = generation === undefined ? [] : [generation];
       await commands.ctTakeBackIfOf(`${keyPrefix}:${key}`, `${keyPrefix}:${key}:g`, points, ...onlyOf);
     },
+  };
+}
+
+/**
+ * `counters` whose adds to the same counter within one event-loop turn are one add of their sum
+ * (coalesced): each caller gets the value as of its own points, as if the adds had been made one
+ * by one in the order they were asked for. So are the turn's take-backs from the same counter
+ * and generation (refusals under a flood of requests). Carried adds, rare, go on their own.
+ */
+export function coalescedCounters(counters: SeededCounters): SeededCounters {
+  const add = coalesced(
+    (key, total) => counters.add(key, total),
+    (answer: CounterValue | undefined, before, count, total) => answer && (count === total ? answer : { ...answer, value: answer.value - total + before + count }),
+  );
+  // The generation rides in the batch's key: only take-backs from the same one are summed.
+  const takeBack = coalesced(
+    (keyAndGeneration, total) => {
+      const [key, generation] = JSON.parse(keyAndGeneration) as [string, string | null];
+      return counters.takeBack(key, total, generation ?? undefined);
+    },
+    () => undefined,
+  );
+  return {
+    ...counters,
+    add: (key, points, carried) => (carried ? counters.add(key, points, true) : add(key, points)),
+    takeBack: (key, points, generation) => takeBack(JSON.stringify([key, generation ?? null]), points),
   };
 }
 

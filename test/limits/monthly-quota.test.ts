@@ -15,7 +15,10 @@ describe("monthly quota counters (D11)", () => {
     Redis: async () => {
       const redis = await startRedis();
       const health: RedisHealth = { insuranceUsed: () => {}, degradation: () => undefined };
-      return { backend: redisBackend({ redis: redis.client(), timeoutMs: 1000, health }), done: () => redis.close() };
+      // Connected first: until then the in-process insurance answers, and these are Redis's counts.
+      const client = redis.client();
+      await client.ping();
+      return { backend: redisBackend({ redis: client, timeoutMs: 1000, health }), done: () => redis.close() };
     },
   };
   for (const [name, open] of Object.entries(backends)) {
