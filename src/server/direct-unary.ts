@@ -9,7 +9,7 @@ import {
   toBinary,
 } from "@bufbuild/protobuf";
 import { Code, ConnectError, type ContextValues, type HandlerContext } from "@connectrpc/connect";
-import { type Compression, compressionNegotiate, encodeEnvelope, envelopeDecompress, readAllBytes } from "@connectrpc/connect/protocol";
+import { type Compression, compressionNegotiate, envelopeDecompress, readAllBytes } from "@connectrpc/connect/protocol";
 import { codeToHttpStatus, errorToJsonBytes, parseTimeout as parseConnectTimeout, trailerMux } from "@connectrpc/connect/protocol-connect";
 import { parseTimeout as parseGrpcTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import type { IncomingHttpHeaders, OutgoingHttpHeaders, ServerHttp2Stream } from "node:http2";
@@ -108,10 +108,17 @@ export function directUnary(route: UnaryRoute, options: DirectUnaryOptions) {
 
   /**
    * A gRPC call on its HTTP/2 stream: `headers` are the request's, `sent` go on the response
-   * beside the call's own. The status goes out in trailers, as connect-es writes them, after the
-   * one message when there is one; nothing is written once the client has reset the stream.
+   * beside the call's own, `remoteAddress` is the connection's peer. The status goes out in
+   * trailers, as connect-es writes them, after the one message when there is one; nothing is
+   * written once the client has reset the stream.
    */
-  function grpc(stream: ServerHttp2Stream, headers: IncomingHttpHeaders, sent: OutgoingHttpHeaders, observer: CallObserver): void {
+  function grpc(
+    stream: ServerHttp2Stream,
+    headers: IncomingHttpHeaders,
+    sent: OutgoingHttpHeaders,
+    remoteAddress: string | undefined,
+    observer: CallObserver,
+  ): void {
     const responseHeader = new HeaderRecord({ "content-type": "application/grpc+proto" });
     const responseTrailer = new HeaderRecord({ "grpc-status": "0" });
     const finish = (message: Uint8Array | undefined, error?: unknown) => {
@@ -122,7 +129,7 @@ export function directUnary(route: UnaryRoute, options: DirectUnaryOptions) {
       // Object.assign: on Node 20 a literal with two spreads costs about 3.6 µs, this 0.13 µs (D41).
       stream.respond(Object.assign({}, sent, responseHeader.record, { ":status": 200 }), { waitForTrailers: true });
       stream.on("wantTrailers", () => stream.sendTrailers(responseTrailer.record));
-      stream.end(message && encodeEnvelope(0, message));
+      stream.end(message && enveloped(message));
     };
     const compression = compressionNegotiate(
       options.acceptCompression,
@@ -149,7 +156,6 @@ export function directUnary(route: UnaryRoute, options: DirectUnaryOptions) {
               )
             ).data
           : envelope.data;
-      const remoteAddress = stream.session?.socket?.remoteAddress;
       finish(await call(data, headers, remoteAddress, "grpc", timeout.timeoutMs, responseHeader, responseTrailer));
     };
     answer().catch((error: unknown) => finish(undefined, error));
@@ -199,6 +205,21 @@ export function directUnary(route: UnaryRoute, options: DirectUnaryOptions) {
   return { grpc, connect };
 }
 
+/**
+ * One uncompressed message in a gRPC envelope (flags, then its length in 4 bytes big-endian), as
+ * connect-es's encodeEnvelope writes it, in a buffer from Node's pool: a fresh Uint8Array of its
+ * own cost a direct call more than the envelope's header and copy.
+ */
+function enveloped(message: Uint8Array): Buffer {
+  const bytes = Buffer.allocUnsafe(5 + message.byteLength);
+  bytes[0] = 0;
+  bytes.writeUInt32BE(message.byteLength, 1);
+  bytes.set(message, 5);
+  return bytes;
+}
+
+const noBytes: Buffer = Buffer.alloc(0);
+
 /** The error a call failed with, as connect-es would answer it; the observer is told when it was no RPC status. */
 function asConnectError(error: unknown, observer: CallObserver): ConnectError {
   if (error instanceof ConnectError) return error;
@@ -219,7 +240,7 @@ function clientsFault(error: unknown): unknown {
  */
 function readOneEnvelope(body: Readable, readMaxBytes: number): Promise<{ flags: number; data: Uint8Array } | undefined> {
   return new Promise((resolve, reject) => {
-    let buffered: Buffer = Buffer.alloc(0);
+    let buffered = noBytes;
     let envelope: { flags: number; data: Uint8Array } | undefined;
     let settled = false;
     const fail = (error: ConnectError) => {

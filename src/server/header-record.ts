@@ -4,6 +4,16 @@ import type { IncomingHttpHeaders, OutgoingHttpHeaders } from "node:http2";
 const token = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 
 /**
+ * Names already found to be tokens: the implementations set the same few names on every call.
+ * Bounded, as a client's own names could reach it (error metadata).
+ */
+const checkedNames = new Set<string>();
+const maxCheckedNames = 256;
+
+/** A value fetch Headers would trim (leading or trailing whitespace) or refuse (CR, LF, NUL). */
+const untidy = /^[\t\n\r ]|[\t\n\r ]$|[\r\n\0]/;
+
+/**
  * The Headers an RPC implementation reads and writes, kept in a plain record of lowercase names,
  * the form Node takes and gives HTTP/2 headers in: the request's own header object is read in
  * place (pseudo-headers hidden), and the response's is handed to `stream.respond` as it is. The
@@ -25,10 +35,17 @@ export class HeaderRecord implements Headers {
   }
 
   set(name: string, value: string): void {
-    if (!token.test(name)) throw new TypeError(`invalid header name: ${JSON.stringify(name)}`);
-    const trimmed = String(value).replace(/^[\t\n\r ]+|[\t\n\r ]+$/g, "");
-    if (/[\r\n\0]/.test(trimmed)) throw new TypeError(`invalid value for header ${name}`);
-    this.record[name.toLowerCase()] = trimmed;
+    if (!checkedNames.has(name)) {
+      if (!token.test(name)) throw new TypeError(`invalid header name: ${JSON.stringify(name)}`);
+      if (checkedNames.size < maxCheckedNames) checkedNames.add(name);
+    }
+    let text = String(value);
+    // Most values need neither trimming nor refusing: one test instead of a replace and a test.
+    if (untidy.test(text)) {
+      text = text.replace(/^[\t\n\r ]+|[\t\n\r ]+$/g, "");
+      if (/[\r\n\0]/.test(text)) throw new TypeError(`invalid value for header ${name}`);
+    }
+    this.record[name.toLowerCase()] = text;
   }
 
   append(name: string, value: string): void {

@@ -1,4 +1,4 @@
-import type { OutgoingHttpHeaders } from "node:http2";
+import type { Http2Session, OutgoingHttpHeaders } from "node:http2";
 import { createContextValues } from "@connectrpc/connect";
 import { TraceService } from "../../gen/calltrace/v1/trace_service_pb.js";
 import type { Dashboard } from "../dashboard/dashboard.js";
@@ -152,17 +152,41 @@ export function createRequestHandler(options: RequestHandlerOptions) {
     if (!call) return undefined;
     const started = performance.now();
     const requestId = requestIdOf(headers["x-request-id"]);
-    const sent: OutgoingHttpHeaders = everyResponse(requestId, stream.session?.socket);
+    const peer = peerOf(stream.session);
+    const sent: OutgoingHttpHeaders = everyResponse(requestId, peer);
     let rpcCode: string | undefined;
     stream.on("close", () => {
       const status = !stream.headersSent ? "aborted" : (rpcCode ?? String(stream.sentHeaders[":status"]));
       record(requestId, "POST", (headers[":path"] ?? "/").split("?")[0] ?? "/", "grpc", status, started);
     });
-    call(stream, headers, sent, { report: (code) => (rpcCode = codeName(code)), onError: (error) => logRpcFailure(requestId, error) });
+    call(stream, headers, sent, peer.remoteAddress, {
+      report: (code) => (rpcCode = codeName(code)),
+      onError: (error) => logRpcFailure(requestId, error),
+    });
     return sent;
   };
 
   return Object.assign(handle, { takeStream });
+}
+
+/** What a connection's calls need of its socket: HTTP/2's socket is a Proxy, which costs every read. */
+interface Peer {
+  remoteAddress: string | undefined;
+  encrypted: boolean;
+}
+
+const peers = new WeakMap<object, Peer>();
+
+/** The peer of an HTTP/2 session, read from its socket once per connection. */
+function peerOf(session: Http2Session | undefined): Peer {
+  if (!session) return { remoteAddress: undefined, encrypted: false };
+  let peer = peers.get(session);
+  if (!peer) {
+    const socket = session.socket as { remoteAddress?: string; encrypted?: boolean } | undefined;
+    peer = { remoteAddress: socket?.remoteAddress, encrypted: socket?.encrypted === true };
+    peers.set(session, peer);
+  }
+  return peer;
 }
 
 /** The headers every response carries, on every path: its request id, nosniff, and HSTS under TLS. */

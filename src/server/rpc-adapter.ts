@@ -89,7 +89,9 @@ export function rpcAdapter(options: RpcAdapterOptions) {
 }
 
 function pathOf(url: string | undefined): string {
-  return (url ?? "").split("?", 2)[0] ?? "";
+  if (url === undefined) return "";
+  const query = url.indexOf("?");
+  return query < 0 ? url : url.slice(0, query);
 }
 
 function contentTypeOf(headers: IncomingHttpHeaders): string {
