@@ -91,6 +91,8 @@ export interface CallSubmission {
   origin: TraceOrigin;
   /** Stores the trace at most once within 24 hours (D14), across retried requests. */
   idempotencyKey: string;
+  /** The OTLP span's start, in whole seconds since the epoch (D44). */
+  otlpStartS: number;
 }
 
 export interface CallsOutcome {
@@ -281,13 +283,13 @@ export function createIngestPipeline(deps: IngestPipelineDeps): IngestPipeline {
       // A request that turned out to carry many traces (OTLP JSON) counts them all below instead.
       await giveBack(admission.reservation);
       const rejected: CallsOutcome["rejected"] = [];
-      const valid: { index: number; stored: StoredTrace; idempotencyKey: string }[] = [];
+      const valid: { index: number; stored: StoredTrace; idempotencyKey: string; otlpStartS: number }[] = [];
       for (let index = 0; index < calls.length; index++) {
-        const { trace, origin, idempotencyKey } = calls[index]!;
+        const { trace, origin, idempotencyKey, otlpStartS } = calls[index]!;
         trace.apiKey = admission.presentedKey;
         const problems = traceProblems(trace);
         if (problems.length > 0) rejected.push({ index, reason: describeProblems(problems) });
-        else valid.push({ index, stored: storedTrace(admission, trace, clientAddress, origin), idempotencyKey });
+        else valid.push({ index, stored: storedTrace(admission, trace, clientAddress, origin), idempotencyKey, otlpStartS });
       }
       if (valid.length === 0) return { headers: {}, stored: 0, duplicates: 0, rejected };
 
@@ -298,7 +300,9 @@ export function createIngestPipeline(deps: IngestPipelineDeps): IngestPipeline {
       for (const over of valid.splice(decision.granted)) rejected.push({ index: over.index, reason: refusalText.quotaExceeded });
       let stored = 0;
       try {
-        const outcomes = await Promise.allSettled(valid.map((call) => write(admission, { trace: call.stored, idempotencyKey: call.idempotencyKey })));
+        const outcomes = await Promise.allSettled(
+          valid.map((call) => write(admission, { trace: call.stored, idempotencyKey: call.idempotencyKey, otlpStartS: call.otlpStartS })),
+        );
         const failure = outcomes.find((o) => o.status === "rejected");
         stored = outcomes.filter((o) => o.status === "fulfilled" && o.value.kind === "stored").length;
         if (failure) throw failure.reason;

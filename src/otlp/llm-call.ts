@@ -137,6 +137,7 @@ export function llmCallOf(span: OtlpSpan, scope: string, resource: SpanResource,
         serviceName: resource.serviceName,
       },
       idempotencyKey: idempotencyKeyOf(provider, responseId, traceId, spanId),
+      otlpStartS: Number(span.startTimeUnixNano / 1_000_000_000n),
     };
     return { kind: "call", call: { submission, scope, startNs: span.startTimeUnixNano, endNs: span.endTimeUnixNano, responseId } };
   } catch (error) {

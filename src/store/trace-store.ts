@@ -6,6 +6,8 @@ export interface TraceWrite {
   idempotencyKey: string | undefined;
   /** The X-Quota-Remaining answered for this trace, kept with its Idempotency-Key for replays to answer again (D23). */
   quotaRemaining?: number | undefined;
+  /** An OTLP call's span start, in whole seconds since the epoch: the embedded store keys the call by it too (D44). */
+  otlpStartS?: number | undefined;
 }
 
 /** Where one stored OTLP call sits in its OTLP trace (lower-case hex; the parent empty for a root span). */

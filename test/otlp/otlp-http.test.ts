@@ -2,7 +2,18 @@ import { request as httpRequest } from "node:http";
 import { gzipSync } from "node:zlib";
 import { beforeAll, describe, expect, it } from "vitest";
 import { startTestService, type TestService } from "../support/test-service.js";
-import { exportOf, genAiSpan, hex, newSpanId, newTraceId, postExport, postJson, Status_StatusCode, storedOtlp } from "./otlp-support.js";
+import {
+  exportOf,
+  genAiSpan,
+  hex,
+  newSpanId,
+  newTraceId,
+  postExport,
+  postJson,
+  postLongAgoRetryAndTwin,
+  Status_StatusCode,
+  storedOtlp,
+} from "./otlp-support.js";
 
 /** OTLP/HTTP on POST /v1/traces over real sockets: encodings, compression, refusals, limits, retries, nesting. */
 let service: TestService;
@@ -236,6 +247,13 @@ describe("one call, one trace", () => {
     const ids = new Set(request.resourceSpans[0]!.scopeSpans[0]!.spans.map((s) => hex(s.spanId)));
     expect((await stored()).filter((t) => ids.has(t.otlpSpanId))).toHaveLength(2);
     expect(Number(again.headers.get("x-quota-remaining"))).toBe(Number(first.headers.get("x-quota-remaining")));
+  });
+
+  it("a call that started long ago is stored once however often its Export is retried, and its twin span 800 ms later is not stored", async () => {
+    const { call, twin, statuses } = await postLongAgoRetryAndTwin(service.url, key);
+    expect(statuses).toEqual([200, 200, 200]);
+    const mine = (await stored()).filter((t) => [call, twin].some((s) => hex(s.spanId) === t.otlpSpanId));
+    expect(mine.map((t) => [t.otlpSpanId, t.tokensOut])).toEqual([[hex(call.spanId), 6]]);
   });
 
   const anthropic = {

@@ -4,7 +4,7 @@ import { openMongoStore } from "../../src/store/mongo/mongo-store.js";
 import type { Store } from "../../src/store/store.js";
 import { type MongoTestServer, startMongoTestServer } from "../support/ferretdb.js";
 import { startTestService, type TestService } from "../support/test-service.js";
-import { exportOf, genAiSpan, hex, newTraceId, postExport, storedOtlp } from "./otlp-support.js";
+import { exportOf, genAiSpan, hex, newTraceId, postExport, postLongAgoRetryAndTwin, storedOtlp } from "./otlp-support.js";
 
 /** OTLP ingest on the MongoDB store (FerretDB): retries, nested spans across Exports and twin spans are stored once there too. */
 let mongo: MongoTestServer;
@@ -30,7 +30,7 @@ afterAll(async () => {
 });
 
 describe("OTLP on the MongoDB store", () => {
-  it("stores each call once: a retried Export, nested spans in two Exports, and twins sharing a response id", async () => {
+  it("stores each call once: a retried Export (also of a call that started long ago), nested spans in two Exports, and twins sharing a response id", async () => {
     const first = exportOf([genAiSpan(), genAiSpan()]);
     expect((await postExport(service.url, key, first)).status).toBe(200);
     expect((await postExport(service.url, key, first)).status).toBe(200);
@@ -55,8 +55,12 @@ describe("OTLP on the MongoDB store", () => {
     expect((await postExport(service.url, key, exportOf([twin(567)]))).status).toBe(200);
     expect((await postExport(service.url, key, exportOf([twin(568)]))).status).toBe(200);
 
+    const longAgo = await postLongAgoRetryAndTwin(service.url, key);
+    expect(longAgo.statuses).toEqual([200, 200, 200]);
+
     const stored = await storedOtlp(store, accountId);
-    expect(stored).toHaveLength(4);
+    expect(stored).toHaveLength(5);
+    expect(stored.filter((t) => t.otlpSpanId === hex(longAgo.twin.spanId))).toEqual([]);
     expect(stored.filter((t) => t.otlpTraceId === hex(traceId)).map((t) => t.otlpSpanId)).toEqual([hex(inner.spanId)]);
     expect(stored.filter((t) => t.provider === "anthropic").map((t) => t.tokensOut)).toEqual([567]);
   });

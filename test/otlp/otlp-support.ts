@@ -143,3 +143,26 @@ export async function storedOtlp(store: Store, accountId: string): Promise<Store
 }
 
 export { Status_StatusCode };
+
+/**
+ * What every store must store once (D44): an Export of a call that started long ago (2001),
+ * sent twice (a retry), then a second instrumentation's span of the same call (same response id)
+ * starting 800 ms later, in a third Export. Answers the spans and the three statuses.
+ */
+export async function postLongAgoRetryAndTwin(url: string, key: string): Promise<{ call: Span; twin: Span; statuses: number[] }> {
+  const startMs = Date.UTC(2001, 0, 1, 12, 0, 0, 600); // the twin starts in the next second
+  const responseId = `chatcmpl-${randomBytes(8).toString("hex")}`;
+  const chat = (outputTokens: number) => ({
+    "gen_ai.operation.name": "chat",
+    "gen_ai.provider.name": "openai",
+    "gen_ai.request.model": "gpt-4o-mini",
+    "gen_ai.response.id": responseId,
+    "gen_ai.usage.input_tokens": 5,
+    "gen_ai.usage.output_tokens": outputTokens,
+  });
+  const call = genAiSpan({ startMs, attributes: chat(6) });
+  const twin = genAiSpan({ startMs: startMs + 800, attributes: chat(7) });
+  const statuses: number[] = [];
+  for (const request of [exportOf([call]), exportOf([call]), exportOf([twin])]) statuses.push((await postExport(url, key, request)).status);
+  return { call, twin, statuses };
+}

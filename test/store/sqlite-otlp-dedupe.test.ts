@@ -9,9 +9,19 @@ import type { TraceWrite } from "../../src/store/trace-store.js";
 import { tempDir } from "../support/temp-dir.js";
 
 const hour = 3_600_000;
+/** Back to the schema before D44's migration: call keys unique per account, without their start. */
+const undoD44 = `DROP INDEX traces_account_otlp_start_call; ALTER TABLE traces DROP COLUMN otlp_start_s; DROP TABLE legacy_otlp_calls;
+  CREATE UNIQUE INDEX traces_account_otlp_call ON traces(account_id, otlp_call_key) WHERE otlp_call_key IS NOT NULL`;
 
 /** An OTLP call as ingest hands it over: its idempotency key made by src/otlp/llm-call.ts. */
-function call(accountId: string, keyId: string, idempotencyKey: string, spanId: string, source = TraceSource.OTLP): TraceWrite {
+function call(
+  accountId: string,
+  keyId: string,
+  idempotencyKey: string,
+  spanId: string,
+  source = TraceSource.OTLP,
+  otlpStartS = 1_795_000_000,
+): TraceWrite {
   const trace = create(StoredTraceSchema, {
     receivedAt: timestampFromMs(Date.now()),
     keyId,
@@ -26,7 +36,7 @@ function call(accountId: string, keyId: string, idempotencyKey: string, spanId: 
     otlpTraceId: source === TraceSource.OTLP ? "1".repeat(32) : "",
     otlpSpanId: source === TraceSource.OTLP ? spanId : "",
   });
-  return { trace, idempotencyKey };
+  return { trace, idempotencyKey, otlpStartS };
 }
 
 describe("embedded store: OTLP calls deduplicated by their rows (D37)", () => {
@@ -52,11 +62,13 @@ describe("embedded store: OTLP calls deduplicated by their rows (D37)", () => {
   it("an OTLP call claimed before the upgrade stays a duplicate until its claim expires", async () => {
     const dir = tempDir();
     await openSqliteStore(dir).close();
-    // Back to the schema before D37, with claims the old writer made: one an hour ago, one expired.
+    // Back to the schema before D37 (and D44), with claims the old writer made: one an hour ago, one expired.
     const db = new Database(join(dir, "calltrace.db"));
     const version = db.pragma("user_version", { simple: true }) as number;
-    db.exec(`DROP INDEX traces_account_otlp_call; ALTER TABLE traces DROP COLUMN otlp_call_key; DROP TABLE legacy_otlp_claims;`);
-    db.pragma(`user_version = ${version - 1}`);
+    db.exec(
+      `${undoD44}; DROP INDEX traces_account_otlp_call; ALTER TABLE traces DROP COLUMN otlp_call_key; DROP TABLE legacy_otlp_claims;`,
+    );
+    db.pragma(`user_version = ${version - 2}`);
     const claim = db.prepare(`INSERT INTO idempotency (key_id, idempotency_key, created_at) VALUES (?, ?, ?)`);
     claim.run("key_1", "otlp:openai:resp_recent", Date.now() - hour);
     claim.run("key_1", "otlp:openai:resp_expired", Date.now() - 25 * hour);
@@ -75,5 +87,87 @@ describe("embedded store: OTLP calls deduplicated by their rows (D37)", () => {
     } finally {
       await store.close();
     }
+  });
+});
+
+describe("embedded store: OTLP call keys by their span's start second (D44)", () => {
+  const at = (startS: number, key: string, spanId = "a".repeat(16)) => call("acc_1", "key_1", key, spanId, TraceSource.OTLP, startS);
+
+  it("a retried call is a duplicate at any start, long past or far ahead; the same key from another span a second apart too, not two", async () => {
+    const store = openSqliteStore(tempDir());
+    try {
+      const past = 946_684_800; // 2000-01-01
+      const future = 4_102_444_800; // 2100-01-01
+      expect(
+        await store.writeBatch([at(past, "otlp:openai:r_past"), at(0, "otlp:openai:r_zero"), at(future, "otlp:openai:r_future")]),
+      ).toEqual([{ kind: "stored" }, { kind: "stored" }, { kind: "stored" }]);
+      // The same spans again, in a later batch.
+      expect(
+        await store.writeBatch([at(past, "otlp:openai:r_past"), at(0, "otlp:openai:r_zero"), at(future, "otlp:openai:r_future")]),
+      ).toEqual([{ kind: "duplicate" }, { kind: "duplicate" }, { kind: "duplicate" }]);
+      // A second instrumentation's span of a call (same response id) starting within a second, either side.
+      expect(
+        await store.writeBatch([at(past + 1, "otlp:openai:r_past", "b".repeat(16)), at(past - 1, "otlp:openai:r_past", "c".repeat(16))]),
+      ).toEqual([{ kind: "duplicate" }, { kind: "duplicate" }]);
+      // Two seconds apart is past the window (docs/decisions.md D44): another call.
+      expect(await store.writeBatch([at(past + 2, "otlp:openai:r_past", "d".repeat(16))])).toEqual([{ kind: "stored" }]);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("a call stored before the upgrade (no start kept) is a duplicate for a day after it, then the key may be stored again", async () => {
+    const dir = tempDir();
+    await openSqliteStore(dir).close();
+    const db = new Database(join(dir, "calltrace.db"));
+    const version = db.pragma("user_version", { simple: true }) as number;
+    db.exec(undoD44);
+    db.pragma(`user_version = ${version - 1}`);
+    // A row as the writer before D44 stored it: the call key, no start.
+    db.prepare(
+      `INSERT INTO traces (received_at, key_id, account_id, country, provider, model, tokens_in, tokens_out, latency_ms, cost_usd, status, source, otlp_trace_id, otlp_span_id, otlp_call_key)
+       VALUES (?, 'key_1', 'acc_1', 'ZZ', 'openai', 'gpt-4o', 1, 1, 1, 0, 'success', 2, ?, ?, ?)`,
+    ).run(Date.now() - hour, "1".repeat(32), "a".repeat(16), "otlp:1111:aaaa");
+    db.close();
+
+    const store = openSqliteStore(dir);
+    try {
+      // The same span retried after the upgrade, then a new call, then that one retried.
+      expect(await store.writeBatch([at(1_795_000_000, "otlp:1111:aaaa"), at(1_795_000_000, "otlp:2222:bbbb")])).toEqual([
+        { kind: "duplicate" },
+        { kind: "stored" },
+      ]);
+      expect(await store.writeBatch([at(1_795_000_000, "otlp:2222:bbbb")])).toEqual([{ kind: "duplicate" }]);
+    } finally {
+      await store.close();
+    }
+    // Past the day the migration gave the old rows, their keys are no longer looked up.
+    const aged = new Database(join(dir, "calltrace.db"));
+    aged.prepare(`UPDATE legacy_otlp_calls SET until = ?`).run(Date.now() - 1);
+    aged.close();
+    const later = openSqliteStore(dir);
+    try {
+      expect(await later.writeBatch([at(1_795_000_000, "otlp:1111:aaaa")])).toEqual([{ kind: "stored" }]);
+    } finally {
+      await later.close();
+    }
+  });
+
+  it("the writer looks for the call in the seconds beside its start with seeks in the call index, not a scan", () => {
+    const dir = tempDir();
+    return openSqliteStore(dir)
+      .close()
+      .then(() => {
+        const db = new Database(join(dir, "calltrace.db"));
+        const plan = db
+          .prepare(
+            `EXPLAIN QUERY PLAN SELECT 1 FROM traces WHERE account_id = 'a' AND otlp_start_s IN (1, 3) AND otlp_call_key = 'k' AND otlp_call_key IS NOT NULL`,
+          )
+          .all() as { detail: string }[];
+        db.close();
+        expect(plan.map((p) => p.detail).join("\n")).toMatch(
+          /USING COVERING INDEX traces_account_otlp_start_call \(account_id=\? AND otlp_start_s=\? AND otlp_call_key=\?\)/,
+        );
+      });
   });
 });

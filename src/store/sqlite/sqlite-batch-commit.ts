@@ -26,12 +26,13 @@ export interface Duplicates {
  * Commits a batch of traces in one transaction, so a batch costs one fsync however many traces
  * it holds: idempotency claims, the rows, the keys' last use and the daily roll-ups together.
  * Answers the traces not stored because their Idempotency-Key was seen before, or their OTLP call
- * is stored already (D37); every other trace is stored.
+ * is stored already (D37: its key in the same start second, or the second before or after, D44);
+ * every other trace is stored.
  */
 export function sqliteBatchCommit(db: Database.Database): (batch: RowBatch, now: number) => Duplicates {
   const addToRollups = sqliteUsageRollup(db);
   const statements = {
-    // The only unique index a new row can collide with is the OTLP call's (D37).
+    // The only unique index a new row can collide with is the OTLP call's (D37, D44).
     insertTrace: db.prepare(
       `INSERT INTO traces (${traceColumns.join(", ")}) VALUES (${traceColumns.map(() => "?").join(", ")}) ON CONFLICT DO NOTHING`,
     ),
@@ -44,9 +45,25 @@ export function sqliteBatchCommit(db: Database.Database): (batch: RowBatch, now:
     forgetIdempotencyKeys: db.prepare(`DELETE FROM idempotency WHERE created_at < ?`),
     touchKey: db.prepare(`UPDATE api_keys SET last_used_at = ? WHERE id = ?`),
     legacyOtlpClaim: db.prepare(`SELECT 1 FROM idempotency WHERE key_id = ? AND idempotency_key = ? AND created_at >= ?`).pluck(),
+    // The same call reported by another span that started in the second before or after (D44).
+    otlpCallBeside: db
+      .prepare(
+        `SELECT 1 FROM traces WHERE account_id = ? AND otlp_start_s IN (? - 1, ? + 1) AND otlp_call_key = ? AND otlp_call_key IS NOT NULL`,
+      )
+      .pluck(),
+    legacyOtlpCall: db
+      .prepare(`SELECT 1 FROM traces WHERE account_id = ? AND otlp_start_s IS NULL AND otlp_call_key = ? AND otlp_call_key IS NOT NULL`)
+      .pluck(),
   };
   /** Until when OTLP calls may have claims from before D37 (see the migration), which still count. */
   const legacyClaimsUntil = (db.prepare(`SELECT until FROM legacy_otlp_claims`).pluck().get() as number | undefined) ?? 0;
+  /** Until when OTLP calls stored before D44 (without their start) are looked up by key alone. */
+  const legacyCallsUntil = (db.prepare(`SELECT until FROM legacy_otlp_calls`).pluck().get() as number | undefined) ?? 0;
+  /** Whether this OTLP call is stored already under a key the unique index cannot see from its own start second. */
+  const storedBeside = (accountId: string, keyId: string, otlpCallKey: string, startS: number, now: number): boolean =>
+    (now < legacyClaimsUntil && statements.legacyOtlpClaim.get(keyId, otlpCallKey, now - idempotencyWindowMs) !== undefined) ||
+    (now < legacyCallsUntil && statements.legacyOtlpCall.get(accountId, otlpCallKey) !== undefined) ||
+    statements.otlpCallBeside.get(accountId, startS, startS, otlpCallKey) !== undefined;
 
   return db.transaction(({ traces, idempotencyKeys, quotaRemaining }: RowBatch, now: number): Duplicates => {
     const duplicates: Duplicates = { indexes: [], quotaRemaining: [] };
@@ -54,7 +71,7 @@ export function sqliteBatchCommit(db: Database.Database): (batch: RowBatch, now:
     const stored: TraceValues[] = [];
     for (let i = 0; i < traces.length; i++) {
       const values = traces[i]!;
-      const [receivedAt, keyId] = values;
+      const [receivedAt, keyId, accountId] = values;
       const idempotencyKey = idempotencyKeys[i];
       const otlpCallKey = values[28];
       if (idempotencyKey != null) {
@@ -65,8 +82,7 @@ export function sqliteBatchCommit(db: Database.Database): (batch: RowBatch, now:
           continue;
         }
       }
-      const claimedBefore =
-        otlpCallKey !== null && now < legacyClaimsUntil && statements.legacyOtlpClaim.get(keyId, otlpCallKey, now - idempotencyWindowMs) !== undefined;
+      const claimedBefore = otlpCallKey !== null && storedBeside(accountId, keyId, otlpCallKey, values[29]!, now);
       if (claimedBefore || statements.insertTrace.run(values).changes === 0) {
         duplicates.indexes.push(i);
         duplicates.quotaRemaining.push(null);

@@ -248,6 +248,18 @@ const migrations: string[] = [
    CREATE TABLE legacy_otlp_claims (until INTEGER NOT NULL);
    INSERT INTO legacy_otlp_claims
      SELECT MAX(created_at) + 86400000 FROM idempotency WHERE idempotency_key LIKE 'otlp:%' HAVING COUNT(*) > 0;`,
+  // An OTLP call's key is unique per account and start second of its span (D44), so that new keys
+  // land beside each other at the index's end instead of at random places: a retried span has the
+  // same start, and the writer looks for a second instrumentation's span of the same call (which
+  // starts within a second) in the seconds either side. Calls stored before have no start: their
+  // keys sort first (NULL), where the writer looks them up until legacy_otlp_calls.until, 24 hours
+  // on, the issue's window for retries.
+  `ALTER TABLE traces ADD COLUMN otlp_start_s INTEGER;
+   DROP INDEX traces_account_otlp_call;
+   CREATE UNIQUE INDEX traces_account_otlp_start_call ON traces(account_id, otlp_start_s, otlp_call_key) WHERE otlp_call_key IS NOT NULL;
+   CREATE TABLE legacy_otlp_calls (until INTEGER NOT NULL);
+   INSERT INTO legacy_otlp_calls
+     SELECT CAST(strftime('%s', 'now') AS INTEGER) * 1000 + 86400000 WHERE EXISTS (SELECT 1 FROM traces WHERE otlp_call_key IS NOT NULL);`,
 ];
 
 /** Brings the database to the current schema; safe to run from several processes at once. */

@@ -36,8 +36,10 @@ export interface TraceRow {
   metadata: string | null;
   environment: string | null;
   ttft_ms: number | null;
-  /** An OTLP call's idempotency key, unique per account (D37); null for other traces. */
+  /** An OTLP call's idempotency key, unique per account (D37) and start second (D44); null for other traces. */
   otlp_call_key: string | null;
+  /** An OTLP call's span start in whole seconds since the epoch (D44); null for other traces and calls stored before. */
+  otlp_start_s: number | null;
 }
 
 /**
@@ -74,6 +76,7 @@ export type TraceValues = [
   environment: string | null,
   ttft_ms: number | null,
   otlp_call_key: string | null,
+  otlp_start_s: number | null,
 ];
 
 export const traceColumns = [
@@ -106,18 +109,20 @@ export const traceColumns = [
   "environment",
   "ttft_ms",
   "otlp_call_key",
+  "otlp_start_s",
 ] as const satisfies readonly (keyof TraceRow)[];
 
 /**
  * The row of a write. An OTLP call's idempotency key goes into the row, whose unique index makes a
  * repeat store nothing (D37); any other write's key is claimed in the idempotency table (D22).
  */
-export function writeToRow({ trace, idempotencyKey }: TraceWrite): { values: TraceValues; claimKey: string | null } {
+export function writeToRow({ trace, idempotencyKey, otlpStartS }: TraceWrite): { values: TraceValues; claimKey: string | null } {
   const otlpCallKey = trace.source === TraceSource.OTLP ? (idempotencyKey ?? null) : null;
-  return { values: traceToValues(trace, otlpCallKey), claimKey: otlpCallKey === null ? (idempotencyKey ?? null) : null };
+  const startS = otlpCallKey === null ? null : (otlpStartS ?? 0);
+  return { values: traceToValues(trace, otlpCallKey, startS), claimKey: otlpCallKey === null ? (idempotencyKey ?? null) : null };
 }
 
-function traceToValues(trace: StoredTrace, otlpCallKey: string | null): TraceValues {
+function traceToValues(trace: StoredTrace, otlpCallKey: string | null, otlpStartS: number | null): TraceValues {
   return [
     timestampMs(trace.receivedAt!),
     trace.keyId,
@@ -148,6 +153,7 @@ function traceToValues(trace: StoredTrace, otlpCallKey: string | null): TraceVal
     trace.environment ?? null,
     trace.ttftMs ?? null,
     otlpCallKey,
+    otlpStartS,
   ];
 }
 
