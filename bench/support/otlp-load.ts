@@ -12,7 +12,8 @@ import type { LoadResult, LoadSettings } from "./load.js";
  * OTLP/HTTP protobuf Exports of `spansPerExport` GenAI chat spans each, from `settings.connections`
  * exporters sending one Export at a time on keep-alive connections (as a BatchSpanProcessor does).
  * Every Export is new: its bytes are a template whose trace ids get a fresh counter patched in, so
- * nothing is a retry and every span must be stored. Counts as errors every non-200 and every 200
+ * nothing is a retry and every span must be stored, and whose spans' start and end times are
+ * patched to the moment it is sent, as an exporter's spans started moments before. Counts as errors every non-200 and every 200
  * whose response reports rejected spans.
  */
 export async function otlpExportLoad(
@@ -21,7 +22,7 @@ export async function otlpExportLoad(
   settings: LoadSettings,
   spansPerExport: number,
 ): Promise<LoadResult & { spansPerSecond: number; exports: number }> {
-  const { template, counterOffsets, responseIdOffsets } = exportTemplate(spansPerExport);
+  const { template, counterOffsets, responseIdOffsets, startOffsets, endOffsets } = exportTemplate(spansPerExport);
   const agent = new Agent({ keepAlive: true, maxSockets: settings.connections });
   let counter = 0;
   const next = () => {
@@ -30,6 +31,9 @@ export async function otlpExportLoad(
     for (const offset of counterOffsets) body.writeUInt32BE(counter, offset);
     const hexCounter = counter.toString(16).padStart(8, "0");
     for (const offset of responseIdOffsets) body.write(hexCounter, offset, "latin1");
+    const end = BigInt(Date.now()) * 1_000_000n;
+    for (const offset of startOffsets) body.writeBigUInt64LE(end - spanNanos, offset);
+    for (const offset of endOffsets) body.writeBigUInt64LE(end, offset);
     return body;
   };
 
@@ -58,11 +62,21 @@ export async function otlpExportLoad(
   return { ...result, spansPerSecond: result.requestsPerSecond * spansPerExport };
 }
 
+/** How long each span of the load lasts. */
+const spanNanos = 842_000_000n;
+
 /**
- * An Export whose spans' trace ids end in 4 bytes, and whose response ids (as OpenLLMetry's openai
- * spans carry them) end in 8 hex digits, to be overwritten per Export: their offsets in the encoding.
+ * An Export whose spans' trace ids end in 4 bytes, whose response ids (as OpenLLMetry's openai
+ * spans carry them) end in 8 hex digits, and whose start and end times (fixed64) are to be
+ * overwritten per Export: their offsets in the encoding.
  */
-function exportTemplate(spans: number): { template: Buffer; counterOffsets: number[]; responseIdOffsets: number[] } {
+function exportTemplate(spans: number): {
+  template: Buffer;
+  counterOffsets: number[];
+  responseIdOffsets: number[];
+  startOffsets: number[];
+  endOffsets: number[];
+} {
   const now = BigInt(Date.now()) * 1_000_000n;
   const traceIds = Array.from({ length: spans }, () => Buffer.concat([randomBytes(12), Buffer.from([0xde, 0xad, 0xbe, 0xef])]));
   const responseIds = traceIds.map(() => `chatcmpl-${randomBytes(10).toString("hex")}00000000`);
@@ -78,7 +92,7 @@ function exportTemplate(spans: number): { template: Buffer; counterOffsets: numb
               spanId: randomBytes(8),
               name: "openai.chat",
               kind: 3,
-              startTimeUnixNano: now - 842_000_000n,
+              startTimeUnixNano: now - spanNanos,
               endTimeUnixNano: now,
               attributes: attributes({
                 "gen_ai.operation.name": "chat",
@@ -101,8 +115,21 @@ function exportTemplate(spans: number): { template: Buffer; counterOffsets: numb
   const template = Buffer.from(toBinary(ExportTraceServiceRequestSchema, request));
   const counterOffsets = traceIds.map((id) => template.indexOf(id) + 12);
   const responseIdOffsets = responseIds.map((id) => template.indexOf(id, 0, "latin1") + id.length - 8);
+  const startOffsets = fixed64Offsets(template, 7, now - spanNanos);
+  const endOffsets = fixed64Offsets(template, 8, now);
   if (counterOffsets.some((o) => o < 12) || responseIdOffsets.some((o) => o < 8)) throw new Error("an id is not in the encoded Export");
-  return { template, counterOffsets, responseIdOffsets };
+  if (startOffsets.length !== spans || endOffsets.length !== spans) throw new Error("a span time is not in the encoded Export");
+  return { template, counterOffsets, responseIdOffsets, startOffsets, endOffsets };
+}
+
+/** Where a fixed64 field (its tag, then `value`) holds `value` in `encoded`: the offsets of the value. */
+function fixed64Offsets(encoded: Buffer, fieldNumber: number, value: bigint): number[] {
+  const field = Buffer.alloc(9);
+  field[0] = (fieldNumber << 3) | 1;
+  field.writeBigUInt64LE(value, 1);
+  const offsets: number[] = [];
+  for (let at = encoded.indexOf(field); at >= 0; at = encoded.indexOf(field, at + 9)) offsets.push(at + 1);
+  return offsets;
 }
 
 function post(url: string, key: string, body: Buffer, agent: Agent): Promise<{ status: number; body: Buffer }> {
