@@ -11,10 +11,10 @@ import type { LoadResult, LoadSettings } from "./load.js";
 /**
  * OTLP/HTTP protobuf Exports of `spansPerExport` GenAI chat spans each, from `settings.connections`
  * exporters sending one Export at a time on keep-alive connections (as a BatchSpanProcessor does).
- * Every Export is new: its bytes are a template whose trace ids get a fresh counter patched in, so
- * nothing is a retry and every span must be stored, and whose spans' start and end times are
- * patched to the moment it is sent, as an exporter's spans started moments before. Counts as errors every non-200 and every 200
- * whose response reports rejected spans.
+ * Every Export is new: its bytes are a template whose trace and response ids get random bytes and
+ * a fresh counter patched in, so nothing is a retry and every span must be stored, and whose spans
+ * start and end as it is sent, as an exporter's spans started moments before. Counts as errors
+ * every non-200 and every 200 whose response reports rejected spans.
  */
 export async function otlpExportLoad(
   url: string,
@@ -28,6 +28,11 @@ export async function otlpExportLoad(
   const next = () => {
     const body = Buffer.from(template);
     counter += 1;
+    // Random leading bytes too, as trace and response ids are random: a counter alone would put
+    // each id next to the previous Export's in the store's indexes.
+    const random = randomBytes(counterOffsets.length * 8);
+    counterOffsets.forEach((offset, i) => random.copy(body, offset - 12, i * 8, i * 8 + 4));
+    responseIdOffsets.forEach((offset, i) => body.write(random.toString("hex", i * 8 + 4, i * 8 + 8), offset - 20, "latin1"));
     for (const offset of counterOffsets) body.writeUInt32BE(counter, offset);
     const hexCounter = counter.toString(16).padStart(8, "0");
     for (const offset of responseIdOffsets) body.write(hexCounter, offset, "latin1");
