@@ -31,8 +31,10 @@ export async function otlpExportLoad(
     // Random leading bytes too, as trace and response ids are random: a counter alone would put
     // each id next to the previous Export's in the store's indexes.
     const random = randomBytes(counterOffsets.length * 8);
-    counterOffsets.forEach((offset, i) => random.copy(body, offset - 12, i * 8, i * 8 + 4));
-    responseIdOffsets.forEach((offset, i) => body.write(random.toString("hex", i * 8 + 4, i * 8 + 8), offset - 20, "latin1"));
+    for (let i = 0; i < counterOffsets.length; i++) {
+      random.copy(body, counterOffsets[i]! - 12, i * 8, i * 8 + 4);
+      body.write(random.toString("hex", i * 8 + 4, i * 8 + 8), responseIdOffsets[i]! - 20, "latin1");
+    }
     for (const offset of counterOffsets) body.writeUInt32BE(counter, offset);
     const hexCounter = counter.toString(16).padStart(8, "0");
     for (const offset of responseIdOffsets) body.write(hexCounter, offset, "latin1");
