@@ -1,4 +1,4 @@
-import { type DescField, type DescMessage, protoInt64, ScalarType } from "@bufbuild/protobuf";
+import { type DescField, type DescMessage, fromBinary, protoInt64, ScalarType } from "@bufbuild/protobuf";
 import { ExportTraceServiceRequestSchema } from "../../gen/opentelemetry/proto/collector/trace/v1/trace_service_pb.js";
 import { AnyValueSchema, InstrumentationScopeSchema, KeyValueSchema } from "../../gen/opentelemetry/proto/common/v1/common_pb.js";
 import { ResourceSchema } from "../../gen/opentelemetry/proto/resource/v1/resource_pb.js";
@@ -9,7 +9,15 @@ import {
   SpanSchema,
   StatusSchema,
 } from "../../gen/opentelemetry/proto/trace/v1/trace_pb.js";
-import type { AttributeValue, Attributes, OtlpExport, OtlpSpan } from "./otlp-export.js";
+import { type AttributeValue, type Attributes, exportOfMessage, type OtlpExport, type OtlpSpan } from "./otlp-export.js";
+
+/**
+ * An ExportTraceServiceRequest in protobuf, read by `readExport` when it can, else by protobuf-es,
+ * which decides what is valid: throws protobuf-es's error for bytes that are not one.
+ */
+export function exportFromBinary(body: Uint8Array): OtlpExport {
+  return readExport(body) ?? exportOfMessage(fromBinary(ExportTraceServiceRequestSchema, body));
+}
 
 /**
  * A reader of binary ExportTraceServiceRequests that builds only what the mapping reads (D44),

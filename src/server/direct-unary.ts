@@ -17,19 +17,34 @@ import type { Readable } from "node:stream";
 import { HeaderRecord } from "./header-record.js";
 import type { NodeRequest, NodeResponse } from "./node-types.js";
 
-/** A unary method and its implementation (the one registered on the router), types erased. */
+/**
+ * A unary method and its implementation (the one registered on the router), types erased, with
+ * how the request's bytes are read: protobuf-es's fromBinary, or a reader that throws what it
+ * throws for bytes that are not the method's message (OTLP Export, D44).
+ */
 export interface UnaryRoute {
   method: DescMethodUnary;
-  impl: (request: Message, context: HandlerContext) => Promise<Message>;
+  decode: (data: Uint8Array) => unknown;
+  impl: (request: unknown, context: HandlerContext) => Promise<Message>;
 }
 
 export function unaryRoute<I extends DescMessage, O extends DescMessage>(
   method: DescMethodUnary<I, O>,
   impl: (request: MessageShape<I>, context: HandlerContext) => Promise<MessageInitShape<O>> | MessageInitShape<O>,
 ): UnaryRoute {
+  return decodedRoute(method, (data) => fromBinary(method.input, data), impl);
+}
+
+/** A route whose requests are read by `decode` into what `impl` takes. */
+export function decodedRoute<I extends DescMessage, O extends DescMessage, R>(
+  method: DescMethodUnary<I, O>,
+  decode: (data: Uint8Array) => R,
+  impl: (request: R, context: HandlerContext) => Promise<MessageInitShape<O>> | MessageInitShape<O>,
+): UnaryRoute {
   return {
     method: method as unknown as DescMethodUnary,
-    impl: async (request, context) => create(method.output, await impl(request as MessageShape<I>, context)),
+    decode,
+    impl: async (request, context) => create(method.output, await impl(request as R, context)),
   };
 }
 
@@ -71,7 +86,7 @@ const neverAborted = new AbortController().signal;
  * gRPC-Web, JSON and every other method still go through connect-es.
  */
 export function directUnary(route: UnaryRoute, options: DirectUnaryOptions) {
-  const { method, impl } = route;
+  const { method, decode, impl } = route;
   const url = `/${method.parent.typeName}/${method.name}`;
 
   /** Decodes the request, runs the implementation, encodes its answer; rejects with a ConnectError. */
@@ -84,9 +99,9 @@ export function directUnary(route: UnaryRoute, options: DirectUnaryOptions) {
     responseHeader: Headers,
     responseTrailer: Headers,
   ) {
-    let request: Message;
+    let request: unknown;
     try {
-      request = fromBinary(method.input, data);
+      request = decode(data);
     } catch (e) {
       throw new ConnectError(`parse binary: ${e instanceof Error ? e.message : String(e)}`, Code.InvalidArgument);
     }

@@ -1,14 +1,11 @@
-import { create, fromBinary, type DescMessage, type MessageShape, toBinary, toJsonString } from "@bufbuild/protobuf";
+import { create, type DescMessage, type MessageShape, toBinary, toJsonString } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
-import {
-  ExportTraceServiceRequestSchema,
-  ExportTraceServiceResponseSchema,
-} from "../../gen/opentelemetry/proto/collector/trace/v1/trace_service_pb.js";
+import { ExportTraceServiceResponseSchema } from "../../gen/opentelemetry/proto/collector/trace/v1/trace_service_pb.js";
 import { StatusSchema } from "../../gen/google/rpc/status_pb.js";
 import { bodyInvalid } from "../ingest/ingest-errors.js";
-import { exportOfMessage, type OtlpExport } from "../otlp/otlp-export.js";
+import type { OtlpExport } from "../otlp/otlp-export.js";
 import type { OtlpExportResult } from "../otlp/otlp-ingest.js";
-import { readExport } from "../otlp/otlp-protobuf.js";
+import { exportFromBinary } from "../otlp/otlp-protobuf.js";
 import { type ResponseHeaders, sendPayload } from "./json-response.js";
 import type { NodeResponse } from "./node-types.js";
 import type { RestRefusal } from "./rest-refusal.js";
@@ -28,10 +25,8 @@ export function isOtlpProtobuf(contentType: string | undefined): boolean {
  * fault (400). Read by the fast reader when it can, else by protobuf-es, which decides what is valid.
  */
 export function exportFromProtobuf(body: Buffer): OtlpExport {
-  const fast = readExport(body);
-  if (fast !== undefined) return fast;
   try {
-    return exportOfMessage(fromBinary(ExportTraceServiceRequestSchema, body));
+    return exportFromBinary(body);
   } catch (error) {
     throw bodyInvalid(`request body is not a valid protobuf ExportTraceServiceRequest (${(error as Error).message})`);
   }

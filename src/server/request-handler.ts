@@ -6,7 +6,8 @@ import type { IngestPipeline } from "../ingest/ingest-pipeline.js";
 import { clientAddressKey, traceService } from "../ingest/trace-service.js";
 import { TraceService as OtlpTraceService } from "../../gen/opentelemetry/proto/collector/trace/v1/trace_service_pb.js";
 import { createOtlpIngest, type OtlpIngestDeps } from "../otlp/otlp-ingest.js";
-import { otlpTraceService } from "../otlp/otlp-trace-service.js";
+import { exportFromBinary } from "../otlp/otlp-protobuf.js";
+import { otlpExportHandler, otlpTraceService } from "../otlp/otlp-trace-service.js";
 import type { Logger } from "../log/logger.js";
 import type { Metrics, RequestProtocol } from "../observability/metrics.js";
 import type { HeaderFields } from "../limits/rate-limit-headers.js";
@@ -20,7 +21,7 @@ import { sendJson, sendJsonText } from "./json-response.js";
 import { metricsAuthorized, sendMetrics } from "./metrics-endpoint.js";
 import type { NodeRequest, NodeResponse } from "./node-types.js";
 import { restIngest } from "./rest-ingest.js";
-import { unaryRoute } from "./direct-unary.js";
+import { decodedRoute, unaryRoute } from "./direct-unary.js";
 import { codeName, rpcAdapter } from "./rpc-adapter.js";
 import type { StreamTaker } from "./listen.js";
 
@@ -58,17 +59,21 @@ export function createRequestHandler(options: RequestHandlerOptions) {
   const rest = restIngest(pipeline, otlp, options);
   const rpcOutcomes = new WeakMap<NodeRequest, string>();
   const ingest = traceService(pipeline);
-  const otlpExport = otlpTraceService(pipeline, otlp);
+  const otlpExport = otlpExportHandler(pipeline, otlp);
   const logRpcFailure = (requestId: unknown, error: unknown) => options.logger.error({ err: error, reqId: requestId }, "rpc failed");
   const rpc = rpcAdapter({
     routes: (router) => {
       router.service(TraceService, ingest);
-      router.service(OtlpTraceService, otlpExport);
+      router.service(OtlpTraceService, otlpTraceService(otlpExport));
       options.dashboard?.routes(router);
       serveHealth(router, { ready: options.ready });
       serveReflection(router);
     },
-    fastUnary: [unaryRoute(TraceService.method.ingest, ingest.ingest), unaryRoute(OtlpTraceService.method.export, otlpExport.export)],
+    // OTLP Exports on the direct path are read by the OTLP reader (D44), as OTLP/HTTP's are.
+    fastUnary: [
+      unaryRoute(TraceService.method.ingest, ingest.ingest),
+      decodedRoute(OtlpTraceService.method.export, exportFromBinary, otlpExport),
+    ],
     readMaxBytes: options.maxBodyBytes,
     ...(options.shutdown ? { shutdownSignal: options.shutdown } : {}),
     contextValues: (headers, remoteAddress) =>
