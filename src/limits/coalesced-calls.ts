@@ -13,6 +13,18 @@ interface Batch<R> {
 }
 
 /**
+ * The flushes due this turn, of every coalescer (the per-minute window's, the quota's): run in
+ * one callback, one tick, so that their calls leave in one write (redis-writes.ts).
+ */
+let due: (() => void)[] = [];
+
+function runDue(): void {
+  const flushes = due;
+  due = [];
+  for (const flush of flushes) flush();
+}
+
+/**
  * Calls for the same key made within one event-loop turn, answered by ONE call of `call` for
  * their summed count, made once the turn's I/O callbacks have run (setImmediate). Under load a
  * Redis script call, its ioredis command and its insurance timer then serve many requests, not
@@ -67,7 +79,8 @@ export function coalesced<A, R>(
       batch.total += count;
       if (!scheduled) {
         scheduled = true;
-        setImmediate(flush);
+        if (due.length === 0) setImmediate(runDue);
+        due.push(flush);
       }
     });
 }

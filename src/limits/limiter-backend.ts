@@ -3,6 +3,7 @@ import { RateLimiterCluster, RateLimiterMemory, RateLimiterRedis, RateLimiterRes
 import { primaryCounters } from "../cluster/cluster-counters.js";
 import type { Logger } from "../log/logger.js";
 import type { RedisHealth } from "./redis-health.js";
+import { oneWritePerTick } from "./redis-writes.js";
 import { insuredCounters, memoryCounters, redisCounters, rememberedKeys, type SeededCounters } from "./seeded-counters.js";
 
 /** Where counters live: this process, or a Redis shared by every instance. */
@@ -51,10 +52,19 @@ export interface RedisBackendOptions {
  * so requests keep being served (each instance then counts on its own until Redis is back).
  */
 export function redisBackend({ redis, timeoutMs, health }: RedisBackendOptions): LimiterBackend {
+  const beforeCommand = oneWritePerTick(redis);
   return {
-    limiter: (options) =>
-      insured(new RateLimiterRedis({ ...options, storeClient: redis, rejectIfRedisNotReady: true }), options, timeoutMs, health.insuranceUsed),
-    counters: ({ keyPrefix, ttlSeconds }) => insuredCounters(redisCounters(redis, keyPrefix, ttlSeconds), ttlSeconds, timeoutMs, health.insuranceUsed),
+    limiter: (options) => {
+      const limiter = new RateLimiterRedis({ ...options, storeClient: redis, rejectIfRedisNotReady: true });
+      const consume = limiter.consume.bind(limiter);
+      limiter.consume = (...args) => {
+        beforeCommand();
+        return consume(...args);
+      };
+      return insured(limiter, options, timeoutMs, health.insuranceUsed);
+    },
+    counters: ({ keyPrefix, ttlSeconds }) =>
+      insuredCounters(redisCounters(redis, keyPrefix, ttlSeconds, beforeCommand), ttlSeconds, timeoutMs, health.insuranceUsed),
   };
 }
 

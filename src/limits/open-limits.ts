@@ -43,9 +43,9 @@ export function openLimits(
   let backend = cluster.isWorker ? clusterBackend(logger) : memoryBackend();
   if (config.redisUrl !== undefined) {
     // No offline queue and one attempt per command: a command Redis cannot take fails at once
-    // and the insurance limiter answers; ioredis keeps reconnecting in the background.
-    // Auto-pipelining sends the commands of concurrent requests in one write and one round trip.
-    redis = new Redis(config.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 2000, enableAutoPipelining: true });
+    // and the insurance limiter answers; ioredis keeps reconnecting in the background. The
+    // commands of a tick leave in one write and one round trip (oneWritePerTick, in redisBackend).
+    redis = new Redis(config.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 2000 });
     const health = watchRedisHealth(redis, logger);
     degradation = health.degradation;
     backend = redisBackend({ redis, timeoutMs: config.redisTimeoutMs, health });

@@ -157,9 +157,10 @@ interface CounterCommands {
 
 /**
  * Counters in Redis under `keyPrefix`, shared by every instance. Each call fails at once while
- * the connection is not ready, so the insurance answers without waiting (insuredCounters).
+ * the connection is not ready, so the insurance answers without waiting (insuredCounters);
+ * `beforeCommand` is called before each command is sent.
  */
-export function redisCounters(redis: Redis, keyPrefix: string, ttlSeconds: number): SeededCounters {
+export function redisCounters(redis: Redis, keyPrefix: string, ttlSeconds: number, beforeCommand: () => void = () => {}): SeededCounters {
   const commands = redis as unknown as Redis & CounterCommands;
   if (typeof commands.ctAddIfPresent !== "function") {
     redis.defineCommand("ctAddIfPresent", { numberOfKeys: 3, lua: addIfPresent });
@@ -169,6 +170,7 @@ export function redisCounters(redis: Redis, keyPrefix: string, ttlSeconds: numbe
   }
   const ready = () => {
     if (redis.status !== "ready") throw new Error(`Redis is ${redis.status}`);
+    beforeCommand();
   };
   return {
     async add(key, points, carried) {
