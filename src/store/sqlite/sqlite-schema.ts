@@ -253,7 +253,7 @@ const migrations: string[] = [
   // same start, and the writer looks for a second instrumentation's span of the same call (which
   // starts within a second) in the seconds either side. Calls stored before have no start: their
   // keys sort first (NULL), where the writer looks them up until legacy_otlp_calls.until, 24 hours
-  // on, the issue's window for retries.
+  // on, the 24 hours in which docs/otlp.md promises that a retried Export stores nothing twice.
   `ALTER TABLE traces ADD COLUMN otlp_start_s INTEGER;
    DROP INDEX traces_account_otlp_call;
    CREATE UNIQUE INDEX traces_account_otlp_start_call ON traces(account_id, otlp_start_s, otlp_call_key) WHERE otlp_call_key IS NOT NULL;
