@@ -4,6 +4,7 @@ import type { AddressInfo } from "node:net";
 import type { Metrics } from "../observability/metrics.js";
 import { sendJson } from "./json-response.js";
 import type { NodeResponse } from "./node-types.js";
+import { pathOf } from "./request-path.js";
 
 /** `Authorization: Bearer <token>`, compared in constant time. */
 export function metricsAuthorized(authorization: string | undefined, token: string): boolean {
@@ -37,7 +38,7 @@ export async function listenForMetrics(
   options: { port: number; host: string; token?: string | undefined },
 ): Promise<MetricsListener> {
   const server: Server = createServer({ headersTimeout: 5000, requestTimeout: 10_000 }, (req, res) => {
-    if ((req.url ?? "").split("?")[0] !== "/metrics") return sendJson(res, 404, { error: "Not found" });
+    if (pathOf(req.url) !== "/metrics") return sendJson(res, 404, { error: "Not found" });
     if (req.method !== "GET" && req.method !== "HEAD")
       return sendJson(res, 405, { error: "Method not allowed" }, new Headers({ allow: "GET, HEAD" }));
     if (options.token && !metricsAuthorized(req.headers.authorization, options.token)) {

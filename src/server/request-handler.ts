@@ -20,6 +20,7 @@ import { serveReflection } from "./grpc-reflection.js";
 import { sendJson, sendJsonText } from "./json-response.js";
 import { metricsAuthorized, sendMetrics } from "./metrics-endpoint.js";
 import type { NodeRequest, NodeResponse } from "./node-types.js";
+import { pathOf } from "./request-path.js";
 import { restIngest } from "./rest-ingest.js";
 import { decodedRoute, unaryRoute } from "./direct-unary.js";
 import { codeName, rpcAdapter } from "./rpc-adapter.js";
@@ -107,7 +108,7 @@ export function createRequestHandler(options: RequestHandlerOptions) {
     const started = performance.now();
     const requestId = requestIdOf(req.headers["x-request-id"]);
     const common = everyResponse(requestId, req.socket);
-    const path = (req.url ?? "/").split("?")[0] ?? "/";
+    const path = pathOf(req.url ?? "/");
     // The REST edge writes them with its own headers, in one writeHead (json-response).
     if (path !== "/v1/traces") for (const name in common) res.setHeader(name, common[name]!);
     const protocol = protocolOf(req, path);
@@ -162,7 +163,7 @@ export function createRequestHandler(options: RequestHandlerOptions) {
     let rpcCode: string | undefined;
     stream.on("close", () => {
       const status = !stream.headersSent ? "aborted" : (rpcCode ?? String(stream.sentHeaders[":status"]));
-      record(requestId, "POST", (headers[":path"] ?? "/").split("?")[0] ?? "/", "grpc", status, started);
+      record(requestId, "POST", pathOf(headers[":path"] ?? "/"), "grpc", status, started);
     });
     call(stream, headers, sent, peer.remoteAddress, {
       report: (code) => (rpcCode = codeName(code)),

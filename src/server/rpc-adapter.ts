@@ -10,6 +10,7 @@ import type { UniversalHandler, UniversalServerResponse } from "@connectrpc/conn
 import { answerUnimplemented } from "./grpc-unimplemented.js";
 import { directUnary, type UnaryRoute } from "./direct-unary.js";
 import type { NodeRequest, NodeResponse } from "./node-types.js";
+import { pathOf } from "./request-path.js";
 
 export interface RpcAdapterOptions extends ConnectRouterOptions {
   routes: (router: ConnectRouter) => void;
@@ -86,12 +87,6 @@ export function rpcAdapter(options: RpcAdapterOptions) {
   }
 
   return { serve, grpcCall };
-}
-
-function pathOf(url: string | undefined): string {
-  if (url === undefined) return "";
-  const query = url.indexOf("?");
-  return query < 0 ? url : url.slice(0, query);
 }
 
 function contentTypeOf(headers: IncomingHttpHeaders): string {
