@@ -13,6 +13,20 @@ const hour = 3_600_000;
 const undoD44 = `DROP INDEX traces_account_otlp_start_call; ALTER TABLE traces DROP COLUMN otlp_start_s; DROP TABLE legacy_otlp_calls;
   CREATE UNIQUE INDEX traces_account_otlp_call ON traces(account_id, otlp_call_key) WHERE otlp_call_key IS NOT NULL`;
 
+/**
+ * A new store's database taken back `migrations` migrations by `undo`, open for rows as an older
+ * writer made them; the store opened on `dir` next migrates it again.
+ */
+async function olderStore(undo: string, migrations: number): Promise<{ dir: string; db: Database.Database }> {
+  const dir = tempDir();
+  await openSqliteStore(dir).close();
+  const db = new Database(join(dir, "calltrace.db"));
+  const version = db.pragma("user_version", { simple: true }) as number;
+  db.exec(undo);
+  db.pragma(`user_version = ${version - migrations}`);
+  return { dir, db };
+}
+
 /** An OTLP call as ingest hands it over: its idempotency key made by src/otlp/llm-call.ts. */
 function call(
   accountId: string,
@@ -60,15 +74,11 @@ describe("embedded store: OTLP calls deduplicated by their rows (D37)", () => {
   });
 
   it("an OTLP call claimed before the upgrade stays a duplicate until its claim expires", async () => {
-    const dir = tempDir();
-    await openSqliteStore(dir).close();
     // Back to the schema before D37 (and D44), with claims the old writer made: one an hour ago, one expired.
-    const db = new Database(join(dir, "calltrace.db"));
-    const version = db.pragma("user_version", { simple: true }) as number;
-    db.exec(
+    const { dir, db } = await olderStore(
       `${undoD44}; DROP INDEX traces_account_otlp_call; ALTER TABLE traces DROP COLUMN otlp_call_key; DROP TABLE legacy_otlp_claims;`,
+      2,
     );
-    db.pragma(`user_version = ${version - 2}`);
     const claim = db.prepare(`INSERT INTO idempotency (key_id, idempotency_key, created_at) VALUES (?, ?, ?)`);
     claim.run("key_1", "otlp:openai:resp_recent", Date.now() - hour);
     claim.run("key_1", "otlp:openai:resp_expired", Date.now() - 25 * hour);
@@ -117,12 +127,7 @@ describe("embedded store: OTLP call keys by their span's start second (D44)", ()
   });
 
   it("a call stored before the upgrade (no start kept) is a duplicate for a day after it, then the key may be stored again", async () => {
-    const dir = tempDir();
-    await openSqliteStore(dir).close();
-    const db = new Database(join(dir, "calltrace.db"));
-    const version = db.pragma("user_version", { simple: true }) as number;
-    db.exec(undoD44);
-    db.pragma(`user_version = ${version - 1}`);
+    const { dir, db } = await olderStore(undoD44, 1);
     // A row as the writer before D44 stored it: the call key, no start.
     db.prepare(
       `INSERT INTO traces (received_at, key_id, account_id, country, provider, model, tokens_in, tokens_out, latency_ms, cost_usd, status, source, otlp_trace_id, otlp_span_id, otlp_call_key)
