@@ -32,11 +32,14 @@ const targets = {
 };
 type Server = keyof typeof targets;
 const servers = Object.keys(targets) as Server[];
+/** A turn on a server's `POST /v1/traces`. */
+const restTurn = (server: Server) => (warmupSeconds: number) =>
+  wrkPost(`http://127.0.0.1:${targets[server].port}/v1/traces`, body, headers, { ...settings, warmupSeconds });
 /** The turns of each round: every server's REST path, then the RPC paths of the REST server. */
 const turns = {
-  bare: (warmupSeconds: number) => wrkPost(`http://127.0.0.1:${targets.bare.port}/v1/traces`, body, headers, { ...settings, warmupSeconds }),
-  rest: (warmupSeconds: number) => wrkPost(`http://127.0.0.1:${targets.rest.port}/v1/traces`, body, headers, { ...settings, warmupSeconds }),
-  redis: (warmupSeconds: number) => wrkPost(`http://127.0.0.1:${targets.redis.port}/v1/traces`, body, headers, { ...settings, warmupSeconds }),
+  bare: restTurn("bare"),
+  rest: restTurn("rest"),
+  redis: restTurn("redis"),
   connect: (warmupSeconds: number) =>
     wrkPost(`http://127.0.0.1:${targets.rest.port}/calltrace.v1.TraceService/Ingest`, ingestRequest, connectHeaders, { ...settings, warmupSeconds }),
   grpc: (warmupSeconds: number) =>
