@@ -3,7 +3,7 @@
 // parsing the same body, in the same run (OTLP Exports against REST: bench/otlp-ingest.ts).
 import { rmSync } from "node:fs";
 import { loadavg } from "node:os";
-import { benchStore, calltrace, compiledService, loadSettings, startListening, waitUntilIdle } from "./support/processes.js";
+import { benchStore, compiledService, loadSettings, startListening, storedTraceCount, waitUntilIdle } from "./support/processes.js";
 import { ghzIngest, type LoadResult, wrkPost } from "./support/load.js";
 import { machineLine, table, writeResultsSection } from "./support/results.js";
 import { startRedis } from "../test/support/redis-server.js";
@@ -67,7 +67,7 @@ for (let round = 0; round < rounds; round++) {
 const rss = Object.fromEntries(servers.map((n) => [n, targets[n].peakRssMiB()])) as Record<Server, number>;
 for (const name of servers) await targets[name].stop();
 await redis.close();
-const stored = calltrace(["traces", "export"], env).split("\n").filter(Boolean).length;
+const stored = await storedTraceCount(env);
 const loadAtEnd = loadavg()[0]!;
 rmSync(dataDir, { recursive: true, force: true });
 

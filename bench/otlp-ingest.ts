@@ -5,7 +5,7 @@ import { readFileSync, rmSync } from "node:fs";
 import { loadavg } from "node:os";
 import { type LoadResult, wrkPost } from "./support/load.js";
 import { otlpExportLoad } from "./support/otlp-load.js";
-import { benchStore, calltrace, compiledService, loadSettings, startListening, waitUntilIdle } from "./support/processes.js";
+import { benchStore, compiledService, loadSettings, startListening, storedTraceCount, waitUntilIdle } from "./support/processes.js";
 import { machineLine, table, writeResultsSection } from "./support/results.js";
 import { traceBody } from "../test/support/test-service.js";
 
@@ -48,7 +48,7 @@ for (let round = 0; round < rounds; round++) {
 }
 const rss = server.peakRssMiB();
 await server.stop();
-const stored = calltrace(["traces", "export"], env).split("\n").filter(Boolean).length;
+const stored = await storedTraceCount(env);
 const loadAtEnd = loadavg()[0]!;
 rmSync(dataDir, { recursive: true, force: true });
 

@@ -81,6 +81,28 @@ export function compiledService(...args: string[]): string[] {
   return ["dist/src/cli/main.js", ...args];
 }
 
+/**
+ * How many traces the store holds: `calltrace traces export`'s lines, counted as they stream. A
+ * run stores over a million, more JSONL than one string can hold.
+ */
+export function storedTraceCount(env: NodeJS.ProcessEnv = {}): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, compiledService("traces", "export"), {
+      cwd: repoRoot,
+      env: { ...process.env, ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let lines = 0;
+    let stderr = "";
+    child.stdout.on("data", (chunk: Buffer) => {
+      for (let i = chunk.indexOf(10); i >= 0; i = chunk.indexOf(10, i + 1)) lines++;
+    });
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk));
+    child.on("error", reject);
+    child.on("close", (code) => (code === 0 ? resolve(lines) : reject(new Error(`calltrace traces export exited ${code}: ${stderr}`))));
+  });
+}
+
 /** Runs the calltrace CLI and returns its stdout. */
 export function calltrace(args: string[], env: NodeJS.ProcessEnv = {}): string {
   const result = spawnSync(process.execPath, compiledService(...args), {
