@@ -1,10 +1,11 @@
 // Ingest throughput: the full REST path (auth, limiter, validation, group-committed durable write),
 // the gRPC path, and the REST path with Redis-backed limits, against a bare node:http server
 // parsing the same body, in the same run (OTLP Exports against REST: bench/otlp-ingest.ts).
+import { randomBytes } from "node:crypto";
 import { rmSync } from "node:fs";
 import { loadavg } from "node:os";
 import { benchStore, compiledService, loadSettings, startListening, storedTraceCount, waitUntilIdle } from "./support/processes.js";
-import { ghzIngest, type LoadResult, wrkPost } from "./support/load.js";
+import { ghzIngest, h2loadGrpc, type LoadResult, wrkPost } from "./support/load.js";
 import { machineLine, table, writeResultsSection } from "./support/results.js";
 import { startRedis } from "../test/support/redis-server.js";
 import { traceBody } from "../test/support/test-service.js";
@@ -20,6 +21,11 @@ const headers = { "Content-Type": "application/json", Authorization: `Bearer ${k
 /** The same trace as a Connect-protocol unary call in protobuf. */
 const ingestRequest = toBinary(IngestRequestSchema, fromJson(IngestRequestSchema, { trace: traceBody(key) } as JsonValue));
 const connectHeaders = { "Content-Type": "application/proto", "Connect-Protocol-Version": "1", Authorization: `Bearer ${key}` };
+/** The same call over gRPC, in its envelope (uncompressed, then the length), as h2load sends it. */
+const grpcEnvelope = Buffer.concat([Buffer.from([0, 0, 0, 0, 0]), ingestRequest]);
+grpcEnvelope.writeUInt32BE(ingestRequest.byteLength, 1);
+/** The REST server's /metrics token: h2load sees HTTP statuses only, the server counts the gRPC ones. */
+const metricsToken = randomBytes(16).toString("hex");
 
 const progress = (what: string) => console.error(`[bench ingest] ${what}`);
 const loadAtStart = loadavg()[0]!;
@@ -27,7 +33,7 @@ const loadAtStart = loadavg()[0]!;
 const redis = await startRedis();
 const targets = {
   bare: await startListening(["--import", "tsx", "bench/bare-server.ts"]),
-  rest: await startListening(compiledService("serve", "--port", "0"), env),
+  rest: await startListening(compiledService("serve", "--port", "0"), { ...env, METRICS_TOKEN: metricsToken }),
   redis: await startListening(compiledService("serve", "--port", "0"), { ...env, REDIS_URL: redis.url }),
 };
 type Server = keyof typeof targets;
@@ -44,7 +50,24 @@ const turns = {
     wrkPost(`http://127.0.0.1:${targets.rest.port}/calltrace.v1.TraceService/Ingest`, ingestRequest, connectHeaders, { ...settings, warmupSeconds }),
   grpc: (warmupSeconds: number) =>
     ghzIngest(`127.0.0.1:${targets.rest.port}`, { trace: traceBody(key) }, { authorization: `Bearer ${key}` }, { ...settings, warmupSeconds }, results.grpc.at(-1)?.requestsPerSecond),
+  grpcH2load: (warmupSeconds: number) =>
+    h2loadGrpc(
+      `http://127.0.0.1:${targets.rest.port}/calltrace.v1.TraceService/Ingest`,
+      grpcEnvelope,
+      { authorization: `Bearer ${key}` },
+      grpcCallsOk,
+      { ...settings, warmupSeconds },
+      results.grpcH2load.at(-1)?.requestsPerSecond,
+    ),
 };
+
+/** The gRPC calls the REST server has answered OK, from its /metrics. */
+async function grpcCallsOk(): Promise<number> {
+  const response = await fetch(`http://127.0.0.1:${targets.rest.port}/metrics`, { headers: { authorization: `Bearer ${metricsToken}` } });
+  if (!response.ok) throw new Error(`/metrics answered ${response.status}`);
+  const line = /^calltrace_requests_total\{(?=[^}]*protocol="grpc")(?=[^}]*status="ok")[^}]*\} (\d+)$/m.exec(await response.text());
+  return Number(line?.[1] ?? 0);
+}
 type Turn = keyof typeof turns;
 const names = Object.keys(turns) as Turn[];
 const results = Object.fromEntries(names.map((n) => [n, [] as LoadResult[]])) as Record<Turn, LoadResult[]>;
@@ -92,6 +115,7 @@ const baseline = summary("bare");
 const rest = summary("rest");
 const withRedis = summary("redis");
 const grpc = summary("grpc", "rest");
+const grpcH2load = summary("grpcH2load", "rest");
 const connect = summary("connect", "rest");
 
 const fmt = (n: number, digits = 1) => (Number.isFinite(n) ? n.toFixed(digits) : "n/a");
@@ -101,17 +125,18 @@ const rows = [
   ["calltrace REST `POST /v1/traces`", fmt(rest.requestsPerSecond, 0), fmt(rest.p50Ms, 2), fmt(rest.p99Ms, 2), fmt(rss.rest, 0), ratios(rest), rest.errors],
   ["calltrace REST, limits in Redis (`REDIS_URL`)", fmt(withRedis.requestsPerSecond, 0), fmt(withRedis.p50Ms, 2), fmt(withRedis.p99Ms, 2), fmt(rss.redis, 0), ratios(withRedis), withRedis.errors],
   ["calltrace gRPC `Ingest` (h2c, ghz)", fmt(grpc.requestsPerSecond, 0), fmt(grpc.p50Ms, 2), fmt(grpc.p99Ms, 2), "(same process as REST)", `**${ratios(grpc)}× REST**`, grpc.errors],
+  ["calltrace gRPC `Ingest` (h2c, h2load)", fmt(grpcH2load.requestsPerSecond, 0), fmt(grpcH2load.p50Ms, 2), fmt(grpcH2load.p99Ms, 2), "(same process as REST)", `**${ratios(grpcH2load)}× REST**`, grpcH2load.errors],
   ["calltrace Connect `Ingest`, protobuf (HTTP/1.1, wrk)", fmt(connect.requestsPerSecond, 0), fmt(connect.p50Ms, 2), fmt(connect.p99Ms, 2), "(same process as REST)", `**${ratios(connect)}× REST**`, connect.errors],
 ];
 const markdown = `## Ingest: embedded store, Redis-backed limits, gRPC (\`npm run bench\`, bench/ingest.ts)
 
-${machineLine()}; ${settings.connections} connections, keep-alive, ${settings.warmupSeconds} s warm-up per target, then ${rounds} rounds of ${settings.seconds} s per target, the targets taking turns within each round; wrk -t1 for HTTP/1.1, ghz (${settings.connections} concurrent calls on one HTTP/2 connection, as a gRPC channel carries them, and one core, as wrk's one thread; as many calls as the last measured rate gives in ${settings.seconds} s) for gRPC. Requests/s and p50 are the median round, p99 the worst round; the ratio is the median over rounds of the ratio to the baseline measured in the same round, for the gRPC and Connect rows to the REST path measured in the same round (each round's ratio in brackets). Every calltrace request is authenticated, rate-limited, validated and durably committed (SQLite WAL, synchronous=FULL, group commit) before its 202. ${stored} traces were in the store after the run. Each turn began once every target (and Redis) had been idle, under 3 % of a core, for half a second: the waits were ${fmt(median(idleWaitsMs) / 1000, 1)} s median, ${fmt(Math.max(...idleWaitsMs) / 1000, 1)} s at most. Machine load (1-minute load average on its 2 cores, shared with other work): ${loadAtStart.toFixed(1)} at the start, ${loadAtEnd.toFixed(1)} at the end.
+${machineLine()}; ${settings.connections} connections, keep-alive, ${settings.warmupSeconds} s warm-up per target, then ${rounds} rounds of ${settings.seconds} s per target, the targets taking turns within each round; wrk -t1 for HTTP/1.1, for gRPC ghz and h2load, each with ${settings.connections} concurrent calls on one HTTP/2 connection, as a gRPC channel carries them, and one core, as wrk's one thread, and as many calls as the last measured rate gives in ${settings.seconds} s (h2load reads HTTP statuses only: its calls count as errors unless the service's /metrics counted them answered OK). Requests/s and p50 are the median round, p99 the worst round; the ratio is the median over rounds of the ratio to the baseline measured in the same round, for the gRPC and Connect rows to the REST path measured in the same round (each round's ratio in brackets). Every calltrace request is authenticated, rate-limited, validated and durably committed (SQLite WAL, synchronous=FULL, group commit) before its 202. ${stored} traces were in the store after the run. Each turn began once every target (and Redis) had been idle, under 3 % of a core, for half a second: the waits were ${fmt(median(idleWaitsMs) / 1000, 1)} s median, ${fmt(Math.max(...idleWaitsMs) / 1000, 1)} s at most. Machine load (1-minute load average on its 2 cores, shared with other work): ${loadAtStart.toFixed(1)} at the start, ${loadAtEnd.toFixed(1)} at the end.
 
 ${table(["target", "requests/s", "p50 ms", "p99 ms", "peak RSS MiB", "ratio to baseline", "non-2xx / errors"], rows)}
 
-Targets: REST at least 0.5× the baseline's requests/s with p99 under 20 ms: **${verdict(rest.ratio >= 0.5 && rest.p99Ms < 20)}**; with Redis-backed limits at least 0.35×: **${verdict(withRedis.ratio >= 0.35)}**; gRPC and Connect unary at least 0.6× the REST path's requests/s: **${verdict(grpc.ratio >= 0.6)}** (gRPC), **${verdict(connect.ratio >= 0.6)}** (Connect).
+Targets: REST at least 0.5× the baseline's requests/s with p99 under 20 ms: **${verdict(rest.ratio >= 0.5 && rest.p99Ms < 20)}**; with Redis-backed limits at least 0.35×: **${verdict(withRedis.ratio >= 0.35)}**; gRPC and Connect unary at least 0.6× the REST path's requests/s: **${verdict(grpc.ratio >= 0.6)}** (gRPC under ghz, the load tool the target names), ${verdict(grpcH2load.ratio >= 0.6)} (gRPC under h2load), **${verdict(connect.ratio >= 0.6)}** (Connect).
 
-Where the time goes (CPU time per thread under the same wrk load, measured apart from this run, and CPU profiles): per accepted trace the service's event loop spends about 40 µs where the bare server's spends 15 µs. Node's HTTP parsing and response write cost both the same; what calltrace adds is the key's SHA-256 and cache lookup, the per-minute and monthly counters, validation (the contract's protovalidate rules compiled once into a quick check, protovalidate itself only for traces that fail it), the server's price, the stored trace handed to the writer thread as flat arrays, and the response's rate-limit and quota headers, written in one writeHead (D41). The SQLite writer thread adds about 20 µs per trace (the insert with its indexes, the daily roll-ups, one fsync per commit of up to 50 traces: wrk keeps 50 requests in flight) and V8's garbage-collector threads about 2 µs. wrk shares the 2 cores with the service, so every one of these counts against the throughput, the writer's and the collector's too. With REDIS_URL, the per-minute window and the month's quota of all the requests for one key in an event-loop turn are reserved in one Redis call each, sent in one write and one round trip (D42): under this load a round trip serves about 20 requests, and what is left per request is that round trip's share (the socket write, the reply, ioredis's parsing) and redis-server's, about 4 µs. gRPC and Connect unary calls in protobuf to Ingest are answered by our own adapter (src/server/direct-unary.ts): through connect-node's general handler every call went through chains of async iterables, a linked AbortController and a DOMException, which cost several times what the pipeline does (1,778 gRPC calls/s against 11,809 REST requests/s before); the direct path decodes the envelope or body with the generated schema and writes the answer with connect-es's own status and error encoders. gRPC calls are answered on the raw HTTP/2 stream, without Node's HTTP/2 compatibility layer (D38); they still pay for Node's HTTP/2 streams and nghttp2: a bare Node HTTP/2 server answering the same call spends about 32-35 µs of its event loop's CPU per call, twice what the bare HTTP/1.1 server spends per request, and the service's event loop about 80 µs per gRPC call (measured under a load average of 4-5). ghz spends about 50 µs of CPU per call itself (its per-call templating off, one connection, one core; 65-70 µs with ten connections and two cores), on the same 2 cores, where wrk spends about 7 µs per request (D43).`;
+Where the time goes (CPU time per thread under the same wrk load, measured apart from this run, and CPU profiles): per accepted trace the service's event loop spends about 40 µs where the bare server's spends 15 µs. Node's HTTP parsing and response write cost both the same; what calltrace adds is the key's SHA-256 and cache lookup, the per-minute and monthly counters, validation (the contract's protovalidate rules compiled once into a quick check, protovalidate itself only for traces that fail it), the server's price, the stored trace handed to the writer thread as flat arrays, and the response's rate-limit and quota headers, written in one writeHead (D41). The SQLite writer thread adds about 20 µs per trace (the insert with its indexes, the daily roll-ups, one fsync per commit of up to 50 traces: wrk keeps 50 requests in flight) and V8's garbage-collector threads about 2 µs. wrk shares the 2 cores with the service, so every one of these counts against the throughput, the writer's and the collector's too. With REDIS_URL, the per-minute window and the month's quota of all the requests for one key in an event-loop turn are reserved in one Redis call each, sent in one write and one round trip (D42): under this load a round trip serves about 20 requests, and what is left per request is that round trip's share (the socket write, the reply, ioredis's parsing) and redis-server's, about 4 µs. gRPC and Connect unary calls in protobuf to Ingest are answered by our own adapter (src/server/direct-unary.ts): through connect-node's general handler every call went through chains of async iterables, a linked AbortController and a DOMException, which cost several times what the pipeline does (1,778 gRPC calls/s against 11,809 REST requests/s before); the direct path decodes the envelope or body with the generated schema and writes the answer with connect-es's own status and error encoders. gRPC calls are answered on the raw HTTP/2 stream, without Node's HTTP/2 compatibility layer (D38); they still pay for Node's HTTP/2 streams and nghttp2: a bare Node HTTP/2 server answering the same call spends about 32-35 µs of its event loop's CPU per call, twice what the bare HTTP/1.1 server spends per request, and the service's event loop about 80 µs per gRPC call (measured under a load average of 4-5). ghz spends about 50 µs of CPU per call itself (its per-call templating off, one connection, one core; 65-70 µs with ten connections and two cores), on the same 2 cores, where wrk spends about 7 µs per request (D43). h2load, a load tool in C as wrk is, spends about 5 µs per call; the same calls to the same service then leave the service more of the 2 cores, and its event loop spends about 58 µs per call instead of 75 (D45). The gap between the two gRPC rows is the load tools' own CPU, not the service's.`;
 
 function verdict(met: boolean): string {
   return met ? "met" : "not met";

@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -131,4 +131,56 @@ interface GhzReport {
   rps: number;
   latencyDistribution: { percentage: number; latency: number }[];
   statusCodeDistribution: Record<string, number>;
+}
+
+/**
+ * gRPC unary load with h2load (nghttp2's load tool, in C like wrk): `settings.connections`
+ * concurrent calls on one HTTP/2 connection and one thread, as ghz's run, each call `envelope`
+ * (the request message in its gRPC envelope). h2load sees HTTP statuses only, and a failed gRPC
+ * call is a 200 with its status in the trailers, so the calls answered OK are counted by the
+ * server (`answeredOk`) around the measured run: every call not among them is an error. The
+ * measured run is a number of calls sized from the warm-up's rate, as ghz's is; p50 and p99
+ * come from h2load's per-request log.
+ */
+export async function h2loadGrpc(
+  url: string,
+  envelope: Uint8Array,
+  headers: Record<string, string>,
+  answeredOk: () => Promise<number>,
+  settings: LoadSettings,
+  /** Calls per second measured before: sizes the run when there is no warm-up to measure it. */
+  lastRate?: number,
+): Promise<LoadResult> {
+  require("h2load", "apt-get install -y nghttp2-client");
+  const dir = mkdtempSync(join(tmpdir(), "calltrace-h2load-"));
+  const bodyFile = join(dir, "envelope");
+  const logFile = join(dir, "log");
+  writeFileSync(bodyFile, envelope);
+  const run = async (length: string[]) => {
+    const args = ["-c", "1", "-m", String(settings.connections), "-t", "1", "-d", bodyFile, `--log-file=${logFile}`, ...length];
+    for (const [name, value] of Object.entries({ "content-type": "application/grpc", te: "trailers", ...headers })) args.push("-H", `${name}: ${value}`);
+    const result = await runTool("h2load", [...args, url]);
+    if (result.status !== 0) throw new Error(`h2load failed: ${result.stderr || result.stdout}`);
+    return result.stdout;
+  };
+  try {
+    const rate = settings.warmupSeconds > 0 || lastRate === undefined ? requestsPerSecond(await run(["-D", String(Math.max(1, settings.warmupSeconds))])) : lastRate;
+    const calls = Math.max(settings.connections, Math.round(rate * settings.seconds));
+    const okBefore = await answeredOk();
+    const out = await run(["-n", String(calls)]);
+    const ok = (await answeredOk()) - okBefore;
+    const durations = readFileSync(logFile, "utf8")
+      .trim()
+      .split("\n")
+      .map((line) => Number(line.split("\t")[2]) / 1000)
+      .sort((a, b) => a - b);
+    const pct = (p: number) => durations[Math.min(durations.length - 1, Math.ceil((p / 100) * durations.length) - 1)] ?? Number.NaN;
+    return { requestsPerSecond: requestsPerSecond(out), p50Ms: pct(50), p99Ms: pct(99), errors: calls - ok };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function requestsPerSecond(h2loadOutput: string): number {
+  return Number(/finished in [\d.]+\w+, ([\d.]+) req\/s/.exec(h2loadOutput)?.[1] ?? 0);
 }
