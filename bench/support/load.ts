@@ -157,6 +157,7 @@ export async function h2loadGrpc(
   const logFile = join(dir, "log");
   writeFileSync(bodyFile, envelope);
   const run = async (length: string[]) => {
+    rmSync(logFile, { force: true }); // h2load appends to its log: only this run's calls in it
     const args = ["-c", "1", "-m", String(settings.connections), "-t", "1", "-d", bodyFile, `--log-file=${logFile}`, ...length];
     for (const [name, value] of Object.entries({ "content-type": "application/grpc", te: "trailers", ...headers })) args.push("-H", `${name}: ${value}`);
     const result = await runTool("h2load", [...args, url]);
