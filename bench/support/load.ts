@@ -68,6 +68,21 @@ function toMs(match: RegExpExecArray | null): number {
   return match[2] === "us" ? value / 1000 : match[2] === "s" ? value * 1000 : value;
 }
 
+/** The `p`th percentile of ascending `sorted` values (NaN for none). */
+export function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? Number.NaN;
+}
+
+/**
+ * How many calls a counted run makes (ghz's and h2load's): as many as the rate gives in
+ * `settings.seconds`, the rate measured by a warm-up of `warmupSeconds` (at least 1 s when there
+ * is no `lastRate` to go by).
+ */
+async function callsToMeasure(settings: LoadSettings, lastRate: number | undefined, warmUp: (seconds: number) => Promise<number>): Promise<number> {
+  const rate = settings.warmupSeconds > 0 || lastRate === undefined ? await warmUp(Math.max(1, settings.warmupSeconds)) : lastRate;
+  return Math.max(settings.connections, Math.round(rate * settings.seconds));
+}
+
 /**
  * gRPC unary load over h2c with ghz. The measured run is a number of calls sized from the
  * warm-up's rate, not a duration: at the end of a duration ghz closes its connections under the
@@ -120,8 +135,8 @@ export async function ghzIngest(
     if (result.status !== 0 && !result.stdout) throw new Error(`ghz failed: ${result.stderr}`);
     return JSON.parse(result.stdout) as GhzReport;
   };
-  const rate = settings.warmupSeconds > 0 || lastRate === undefined ? (await run(["-z", `${Math.max(1, settings.warmupSeconds)}s`])).rps : lastRate;
-  const report = await run(["-n", String(Math.max(settings.connections, Math.round(rate * settings.seconds)))]);
+  const calls = await callsToMeasure(settings, lastRate, async (seconds) => (await run(["-z", `${seconds}s`])).rps);
+  const report = await run(["-n", String(calls)]);
   const pct = (p: number) => (report.latencyDistribution.find((d) => d.percentage === p)?.latency ?? Number.NaN) / 1e6;
   const errors = Object.entries(report.statusCodeDistribution).reduce((n, [code, count]) => n + (code === "OK" ? 0 : count), 0);
   return { requestsPerSecond: report.rps, p50Ms: pct(50), p99Ms: pct(99), errors };
@@ -165,8 +180,7 @@ export async function h2loadGrpc(
     return result.stdout;
   };
   try {
-    const rate = settings.warmupSeconds > 0 || lastRate === undefined ? requestsPerSecond(await run(["-D", String(Math.max(1, settings.warmupSeconds))])) : lastRate;
-    const calls = Math.max(settings.connections, Math.round(rate * settings.seconds));
+    const calls = await callsToMeasure(settings, lastRate, async (seconds) => requestsPerSecond(await run(["-D", String(seconds)])));
     const okBefore = await answeredOk();
     const out = await run(["-n", String(calls)]);
     const ok = (await answeredOk()) - okBefore;
@@ -175,8 +189,7 @@ export async function h2loadGrpc(
       .split("\n")
       .map((line) => Number(line.split("\t")[2]) / 1000)
       .sort((a, b) => a - b);
-    const pct = (p: number) => durations[Math.min(durations.length - 1, Math.ceil((p / 100) * durations.length) - 1)] ?? Number.NaN;
-    return { requestsPerSecond: requestsPerSecond(out), p50Ms: pct(50), p99Ms: pct(99), errors: calls - ok };
+    return { requestsPerSecond: requestsPerSecond(out), p50Ms: percentile(durations, 50), p99Ms: percentile(durations, 99), errors: calls - ok };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

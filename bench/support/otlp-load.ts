@@ -6,7 +6,7 @@ import {
   ExportTraceServiceResponseSchema,
 } from "../../gen/opentelemetry/proto/collector/trace/v1/trace_service_pb.js";
 import { attributes } from "../../test/otlp/otlp-support.js";
-import type { LoadResult, LoadSettings } from "./load.js";
+import { type LoadResult, type LoadSettings, percentile } from "./load.js";
 
 /**
  * OTLP/HTTP protobuf Exports of `spansPerExport` GenAI chat spans each, from `settings.connections`
@@ -60,8 +60,7 @@ export async function otlpExportLoad(
     await Promise.all(Array.from({ length: settings.connections }, exporter));
     const elapsed = (performance.now() - began) / 1000;
     latencies.sort((a, b) => a - b);
-    const pct = (p: number) => latencies[Math.min(latencies.length - 1, Math.ceil((p / 100) * latencies.length) - 1)] ?? Number.NaN;
-    return { exports: latencies.length, requestsPerSecond: latencies.length / elapsed, p50Ms: pct(50), p99Ms: pct(99), errors };
+    return { exports: latencies.length, requestsPerSecond: latencies.length / elapsed, p50Ms: percentile(latencies, 50), p99Ms: percentile(latencies, 99), errors };
   };
   if (settings.warmupSeconds > 0) await run(settings.warmupSeconds);
   const result = await run(settings.seconds);
