@@ -76,7 +76,7 @@ const spanNanos = 842_000_000n;
  * spans carry them) end in 8 hex digits, and whose start and end times (fixed64) are to be
  * overwritten per Export: their offsets in the encoding.
  */
-function exportTemplate(spans: number): {
+export function exportTemplate(spans: number): {
   template: Buffer;
   counterOffsets: number[];
   responseIdOffsets: number[];

@@ -2,7 +2,7 @@
 // serves requests, and the next batch gathers while this one is being committed.
 import { parentPort, receiveMessageOnPort, workerData } from "node:worker_threads";
 import { type Duplicates, type RowBatch, sqliteBatchCommit } from "./sqlite-batch-commit.js";
-import { openSqliteDatabase } from "./sqlite-database.js";
+import { openSqliteDatabase, walAutocheckpointPages } from "./sqlite-database.js";
 
 export interface WriteRequest extends RowBatch {
   id: number;
@@ -26,16 +26,6 @@ export interface CloseRequest {
 const busyTimeoutMs = 20;
 const busyRetryMs = 20;
 const busyPatienceMs = 5000;
-
-/**
- * WAL pages between automatic checkpoints (SQLite's default is 1,000). A checkpoint copies every
- * page the WAL holds back into the database file, on this thread; an index insert at a random
- * position (a random trace id, a cost) dirties a page of its own, so most of a row's cost was
- * writing pages and writing them back. Rarer checkpoints write back a page once for all its
- * changes in between (measured at 700,000 rows: 69 -> 56 us of CPU per OTLP row, 135 -> 103 with
- * varied costs and latencies), for a WAL of up to about 40 MB.
- */
-const walAutocheckpointPages = 10_000;
 
 const db = openSqliteDatabase((workerData as { file: string }).file, busyTimeoutMs);
 db.pragma(`wal_autocheckpoint = ${walAutocheckpointPages}`);
