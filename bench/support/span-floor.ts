@@ -68,8 +68,9 @@ export async function spanFloor(exportBody: Uint8Array, spansPerSecond: number):
     });
     const prefilled = 100_000;
     const measured = 200_000;
-    // Random trace ids and response ids, made before the clock starts: their making is not the store's cost.
-    const ids = Array.from({ length: prefilled + measured }, () => randomBytes(24).toString("hex"));
+    // Random trace ids and call keys (of random response ids), made before the clock starts: their making is not the store's cost.
+    const traceIds = Array.from({ length: prefilled + measured }, () => randomBytes(16).toString("hex"));
+    const callKeys = Array.from({ length: prefilled + measured }, () => `otlp:openai:chatcmpl-${randomBytes(16).toString("hex")}`);
     const rows = Array.from({ length: rowsPerCommit }, () => [...template]);
     const startMs = Date.now();
     let began = 0;
@@ -79,8 +80,8 @@ export async function spanFloor(exportBody: Uint8Array, spansPerSecond: number):
         const row = rows[i]!;
         const at = startMs + Math.floor(((n + i) * 1000) / spansPerSecond);
         row[0] = at;
-        row[18] = ids[n + i]!.slice(0, 32);
-        row[28] = `otlp:openai:chatcmpl-${ids[n + i]!.slice(16)}`;
+        row[18] = traceIds[n + i]!;
+        row[28] = callKeys[n + i]!;
         row[29] = Math.floor(at / 1000);
       }
       commit(rows);
