@@ -108,10 +108,14 @@ def test_init_prices_apply_to_traces_and_do_not_outlive_the_next_init(provider, 
     client = openai_client(provider.url)
     try:
         calltrace.init(api_key=API_KEY, endpoint=collector.endpoint, prices={"openai": {"gpt-4o": {"input": 1e6, "output": 0}}})
-        client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "hi"}])
+        with calltrace.attributes(session_id="before"):
+            client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "hi"}])
         calltrace.init(api_key=API_KEY, endpoint=collector.endpoint)
-        client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "hi"}])
+        with calltrace.attributes(session_id="after"):
+            client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "hi"}])
         collector.wait_for(2)
     finally:
         calltrace.shutdown(2)
-    assert [t["cost_usd"] for t in collector.traces()] == [1234.0, (1234 * 2.5 + 567 * 10.0) / 1e6]
+    # The first init's sender may deliver after the second's: the traces are told apart by session, not by order.
+    costs = {t["session_id"]: t["cost_usd"] for t in collector.traces()}
+    assert costs == {"before": 1234.0, "after": (1234 * 2.5 + 567 * 10.0) / 1e6}
