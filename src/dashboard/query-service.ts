@@ -5,6 +5,7 @@ import {
   GetLatencyHistogramResponseSchema,
   GetUsageByCountryResponseSchema,
   GetUsageByDayResponseSchema,
+  GetUsageByDayTotalsResponseSchema,
   GetTraceResponseSchema,
   GetUsageByGroupAndDayResponseSchema,
   GetUsageByGroupResponseSchema,
@@ -50,6 +51,10 @@ export function queryService(reader: TraceReader): ServiceImpl<typeof QueryServi
     async getUsageByDay(request, context) {
       const days = await reader.usageByDay(signedIn(context).accountId, filterOf(request));
       return create(GetUsageByDayResponseSchema, { days });
+    },
+    async getUsageByDayTotals(request, context) {
+      const days = await reader.usageByDayTotals(signedIn(context).accountId, filterOf(request));
+      return create(GetUsageByDayTotalsResponseSchema, { days });
     },
     async getUsageByCountry(request, context) {
       const countries = await reader.usageByCountry(signedIn(context).accountId, filterOf(request));

@@ -2,6 +2,7 @@ import type {
   CountryUsage,
   DayGroupUsage,
   DayModelUsage,
+  DayUsage,
   GroupUsage,
   LatencyBucket,
   ModelUsage,
@@ -46,6 +47,8 @@ export interface TraceReader {
   usageByModel(accountId: string, filter: TraceFilter): Promise<ModelUsage[]>;
   /** Sorted by UTC day, then provider and model. */
   usageByDay(accountId: string, filter: TraceFilter): Promise<DayModelUsage[]>;
+  /** Every model together per UTC day, sorted by day: the trends of a view. */
+  usageByDayTotals(accountId: string, filter: TraceFilter): Promise<DayUsage[]>;
   /** Sorted by calls, most first. */
   usageByCountry(accountId: string, filter: TraceFilter): Promise<CountryUsage[]>;
   latencyHistogram(accountId: string, filter: TraceFilter): Promise<LatencyBucket[]>;

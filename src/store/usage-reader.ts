@@ -3,6 +3,7 @@ import {
   CountryUsageSchema,
   DayGroupUsageSchema,
   DayModelUsageSchema,
+  DayUsageSchema,
   GroupUsageSchema,
   LatencyBucketSchema,
   ModelUsageSchema,
@@ -112,6 +113,14 @@ export function usageReader(cells: UsageQuery, retentionMs: number): Omit<TraceR
           }),
         )
         .sort((a, b) => compare(a.day, b.day) || compare(a.provider, b.provider) || compare(a.model, b.model));
+    },
+    async usageByDayTotals(accountId, filter) {
+      const key = (c: UsageGroup) => [c.day ?? ""];
+      const { sums, latency } = await query(accountId, filter, { day: true, latency: true });
+      const latencies = groupBy(latency, key);
+      return [...groupBy(sums, key)]
+        .map(([k, group]) => create(DayUsageSchema, { day: group[0]!.day ?? "", totals: totalsOf(group, latencies.get(k) ?? []) }))
+        .sort((a, b) => compare(a.day, b.day));
     },
     async usageByCountry(accountId, filter) {
       const groups = groupBy((await query(accountId, filter, { country: true })).sums, (c) => [c.country ?? ""]);

@@ -307,6 +307,15 @@ describe.each(adapters)("store contract: %s", (_name, open) => {
         expect(d.totals!.costUsd).toBeCloseTo(cost, 9);
       }
 
+      // Every model together per day: p50/p95 and errors over the day's calls, not merged per model.
+      const byDayTotals = await store.usageByDayTotals("acc_usage", f);
+      expect(byDayTotals.map((d) => d.day), label).toEqual([...new Set(chosen.map(dayOf))].sort());
+      for (const d of byDayTotals) {
+        const { costUsd: cost, ...rest } = expectedTotals(chosen.filter((t) => dayOf(t) === d.day));
+        expect(d.totals, `${label} ${d.day}`).toMatchObject(rest);
+        expect(d.totals!.costUsd).toBeCloseTo(cost, 9);
+      }
+
       const byCountry = await store.usageByCountry("acc_usage", f);
       const countryCalls = new Map<string, number>();
       for (const t of chosen) countryCalls.set(t.country, (countryCalls.get(t.country) ?? 0) + 1);
