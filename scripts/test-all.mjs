@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // The whole test suite: the service (vitest), the TypeScript SDK (vitest) and the Python SDK
-// (pytest). Installs the SDKs' test dependencies when they are missing (and the Python packages of
-// the OTLP interop tests, test/otlp-interop/requirements.txt, into .venv-otlp), runs every suite even
-// when an earlier one fails, then prints one total line and exits non-zero on any failure.
+// (pytest). First installs what the tests run and is missing (scripts/install-test-deps.sh: Debian
+// packages, Go tools, FerretDB, the Python venvs), and the SDKs' test dependencies; runs every
+// suite even when an earlier one fails, then prints one total line and exits non-zero on any failure.
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -55,14 +55,6 @@ const suites = [
   {
     name: "service",
     run: () => {
-      // The OTLP interop tests run an app with the real OpenTelemetry Python SDK and GenAI
-      // instrumentations, pinned in their requirements. Should this fail, those tests fail
-      // saying what is missing, and the rest of the suite still runs.
-      try {
-        pythonVenv(join(root, ".venv-otlp"), ["-r", "test/otlp-interop/requirements.txt"]);
-      } catch (error) {
-        console.error(`service: the OTLP interop tests' Python packages could not be installed: ${error.message}`);
-      }
       const out = join(reports, "service.json");
       const status = run("npx", ["vitest", "run", "--reporter=default", "--reporter=json", `--outputFile.json=${out}`]);
       return withStatus(vitestCounts(out), status);
@@ -104,6 +96,10 @@ function withStatus([passed, failed, skipped], status) {
   return [passed, status !== 0 && failed === 0 ? 1 : failed, skipped];
 }
 
+// What the tests run for real; a failed install stops here with its reason, before any suite.
+must("bash", [join(root, "scripts/install-test-deps.sh")]);
+// The Go tools it installs (grpcurl, mailpit, ferretdb, the protoc plugins) are in GOPATH/bin.
+process.env.PATH = `${join(spawnSync("go", ["env", "GOPATH"], { encoding: "utf8" }).stdout.trim(), "bin")}:${process.env.PATH}`;
 const only = process.argv.slice(2);
 const totals = [0, 0, 0];
 const lines = [];
