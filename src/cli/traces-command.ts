@@ -1,5 +1,5 @@
 import { parseCommandArgs, resolveConfig } from "../config/config.js";
-import { exportLines, type ExportFormat } from "../export/trace-export.js";
+import { downloadLines, type DownloadFormat } from "../download/trace-lines.js";
 import { openStore } from "../store/open-store.js";
 import { UsageError } from "./usage-error.js";
 
@@ -11,13 +11,13 @@ export async function tracesCommand(argv: string[]): Promise<void> {
     format: { type: "string" },
   });
   if (positionals[0] !== "export") throw new UsageError("traces needs: export");
-  const format = (values.format ?? "jsonl") as ExportFormat;
+  const format = (values.format ?? "jsonl") as DownloadFormat;
   if (format !== "jsonl" && format !== "csv") throw new UsageError("--format must be jsonl or csv");
   const since = isoDate("--since", values.since);
   const until = isoDate("--until", values.until);
   const store = await openStore(resolveConfig(values));
   try {
-    for await (const line of exportLines(store.exportTraces({ ...(since ? { since } : {}), ...(until ? { until } : {}) }), format)) {
+    for await (const line of downloadLines(store.exportTraces({ ...(since ? { since } : {}), ...(until ? { until } : {}) }), format)) {
       if (!process.stdout.write(line)) await new Promise((resolve) => process.stdout.once("drain", resolve));
     }
   } finally {

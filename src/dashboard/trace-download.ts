@@ -4,7 +4,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { TraceFilterSchema, type TraceFilter } from "../../gen/calltrace/v1/query_pb.js";
 import type { StoredTrace } from "../../gen/calltrace/v1/trace_pb.js";
 import { createValidator } from "@bufbuild/protovalidate";
-import { exportLines, type ExportFormat } from "../export/trace-export.js";
+import { downloadLines, type DownloadFormat } from "../download/trace-lines.js";
 import { sendJson } from "../server/json-response.js";
 import type { NodeRequest, NodeResponse } from "../server/node-types.js";
 import type { TraceReader } from "../store/trace-reader.js";
@@ -23,7 +23,7 @@ const pageSize = 500;
  * cookie, so it needs no CSRF token and a browser link can start it.
  */
 export function traceDownload(reader: TraceReader, sessions: Sessions) {
-  return async (req: NodeRequest, res: NodeResponse, url: URL, format: ExportFormat): Promise<void> => {
+  return async (req: NodeRequest, res: NodeResponse, url: URL, format: DownloadFormat): Promise<void> => {
     const header = webHeaders(req);
     let accountId: string;
     let filter: TraceFilter;
@@ -44,7 +44,7 @@ export function traceDownload(reader: TraceReader, sessions: Sessions) {
       "cache-control": "no-store",
       "x-content-type-options": "nosniff",
     });
-    for await (const line of exportLines(pages(reader, accountId, filter), format)) {
+    for await (const line of downloadLines(pages(reader, accountId, filter), format)) {
       if (res.destroyed) return;
       if (!res.write(line)) await new Promise((resolve) => res.once("drain", resolve));
     }

@@ -10,7 +10,7 @@ import type { TraceReader } from "../store/trace-reader.js";
 import { createAuthFailureLimiter, type AuthFailureLimiter } from "./auth-failure-limiter.js";
 import { clusterBackend, memoryBackend, redisBackend } from "./limiter-backend.js";
 import { createMonthlyQuota, type MonthlyQuota } from "./monthly-quota.js";
-import { createRateLimiter } from "./per-minute-limiter.js";
+import { createPerMinuteLimiter } from "./per-minute-limiter.js";
 import type { RateLimiter } from "./rate-limiter.js";
 import { watchRedisHealth } from "./redis-health.js";
 
@@ -56,7 +56,7 @@ export function openLimits(
     return Number(totals.calls);
   };
   return {
-    limiter: createRateLimiter(backend),
+    limiter: createPerMinuteLimiter(backend),
     authFailures: createAuthFailureLimiter(backend),
     // A count that takes longer than a write may is answered as a store that cannot take the write.
     quota: createMonthlyQuota({ backend, countStored, countTimeoutMs: config.writeTimeoutMs, ...(now ? { now } : {}) }),

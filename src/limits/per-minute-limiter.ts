@@ -10,7 +10,7 @@ import type { RateDecision, RateLimiter } from "./rate-limiter.js";
  * by one, and each request is decided by the count as of its own point, so exactly the first
  * ones that fit are admitted, across processes too (the counter's additions are atomic).
  */
-export function createRateLimiter(backend: LimiterBackend, windowSeconds = 60): RateLimiter {
+export function createPerMinuteLimiter(backend: LimiterBackend, windowSeconds = 60): RateLimiter {
   const byPlan = new Map<string, (keyId: string, points: number) => Promise<RateDecision>>();
   return {
     consume(keyId, plan) {

@@ -3,7 +3,7 @@ import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import { beforeAll, describe, expect, it } from "vitest";
 import { IngestRequestSchema, TraceService } from "../../gen/calltrace/v1/trace_service_pb.js";
-import { exportLines } from "../../src/export/trace-export.js";
+import { downloadLines } from "../../src/download/trace-lines.js";
 import { postTrace, startTestService, traceBody, type TestService } from "../support/test-service.js";
 import { expectServed } from "./support/attack.js";
 
@@ -26,7 +26,7 @@ async function stored() {
 
 async function csvExport(): Promise<string[][]> {
   let text = "";
-  for await (const line of exportLines(service.store.exportTraces({}), "csv")) text += line;
+  for await (const line of downloadLines(service.store.exportTraces({}), "csv")) text += line;
   return parseCsv(text);
 }
 

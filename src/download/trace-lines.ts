@@ -1,7 +1,7 @@
 import { toJson } from "@bufbuild/protobuf";
 import { StoredTraceSchema, type StoredTrace } from "../../gen/calltrace/v1/trace_pb.js";
 
-export type ExportFormat = "jsonl" | "csv";
+export type DownloadFormat = "jsonl" | "csv";
 
 /** One trace as a plain JSON object with the contract's snake_case names; every field present. */
 export function traceJson(trace: StoredTrace): Record<string, unknown> {
@@ -11,7 +11,7 @@ export function traceJson(trace: StoredTrace): Record<string, unknown> {
 const columns = StoredTraceSchema.fields.map((f) => f.name);
 
 /** Writes traces as JSON lines or as CSV (header row first), line by line. */
-export async function* exportLines(traces: AsyncIterable<StoredTrace>, format: ExportFormat): AsyncGenerator<string> {
+export async function* downloadLines(traces: AsyncIterable<StoredTrace>, format: DownloadFormat): AsyncGenerator<string> {
   if (format === "csv") yield columns.join(",") + "\n";
   for await (const trace of traces) {
     const json = traceJson(trace);
