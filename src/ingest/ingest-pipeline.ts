@@ -225,6 +225,11 @@ export function createIngestPipeline(deps: IngestPipelineDeps): IngestPipeline {
       metadata: trace.metadata,
       ...(trace.environment === undefined ? {} : { environment: trace.environment }),
       ...(trace.ttftMs === undefined ? {} : { ttftMs: trace.ttftMs }),
+      ...(trace.serviceTier === undefined ? {} : { serviceTier: trace.serviceTier }),
+      ...(trace.tokensCacheWrite1h === undefined ? {} : { tokensCacheWrite1h: trace.tokensCacheWrite1h }),
+      ...(trace.tokensAudioIn === undefined ? {} : { tokensAudioIn: trace.tokensAudioIn }),
+      ...(trace.tokensAudioOut === undefined ? {} : { tokensAudioOut: trace.tokensAudioOut }),
+      ...(trace.webSearchRequests === undefined ? {} : { webSearchRequests: trace.webSearchRequests }),
       ...origin,
     };
   }

@@ -21,6 +21,11 @@ const traceFieldDescriptions: Record<string, string> = {
   metadata: "Further attributes of the call, string to string.",
   environment: "The deployment the call came from, such as `production`.",
   ttft_ms: "Streams only: milliseconds from the request to the first token; at most `latency_ms`.",
+  service_tier: "The processing tier the call was billed at; omitted means `standard`.",
+  tokens_cache_write_1h: "The part of `tokens_cache_write` written to a 1-hour cache; priced at the 1-hour cache-write rate.",
+  tokens_audio_in: "Uncached input tokens that were audio; part of `tokens_in`, priced at the audio-input rate.",
+  tokens_audio_out: "Output tokens that were audio; part of `tokens_out`, priced at the audio-output rate.",
+  web_search_requests: "Web searches (or Gemini search groundings) the provider billed for the call.",
 };
 
 /** The contract's CEL rules on Trace, in JSON Schema. */
@@ -35,6 +40,9 @@ const traceRuleSchemas: Record<string, JsonSchema> = {
   "trace.cache_within_input": { description: "`tokens_cached_in` + `tokens_cache_write` must not exceed `tokens_in`." },
   "trace.reasoning_within_output": { description: "`tokens_reasoning` must not exceed `tokens_out`." },
   "trace.ttft_within_latency": { description: "`ttft_ms` must not exceed `latency_ms`." },
+  "trace.cache_write_1h_within_cache_write": { description: "`tokens_cache_write_1h` needs `tokens_cache_write` and must not exceed it." },
+  "trace.audio_within_input": { description: "`tokens_audio_in` + `tokens_cached_in` + `tokens_cache_write` must not exceed `tokens_in`." },
+  "trace.audio_within_output": { description: "`tokens_audio_out` must not exceed `tokens_out`." },
 };
 
 const integerHeader = (description: string, required = false) => ({ description, required, schema: { type: "integer", minimum: 0 } });

@@ -69,6 +69,11 @@ describe("POST /v1/traces accepts a valid trace", () => {
       metadata: { team: "payments", "feature.flag": "on" },
       environment: "staging",
       ttft_ms: 120,
+      service_tier: "flex",
+      tokens_cache_write_1h: 60,
+      tokens_audio_in: 30,
+      tokens_audio_out: 20,
+      web_search_requests: 2,
     };
     const response = await postTrace(service.url, traceBody(key, { model: "attribution-model", ...optional }), { key });
     expect(response.status).toBe(202);
@@ -85,6 +90,11 @@ describe("POST /v1/traces accepts a valid trace", () => {
       metadata: { team: "payments", "feature.flag": "on" },
       environment: "staging",
       ttftMs: 120,
+      serviceTier: "flex",
+      tokensCacheWrite1h: 60,
+      tokensAudioIn: 30,
+      tokensAudioOut: 20,
+      webSearchRequests: 2,
       source: TraceSource.API,
       otlpTraceId: "",
     });
@@ -154,6 +164,20 @@ describe("POST /v1/traces rejects invalid bodies with 400 naming every offending
     ["a metadata value of 513 characters", { metadata: { team: "v".repeat(513) } }, 'metadata["team"]: must be at most 512 characters'],
     ["environment of 65 characters", { environment: "e".repeat(65) }, "environment: must be at most 64 characters"],
     ["ttft_ms beyond latency_ms", { latency_ms: 100, ttft_ms: 101 }, "ttft_ms: must not exceed latency_ms"],
+    ["service_tier unknown", { service_tier: "scale" }, "service_tier: must be one of standard, batch, flex, priority"],
+    [
+      "1-hour cache writes beyond tokens_cache_write",
+      { tokens_cache_write: 10, tokens_cache_write_1h: 11 },
+      "tokens_cache_write_1h: must not exceed tokens_cache_write",
+    ],
+    ["1-hour cache writes without tokens_cache_write", { tokens_cache_write_1h: 1 }, "tokens_cache_write_1h: must not exceed tokens_cache_write"],
+    [
+      "audio input beyond the uncached input",
+      { tokens_in: 100, tokens_cached_in: 50, tokens_audio_in: 51 },
+      "tokens_audio_in: must not exceed tokens_in less tokens_cached_in and tokens_cache_write",
+    ],
+    ["audio output beyond tokens_out", { tokens_out: 10, tokens_audio_out: 11 }, "tokens_audio_out: must not exceed tokens_out"],
+    ["web_search_requests negative", { web_search_requests: -1 }, "web_search_requests: must be greater than or equal to 0"],
   ];
   for (const [name, overrides, details] of violations) {
     it(`${name} → "${details}"`, async () => {

@@ -136,6 +136,11 @@ describe.each(adapters)("store contract: %s", (_name, open) => {
         metadata: { team: "payments", "feature.flag": "on" },
         environment: "production",
         ttftMs: 120,
+        serviceTier: "batch",
+        tokensCacheWrite1h: 1_000,
+        tokensAudioIn: 200,
+        tokensAudioOut: 100,
+        webSearchRequests: 3,
       }),
     ];
     expect(await store.writeBatch(traces.map((t) => write(t)))).toEqual([{ kind: "stored" }, { kind: "stored" }, { kind: "stored" }]);

@@ -39,6 +39,11 @@ export interface TraceDoc {
   metadata?: { k: string; v: string }[];
   environment?: string;
   ttftMs?: number;
+  serviceTier?: string;
+  tokensCacheWrite1h?: number;
+  tokensAudioIn?: number;
+  tokensAudioOut?: number;
+  webSearchRequests?: number;
   /** UTC day, YYYY-MM-DD. */
   day: string;
   latencyBucket: number;
@@ -80,6 +85,11 @@ export function traceToDoc(trace: StoredTrace, id: ObjectId): TraceDoc {
       metadata: pairsOf(trace.metadata),
       environment: trace.environment,
       ttftMs: trace.ttftMs,
+      serviceTier: trace.serviceTier,
+      tokensCacheWrite1h: trace.tokensCacheWrite1h,
+      tokensAudioIn: trace.tokensAudioIn,
+      tokensAudioOut: trace.tokensAudioOut,
+      webSearchRequests: trace.webSearchRequests,
     }),
     day: receivedAt.toISOString().slice(0, 10),
     latencyBucket: latencyBucket(trace.latencyMs),
@@ -120,6 +130,11 @@ export function traceFromDoc(doc: TraceDoc, id: string): StoredTrace {
     metadata: Object.fromEntries((doc.metadata ?? []).map(({ k, v }) => [k, v])),
     environment: doc.environment,
     ttftMs: doc.ttftMs,
+    serviceTier: doc.serviceTier,
+    tokensCacheWrite1h: doc.tokensCacheWrite1h,
+    tokensAudioIn: doc.tokensAudioIn,
+    tokensAudioOut: doc.tokensAudioOut,
+    webSearchRequests: doc.webSearchRequests,
   });
 }
 

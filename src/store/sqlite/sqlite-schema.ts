@@ -259,7 +259,13 @@ const migrations: string[] = [
    CREATE UNIQUE INDEX traces_account_otlp_start_call ON traces(account_id, otlp_start_s, otlp_call_key) WHERE otlp_call_key IS NOT NULL;
    CREATE TABLE legacy_otlp_calls (until INTEGER NOT NULL);
    INSERT INTO legacy_otlp_calls
-     SELECT CAST(strftime('%s', 'now') AS INTEGER) * 1000 + 86400000 WHERE EXISTS (SELECT 1 FROM traces WHERE otlp_call_key IS NOT NULL);`,
+     SELECT CAST(strftime('%s', 'now') AS INTEGER) * 1000 + 86400000 WHERE EXISTS (SELECT 1 FROM traces WHERE otlp_call_key IS NOT NULL);`,  // Billing modes (docs/pricing.md): the tier a call was billed at and the parts of its counts
+  // priced at their own rates. NULL where a trace does not say.
+  `ALTER TABLE traces ADD COLUMN service_tier TEXT;
+   ALTER TABLE traces ADD COLUMN tokens_cache_write_1h INTEGER;
+   ALTER TABLE traces ADD COLUMN tokens_audio_in INTEGER;
+   ALTER TABLE traces ADD COLUMN tokens_audio_out INTEGER;
+   ALTER TABLE traces ADD COLUMN web_search_requests INTEGER;`,
 ];
 
 /** Brings the database to the current schema; safe to run from several processes at once. */

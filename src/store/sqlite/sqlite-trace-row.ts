@@ -40,6 +40,11 @@ export interface TraceRow {
   otlp_call_key: string | null;
   /** An OTLP call's span start in whole seconds since the epoch (D44); null for other traces and calls stored before. */
   otlp_start_s: number | null;
+  service_tier: string | null;
+  tokens_cache_write_1h: number | null;
+  tokens_audio_in: number | null;
+  tokens_audio_out: number | null;
+  web_search_requests: number | null;
 }
 
 /**
@@ -77,6 +82,11 @@ export type TraceValues = [
   ttft_ms: number | null,
   otlp_call_key: string | null,
   otlp_start_s: number | null,
+  service_tier: string | null,
+  tokens_cache_write_1h: number | null,
+  tokens_audio_in: number | null,
+  tokens_audio_out: number | null,
+  web_search_requests: number | null,
 ];
 
 export const traceColumns = [
@@ -110,6 +120,11 @@ export const traceColumns = [
   "ttft_ms",
   "otlp_call_key",
   "otlp_start_s",
+  "service_tier",
+  "tokens_cache_write_1h",
+  "tokens_audio_in",
+  "tokens_audio_out",
+  "web_search_requests",
 ] as const satisfies readonly (keyof TraceRow)[];
 
 /**
@@ -154,6 +169,11 @@ function traceToValues(trace: StoredTrace, otlpCallKey: string | null, otlpStart
     trace.ttftMs ?? null,
     otlpCallKey,
     otlpStartS,
+    trace.serviceTier ?? null,
+    trace.tokensCacheWrite1h ?? null,
+    trace.tokensAudioIn ?? null,
+    trace.tokensAudioOut ?? null,
+    trace.webSearchRequests ?? null,
   ];
 }
 
@@ -189,6 +209,11 @@ export function traceFromRow(row: TraceRow, id: string): StoredTrace {
     metadata: row.metadata === null ? {} : (JSON.parse(row.metadata) as Record<string, string>),
     environment: row.environment ?? undefined,
     ttftMs: row.ttft_ms ?? undefined,
+    serviceTier: row.service_tier ?? undefined,
+    tokensCacheWrite1h: row.tokens_cache_write_1h ?? undefined,
+    tokensAudioIn: row.tokens_audio_in ?? undefined,
+    tokensAudioOut: row.tokens_audio_out ?? undefined,
+    webSearchRequests: row.web_search_requests ?? undefined,
   });
 }
 
