@@ -13,6 +13,7 @@ import {
 } from "node:http2";
 import { createServer as createNetServer, type AddressInfo, type Server as NetServer, type Socket } from "node:net";
 import { createServer as createTlsServer, type TLSSocket } from "node:tls";
+import { startHttp2Session } from "./h2-preface-replay.js";
 import type { NodeRequest, NodeResponse } from "./node-types.js";
 
 /** How long clients may take and how much they may hold (the options of the same names in config.ts). */
@@ -133,7 +134,7 @@ export async function listen(handler: Handler, options: ListenOptions): Promise<
   } else {
     front = createNetServer({ noDelay: true }, (socket) =>
       sniff(socket, headersTimeout, (isH2, head) => {
-        if (isH2) return startHttp2Session(http2, socket, head);
+        if (isH2) return void startHttp2Session(http2, socket, head);
         socket.unshift(head);
         http1.emit("connection", socket);
       }),
@@ -317,27 +318,4 @@ function sniff(socket: Socket, timeoutMs: number, route: (isH2: boolean, head: B
   };
   socket.on("data", onData);
   socket.setTimeout(timeoutMs, () => socket.destroy());
-}
-
-/**
- * Hands a connection whose first bytes were already read to the HTTP/2 server. The native
- * session reads the socket itself; Node 22+ first passes it what is buffered in the socket,
- * Node 20 does not, so here the buffered bytes (the sniffed head and whatever arrived since)
- * are passed to the session's handle directly.
- */
-function startHttp2Session(server: Http2Server, socket: Socket, head: Buffer): void {
-  socket.unshift(head);
-  let session: ServerHttp2Session | undefined;
-  const capture = (s: ServerHttp2Session) => (session = s);
-  server.once("session", capture); // emitted synchronously while the connection is taken
-  server.emit("connection", socket);
-  server.off("session", capture);
-  if (socket.readableLength === 0) return; // this Node version drained it already
-  const handleKey = session && Object.getOwnPropertySymbols(session).find((s) => s.description === "kHandle");
-  const handle = handleKey && (session as unknown as Record<symbol, { receive?: (data: Buffer) => void }>)[handleKey];
-  if (typeof handle?.receive !== "function") {
-    socket.destroy(new Error("this Node.js version offers no way to replay the HTTP/2 preface"));
-    return;
-  }
-  for (let chunk: Buffer | null; (chunk = socket.read() as Buffer | null) !== null; ) handle.receive(chunk);
 }
