@@ -9,11 +9,20 @@ import {
   toBinary,
 } from "@bufbuild/protobuf";
 import { Code, ConnectError, type ContextValues, type HandlerContext } from "@connectrpc/connect";
-import { type Compression, compressionNegotiate, envelopeDecompress, readAllBytes } from "@connectrpc/connect/protocol";
-import { codeToHttpStatus, errorToJsonBytes, parseTimeout as parseConnectTimeout, trailerMux } from "@connectrpc/connect/protocol-connect";
-import { parseTimeout as parseGrpcTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
+import type { Compression } from "@connectrpc/connect/protocol";
 import type { IncomingHttpHeaders, OutgoingHttpHeaders, ServerHttp2Stream } from "node:http2";
 import type { Readable } from "node:stream";
+import {
+  codeToHttpStatus,
+  compressionNegotiate,
+  envelopeDecompress,
+  errorToJsonBytes,
+  parseConnectTimeout,
+  parseGrpcTimeout,
+  readAllBytes,
+  setTrailerStatus,
+  trailerMux,
+} from "./connect-internals.js";
 import { HeaderRecord } from "./header-record.js";
 import type { NodeRequest, NodeResponse } from "./node-types.js";
 
@@ -53,6 +62,16 @@ export interface DirectUnaryOptions {
   /** Largest message, after decompression (MAX_BODY_BYTES). */
   readMaxBytes: number;
   contextValues: (headers: IncomingHttpHeaders, remoteAddress: string | undefined) => ContextValues;
+  /** The router's: a longer timeout the client asks for is refused (INVALID_ARGUMENT), as connect-es refuses it. */
+  maxTimeoutMs?: number;
+  /** The router's: aborts the signal of every call in flight. */
+  shutdownSignal?: AbortSignal;
+}
+
+/** What ends a call on the wire: its HTTP/2 stream, or its Node response. */
+interface CallEnd {
+  once(event: "close", listener: () => void): unknown;
+  readonly destroyed: boolean;
 }
 
 /** Who hears of one call's end. */
@@ -69,9 +88,6 @@ const compressedFlag = 0b00000001;
 /** connect-es compresses a response only from this size (its default compressMinBytes). */
 const compressMinBytes = 1024;
 
-/** A signal that never aborts: these implementations read none, and one per call would cost an AbortController. */
-const neverAborted = new AbortController().signal;
-
 /**
  * Unary calls in the protobuf encoding, over gRPC (HTTP/2) or the Connect protocol, answered
  * directly: connect-es's general handler reads and writes every call through chains of async
@@ -83,10 +99,14 @@ const neverAborted = new AbortController().signal;
  * is refused as it refuses it (a size over the limit from the envelope's header, a second message
  * as soon as it is complete, none or a cut-off one at the end). A body that is not the method's
  * message is INVALID_ARGUMENT, as our adapter makes of connect-es's INTERNAL on the general path.
+ * The router's maxTimeoutMs and shutdown signal hold as on connect-es's path, and so does each
+ * call's abort signal (made only when an implementation reads it); router interceptors do not run
+ * here, so rpcAdapter sends every call through connect-es when the router has any.
  * gRPC-Web, JSON and every other method still go through connect-es.
  */
 export function directUnary(route: UnaryRoute, options: DirectUnaryOptions) {
   const { method, decode, impl } = route;
+  const maxTimeoutMs = options.maxTimeoutMs ?? Number.MAX_SAFE_INTEGER;
   const url = `/${method.parent.typeName}/${method.name}`;
 
   /** Decodes the request, runs the implementation, encodes its answer; rejects with a ConnectError. */
@@ -98,6 +118,7 @@ export function directUnary(route: UnaryRoute, options: DirectUnaryOptions) {
     timeoutMs: number | undefined,
     responseHeader: Headers,
     responseTrailer: Headers,
+    end: CallEnd,
   ) {
     let request: unknown;
     try {
@@ -105,11 +126,16 @@ export function directUnary(route: UnaryRoute, options: DirectUnaryOptions) {
     } catch (e) {
       throw new ConnectError(`parse binary: ${e instanceof Error ? e.message : String(e)}`, Code.InvalidArgument);
     }
+    const remaining = deadlineOf(timeoutMs);
+    let signal: AbortSignal | undefined;
     const context: HandlerContext = {
       method,
       service: method.parent,
-      signal: neverAborted,
-      timeoutMs: deadlineOf(timeoutMs),
+      get signal() {
+        signal ??= callSignal(end, remaining(), options.shutdownSignal);
+        return signal;
+      },
+      timeoutMs: remaining,
       requestMethod: "POST",
       requestHeader: new HeaderRecord(headers),
       responseHeader,
@@ -153,7 +179,7 @@ export function directUnary(route: UnaryRoute, options: DirectUnaryOptions) {
       "grpc-accept-encoding",
     );
     if (compression.response) responseHeader.set("grpc-encoding", compression.response.name);
-    const timeout = parseGrpcTimeout(header(headers, "grpc-timeout"), Number.MAX_SAFE_INTEGER);
+    const timeout = parseGrpcTimeout(header(headers, "grpc-timeout"), maxTimeoutMs);
     const refused = compression.error ?? timeout.error;
     if (refused) {
       stream.resume();
@@ -171,7 +197,7 @@ export function directUnary(route: UnaryRoute, options: DirectUnaryOptions) {
               )
             ).data
           : envelope.data;
-      finish(await call(data, headers, remoteAddress, "grpc", timeout.timeoutMs, responseHeader, responseTrailer));
+      finish(await call(data, headers, remoteAddress, "grpc", timeout.timeoutMs, responseHeader, responseTrailer, stream));
     };
     answer().catch((error: unknown) => finish(undefined, error));
   }
@@ -185,7 +211,7 @@ export function directUnary(route: UnaryRoute, options: DirectUnaryOptions) {
       header(req.headers, "accept-encoding"),
       "Accept-Encoding",
     );
-    const timeout = parseConnectTimeout(header(req.headers, "connect-timeout-ms"), Number.MAX_SAFE_INTEGER);
+    const timeout = parseConnectTimeout(header(req.headers, "connect-timeout-ms"), maxTimeoutMs);
     (async () => {
       let status = 200;
       let body: Uint8Array;
@@ -195,7 +221,16 @@ export function directUnary(route: UnaryRoute, options: DirectUnaryOptions) {
         let bytes = await readAllBytes(req as AsyncIterable<Uint8Array>, options.readMaxBytes, header(req.headers, "content-length"));
         if (compression.request)
           bytes = await compression.request.decompress(bytes, options.readMaxBytes).catch((e: unknown) => Promise.reject(clientsFault(e)));
-        body = await call(bytes, req.headers, req.socket?.remoteAddress, "connect", timeout.timeoutMs, responseHeader, responseTrailer);
+        body = await call(
+          bytes,
+          req.headers,
+          req.socket?.remoteAddress,
+          "connect",
+          timeout.timeoutMs,
+          responseHeader,
+          responseTrailer,
+          res,
+        );
         observer.report(0);
       } catch (error) {
         const failure = asConnectError(error, observer);
@@ -299,6 +334,32 @@ function readOneEnvelope(body: Readable, readMaxBytes: number): Promise<{ flags:
 function header(headers: IncomingHttpHeaders, name: string): string | null {
   const value = headers[name];
   return value === undefined ? null : Array.isArray(value) ? value.join(", ") : value;
+}
+
+/**
+ * A call's abort signal, as connect-es's handler context links it: aborted when the call ends on
+ * the wire (the client reset it or went away, or it was answered: CANCELED), at its deadline
+ * (DEADLINE_EXCEEDED, connect-es's words), or with the shutdown signal's reason.
+ */
+function callSignal(end: CallEnd, remainingMs: number | undefined, shutdown: AbortSignal | undefined): AbortSignal {
+  const controller = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
+  const abort = (reason: unknown) => {
+    clearTimeout(timer);
+    shutdown?.removeEventListener("abort", onShutdown);
+    if (!controller.signal.aborted) controller.abort(reason);
+  };
+  const onShutdown = () => abort(shutdown?.reason);
+  if (end.destroyed) abort(new ConnectError("the call is over", Code.Canceled));
+  else end.once("close", () => abort(new ConnectError("the call is over", Code.Canceled)));
+  if (shutdown?.aborted) onShutdown();
+  else shutdown?.addEventListener("abort", onShutdown);
+  if (remainingMs !== undefined) {
+    const expire = () => abort(new ConnectError("the operation timed out", Code.DeadlineExceeded));
+    if (remainingMs <= 0) expire();
+    else timer = setTimeout(expire, remainingMs);
+  }
+  return controller.signal;
 }
 
 function deadlineOf(timeoutMs: number | undefined): () => number | undefined {

@@ -21,7 +21,10 @@ export interface RpcAdapterOptions extends ConnectRouterOptions {
   onOutcome?: (req: NodeRequest, code: string) => void;
   /** Told when a handler fails outside any RPC status (a write error, a bug). */
   onError?: (req: NodeRequest, res: NodeResponse, error: unknown) => void;
-  /** Unary methods also registered in `routes` whose gRPC and Connect calls in the protobuf encoding are answered directly (direct-unary.ts): the ingest paths. */
+  /**
+   * Unary methods also registered in `routes` whose gRPC and Connect calls in the protobuf encoding
+   * are answered directly (direct-unary.ts): the ingest paths. Ignored when `interceptors` are given.
+   */
   fastUnary?: UnaryRoute[];
 }
 
@@ -36,10 +39,18 @@ export function rpcAdapter(options: RpcAdapterOptions) {
   const router = createConnectRouter({ acceptCompression, ...options });
   options.routes(router);
   const paths = new Map<string, UniversalHandler>(router.handlers.map((h) => [h.requestPath, h]));
+  // Router interceptors wrap connect-es's handlers only: with any, every call goes through them.
+  const fastUnary = options.interceptors?.length ? [] : (options.fastUnary ?? []);
   const direct = new Map(
-    (options.fastUnary ?? []).map((route) => [
+    fastUnary.map((route) => [
       `/${route.method.parent.typeName}/${route.method.name}`,
-      directUnary(route, { acceptCompression, readMaxBytes: options.readMaxBytes ?? 0xffffffff, contextValues: options.contextValues }),
+      directUnary(route, {
+        acceptCompression,
+        readMaxBytes: options.readMaxBytes ?? 0xffffffff,
+        contextValues: options.contextValues,
+        ...(options.maxTimeoutMs === undefined ? {} : { maxTimeoutMs: options.maxTimeoutMs }),
+        ...(options.shutdownSignal ? { shutdownSignal: options.shutdownSignal } : {}),
+      }),
     ]),
   );
 
