@@ -73,6 +73,8 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       return degraded ? { limits: degraded } : {};
     },
     maxBodyBytes: config.maxBodyBytes,
+    directUnary: config.directUnary,
+    otlpReader: config.otlpReader,
     trustProxy: config.trustProxy,
     logger,
     metrics,

@@ -79,6 +79,10 @@ export interface Config {
   metricsToken: string | undefined;
   /** OTLP span attributes kept as trace metadata under their own names, comma-separated (docs/otlp.md). */
   otlpMetadataAttributes: string | undefined;
+  /** Answer gRPC and Connect ingest calls in protobuf on the direct path (direct-unary.ts); false: connect-es answers every call. */
+  directUnary: boolean;
+  /** Read protobuf OTLP Exports with the OTLP reader (otlp-protobuf.ts); false: protobuf-es reads them all. */
+  otlpReader: boolean;
 }
 
 interface OptionSpec {
@@ -130,6 +134,8 @@ export const configOptions = {
   metricsPort: { env: "METRICS_PORT", flag: "metrics-port", kind: "integer", describe: "serve Prometheus /metrics on this port (unset: none)" },
   metricsToken: { env: "METRICS_TOKEN", flag: "metrics-token", kind: "string", describe: "serve /metrics on the main port to `Authorization: Bearer` this token" },
   otlpMetadataAttributes: { env: "OTLP_METADATA_ATTRIBUTES", flag: "otlp-metadata-attributes", kind: "string", describe: "OTLP span attributes kept as trace metadata, comma-separated ([docs/otlp.md](docs/otlp.md))" },
+  directUnary: { env: "DIRECT_UNARY", flag: "direct-unary", kind: "boolean", fallback: "true", describe: "answer protobuf gRPC and Connect ingest calls on the direct path (false: connect-es answers all)" },
+  otlpReader: { env: "OTLP_READER", flag: "otlp-reader", kind: "boolean", fallback: "true", describe: "read protobuf OTLP Exports with calltrace's reader (false: protobuf-es reads all)" },
 } as const satisfies Record<keyof Config, OptionSpec>;
 
 export class ConfigError extends Error {}

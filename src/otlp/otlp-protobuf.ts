@@ -16,7 +16,17 @@ import { type AttributeValue, type Attributes, exportOfMessage, type OtlpExport,
  * which decides what is valid: throws protobuf-es's error for bytes that are not one.
  */
 export function exportFromBinary(body: Uint8Array): OtlpExport {
-  return readExport(body) ?? exportOfMessage(fromBinary(ExportTraceServiceRequestSchema, body));
+  return readExport(body) ?? exportByProtobufEs(body);
+}
+
+/** An ExportTraceServiceRequest read by protobuf-es alone. */
+export function exportByProtobufEs(body: Uint8Array): OtlpExport {
+  return exportOfMessage(fromBinary(ExportTraceServiceRequestSchema, body));
+}
+
+/** How protobuf Exports are read: with this reader first (OTLP_READER, on by default), or by protobuf-es alone. */
+export function exportDecoder(useReader: boolean): (body: Uint8Array) => OtlpExport {
+  return useReader ? exportFromBinary : exportByProtobufEs;
 }
 
 /**

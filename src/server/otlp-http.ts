@@ -5,7 +5,6 @@ import { StatusSchema } from "../../gen/google/rpc/status_pb.js";
 import { bodyInvalid } from "../ingest/ingest-errors.js";
 import type { OtlpExport } from "../otlp/otlp-export.js";
 import type { OtlpExportResult } from "../otlp/otlp-ingest.js";
-import { exportFromBinary } from "../otlp/otlp-protobuf.js";
 import { type ResponseHeaders, sendPayload } from "./json-response.js";
 import type { NodeResponse } from "./node-types.js";
 import type { RestRefusal } from "./rest-refusal.js";
@@ -22,11 +21,11 @@ export function isOtlpProtobuf(contentType: string | undefined): boolean {
 
 /**
  * An ExportTraceServiceRequest in protobuf; anything that does not decode as one is the client's
- * fault (400). Read by the fast reader when it can, else by protobuf-es, which decides what is valid.
+ * fault (400). `decode` is exportDecoder's (otlp-protobuf.ts).
  */
-export function exportFromProtobuf(body: Buffer): OtlpExport {
+export function exportFromProtobuf(body: Buffer, decode: (body: Uint8Array) => OtlpExport): OtlpExport {
   try {
-    return exportFromBinary(body);
+    return decode(body);
   } catch (error) {
     throw bodyInvalid(`request body is not a valid protobuf ExportTraceServiceRequest (${(error as Error).message})`);
   }

@@ -6,7 +6,7 @@ import type { IngestPipeline } from "../ingest/ingest-pipeline.js";
 import { clientAddressKey, traceService } from "../ingest/trace-service.js";
 import { TraceService as OtlpTraceService } from "../../gen/opentelemetry/proto/collector/trace/v1/trace_service_pb.js";
 import { createOtlpIngest, type OtlpIngestDeps } from "../otlp/otlp-ingest.js";
-import { exportFromBinary } from "../otlp/otlp-protobuf.js";
+import { exportDecoder } from "../otlp/otlp-protobuf.js";
 import { otlpExportHandler, otlpTraceService } from "../otlp/otlp-trace-service.js";
 import type { Logger } from "../log/logger.js";
 import type { Metrics, RequestProtocol } from "../observability/metrics.js";
@@ -43,6 +43,9 @@ export interface RequestHandlerOptions {
   shutdown?: AbortSignal;
   /** When set, GET /metrics on this port answers requests bearing `Authorization: Bearer <token>`. */
   metricsToken?: string;
+  /** The fast paths' switches (DIRECT_UNARY, OTLP_READER): each on unless false. */
+  directUnary?: boolean;
+  otlpReader?: boolean;
 }
 
 /** Under TLS, browsers are told to keep to HTTPS for two years (HSTS). */
@@ -57,7 +60,8 @@ const hsts = "max-age=63072000; includeSubDomains";
 export function createRequestHandler(options: RequestHandlerOptions) {
   const pipeline = options.metrics ? observedPipeline(options.pipeline, options.metrics) : options.pipeline;
   const otlp = createOtlpIngest({ ...options.otlp, pipeline });
-  const rest = restIngest(pipeline, otlp, options);
+  const readOtlp = exportDecoder(options.otlpReader !== false);
+  const rest = restIngest(pipeline, otlp, { ...options, readOtlp });
   const rpcOutcomes = new WeakMap<NodeRequest, string>();
   const ingest = traceService(pipeline);
   const otlpExport = otlpExportHandler(pipeline, otlp);
@@ -70,11 +74,11 @@ export function createRequestHandler(options: RequestHandlerOptions) {
       serveHealth(router, { ready: options.ready });
       serveReflection(router);
     },
-    // OTLP Exports on the direct path are read by the OTLP reader (D44), as OTLP/HTTP's are.
-    fastUnary: [
-      unaryRoute(TraceService.method.ingest, ingest.ingest),
-      decodedRoute(OtlpTraceService.method.export, exportFromBinary, otlpExport),
-    ],
+    // OTLP Exports on the direct path are read as OTLP/HTTP's are (D44).
+    fastUnary:
+      options.directUnary === false
+        ? []
+        : [unaryRoute(TraceService.method.ingest, ingest.ingest), decodedRoute(OtlpTraceService.method.export, readOtlp, otlpExport)],
     readMaxBytes: options.maxBodyBytes,
     ...(options.shutdown ? { shutdownSignal: options.shutdown } : {}),
     contextValues: (headers, remoteAddress) =>

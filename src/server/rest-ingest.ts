@@ -5,6 +5,7 @@ import type { HeaderFields } from "../limits/rate-limit-headers.js";
 import { bodyInvalid, payloadTooLarge, unsupportedMediaType } from "../ingest/ingest-errors.js";
 import { traceFromJson } from "../ingest/trace-json.js";
 import type { Logger } from "../log/logger.js";
+import type { OtlpExport } from "../otlp/otlp-export.js";
 import type { OtlpIngest } from "../otlp/otlp-ingest.js";
 import { exportFromOtlpJson } from "../otlp/otlp-json.js";
 import { clientAddress } from "./client-address.js";
@@ -19,6 +20,8 @@ export interface RestIngestOptions {
   maxBodyBytes: number;
   trustProxy: boolean;
   logger: Logger;
+  /** Reads a protobuf OTLP Export (exportDecoder). */
+  readOtlp: (body: Uint8Array) => OtlpExport;
 }
 
 /**
@@ -60,7 +63,7 @@ export function restIngest(pipeline: IngestPipeline, otlp: OtlpIngest, options: 
         raw = await decodedBody(raw, req.headers["content-encoding"], options.maxBodyBytes);
       }
       if (otlpEncoding === "protobuf") {
-        const request = exportFromProtobuf(raw);
+        const request = exportFromProtobuf(raw, options.readOtlp);
         accepting = true;
         sendOtlpExport(res, otlpEncoding, await otlp(admission, request, address), Object.assign({}, common, admission.headers));
         return;

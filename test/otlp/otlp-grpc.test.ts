@@ -4,6 +4,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { TraceService } from "../../gen/opentelemetry/proto/collector/trace/v1/trace_service_pb.js";
 import { RetryInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { throwawayCertificate } from "../support/tls-certificate.js";
+import { directUnaryOff, fastPathsOn, otlpReaderOff } from "../support/fast-paths.js";
 import { startTestService, type TestService } from "../support/test-service.js";
 import { exportOf, genAiSpan, hex, storedOtlp } from "./otlp-support.js";
 
@@ -12,101 +13,108 @@ let plain: TestService;
 let tls: TestService;
 let cert: Buffer;
 
-beforeAll(async () => {
-  const certificate = throwawayCertificate();
-  const { certFile, keyFile } = certificate;
-  cert = certificate.cert;
-  const plans = {
-    free: { per_minute: 1, per_month: 1000 },
-    metered: { per_minute: 1000, per_month: 2 },
-    pro: { per_minute: 100_000, per_month: 1_000_000 },
-  };
-  plain = await startTestService({ plans });
-  tls = await startTestService({ plans, tlsCertFile: certFile, tlsKeyFile: keyFile });
-});
-
 const h2c = (service: TestService) => createClient(TraceService, createGrpcTransport({ baseUrl: service.url }));
 const bearer = (key: string) => ({ headers: { authorization: `Bearer ${key}` } });
 
-describe("OTLP/gRPC Export", () => {
-  it("h2c: stores the calls and answers an empty ExportTraceServiceResponse, with the rate-limit and quota headers", async () => {
-    const { key, accountId } = await plain.createKey("pro");
-    const spans = [genAiSpan(), genAiSpan()];
-    let headers: Headers | undefined;
-    const response = await h2c(plain).export(exportOf(spans), { ...bearer(key), onHeader: (h) => (headers = h) });
-    expect(response.partialSuccess).toBeUndefined();
-    expect(headers?.get("x-ratelimit-limit")).toBe("100000");
-    expect(headers?.get("x-quota-remaining")).toBe("999998");
-    expect((await storedOtlp(plain.store, accountId)).map((t) => t.otlpSpanId).sort()).toEqual(spans.map((s) => hex(s.spanId)).sort());
+describe.each([fastPathsOn, directUnaryOff, otlpReaderOff])("%s", (_switches, switches) => {
+  beforeAll(async () => {
+    const certificate = throwawayCertificate();
+    const { certFile, keyFile } = certificate;
+    cert = certificate.cert;
+    const plans = {
+      free: { per_minute: 1, per_month: 1000 },
+      metered: { per_minute: 1000, per_month: 2 },
+      pro: { per_minute: 100_000, per_month: 1_000_000 },
+    };
+    plain = await startTestService({ ...switches, plans });
+    tls = await startTestService({ ...switches, plans, tlsCertFile: certFile, tlsKeyFile: keyFile });
   });
 
-  it("TLS (HTTP/2 through ALPN): the same", async () => {
-    const { key, accountId } = await tls.createKey("pro");
-    const client = createClient(TraceService, createGrpcTransport({ baseUrl: `https://localhost:${tls.port}`, nodeOptions: { ca: cert } }));
-    const span = genAiSpan();
-    expect((await client.export(exportOf([span]), bearer(key))).partialSuccess).toBeUndefined();
-    expect((await storedOtlp(tls.store, accountId)).map((t) => t.otlpSpanId)).toEqual([hex(span.spanId)]);
-  });
-
-  it("partial_success names the rejected spans", async () => {
-    const { key } = await plain.createKey("pro");
-    const bad = genAiSpan({
-      attributes: { "gen_ai.operation.name": "chat", "gen_ai.provider.name": "mistral_ai", "gen_ai.request.model": "m" },
+  describe("OTLP/gRPC Export", () => {
+    it("h2c: stores the calls and answers an empty ExportTraceServiceResponse, with the rate-limit and quota headers", async () => {
+      const { key, accountId } = await plain.createKey("pro");
+      const spans = [genAiSpan(), genAiSpan()];
+      let headers: Headers | undefined;
+      const response = await h2c(plain).export(exportOf(spans), { ...bearer(key), onHeader: (h) => (headers = h) });
+      expect(response.partialSuccess).toBeUndefined();
+      expect(headers?.get("x-ratelimit-limit")).toBe("100000");
+      expect(headers?.get("x-quota-remaining")).toBe("999998");
+      expect((await storedOtlp(plain.store, accountId)).map((t) => t.otlpSpanId).sort()).toEqual(spans.map((s) => hex(s.spanId)).sort());
     });
-    const response = await h2c(plain).export(exportOf([bad, genAiSpan()]), bearer(key));
-    expect(Number(response.partialSuccess?.rejectedSpans)).toBe(1);
-    expect(response.partialSuccess?.errorMessage).toContain('provider "mistral_ai" is not supported');
-  });
 
-  it("no key: UNAUTHENTICATED", async () => {
-    const error = await h2c(plain)
-      .export(exportOf([genAiSpan()]))
-      .catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(ConnectError);
-    expect((error as ConnectError).code).toBe(Code.Unauthenticated);
-  });
+    it("TLS (HTTP/2 through ALPN): the same", async () => {
+      const { key, accountId } = await tls.createKey("pro");
+      const client = createClient(
+        TraceService,
+        createGrpcTransport({ baseUrl: `https://localhost:${tls.port}`, nodeOptions: { ca: cert } }),
+      );
+      const span = genAiSpan();
+      expect((await client.export(exportOf([span]), bearer(key))).partialSuccess).toBeUndefined();
+      expect((await storedOtlp(tls.store, accountId)).map((t) => t.otlpSpanId)).toEqual([hex(span.spanId)]);
+    });
 
-  it("over the per-minute limit, or with no quota left: RESOURCE_EXHAUSTED with RetryInfo", async () => {
-    const { key: free } = await plain.createKey("free");
-    await h2c(plain).export(exportOf([genAiSpan()]), bearer(free));
-    const limited = (await h2c(plain)
-      .export(exportOf([genAiSpan()]), bearer(free))
-      .catch((e: unknown) => e)) as ConnectError;
-    expect(limited.code).toBe(Code.ResourceExhausted);
-    expect(limited.findDetails(RetryInfoSchema)[0]?.retryDelay?.seconds).toBeGreaterThan(0n);
-
-    const { key: metered } = await plain.createKey("metered");
-    const partial = await h2c(plain).export(exportOf([genAiSpan(), genAiSpan(), genAiSpan()]), bearer(metered));
-    expect(partial.partialSuccess?.errorMessage).toMatch(/: Monthly quota exceeded$/);
-    const over = (await h2c(plain)
-      .export(exportOf([genAiSpan()]), bearer(metered))
-      .catch((e: unknown) => e)) as ConnectError;
-    expect(over.code).toBe(Code.ResourceExhausted);
-    expect(over.rawMessage).toBe("Monthly quota exceeded");
-    expect(over.findDetails(RetryInfoSchema)[0]?.retryDelay?.seconds).toBeGreaterThan(0n);
-  });
-
-  it("a body that is not an ExportTraceServiceRequest: INVALID_ARGUMENT, not INTERNAL", async () => {
-    const { key } = await plain.createKey("pro");
-    const frame = Buffer.concat([Buffer.from([0, 0, 0, 0, 3]), Buffer.from([0x0a, 0x10, 0x01])]);
-    const { connect } = await import("node:http2");
-    const session = connect(plain.url);
-    const { status, trailers } = await new Promise<{ status: string | undefined; trailers: Record<string, unknown> }>((resolve, reject) => {
-      const stream = session.request({
-        ":method": "POST",
-        ":path": "/opentelemetry.proto.collector.trace.v1.TraceService/Export",
-        "content-type": "application/grpc",
-        te: "trailers",
-        authorization: `Bearer ${key}`,
+    it("partial_success names the rejected spans", async () => {
+      const { key } = await plain.createKey("pro");
+      const bad = genAiSpan({
+        attributes: { "gen_ai.operation.name": "chat", "gen_ai.provider.name": "mistral_ai", "gen_ai.request.model": "m" },
       });
-      let grpcStatus: string | undefined;
-      stream.on("response", (h) => (grpcStatus = h["grpc-status"] as string | undefined));
-      stream.on("trailers", (t) => resolve({ status: (t["grpc-status"] as string | undefined) ?? grpcStatus, trailers: t }));
-      stream.on("error", reject);
-      stream.resume();
-      stream.end(frame);
+      const response = await h2c(plain).export(exportOf([bad, genAiSpan()]), bearer(key));
+      expect(Number(response.partialSuccess?.rejectedSpans)).toBe(1);
+      expect(response.partialSuccess?.errorMessage).toContain('provider "mistral_ai" is not supported');
     });
-    session.close();
-    expect(status, JSON.stringify(trailers)).toBe(String(Code.InvalidArgument));
+
+    it("no key: UNAUTHENTICATED", async () => {
+      const error = await h2c(plain)
+        .export(exportOf([genAiSpan()]))
+        .catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ConnectError);
+      expect((error as ConnectError).code).toBe(Code.Unauthenticated);
+    });
+
+    it("over the per-minute limit, or with no quota left: RESOURCE_EXHAUSTED with RetryInfo", async () => {
+      const { key: free } = await plain.createKey("free");
+      await h2c(plain).export(exportOf([genAiSpan()]), bearer(free));
+      const limited = (await h2c(plain)
+        .export(exportOf([genAiSpan()]), bearer(free))
+        .catch((e: unknown) => e)) as ConnectError;
+      expect(limited.code).toBe(Code.ResourceExhausted);
+      expect(limited.findDetails(RetryInfoSchema)[0]?.retryDelay?.seconds).toBeGreaterThan(0n);
+
+      const { key: metered } = await plain.createKey("metered");
+      const partial = await h2c(plain).export(exportOf([genAiSpan(), genAiSpan(), genAiSpan()]), bearer(metered));
+      expect(partial.partialSuccess?.errorMessage).toMatch(/: Monthly quota exceeded$/);
+      const over = (await h2c(plain)
+        .export(exportOf([genAiSpan()]), bearer(metered))
+        .catch((e: unknown) => e)) as ConnectError;
+      expect(over.code).toBe(Code.ResourceExhausted);
+      expect(over.rawMessage).toBe("Monthly quota exceeded");
+      expect(over.findDetails(RetryInfoSchema)[0]?.retryDelay?.seconds).toBeGreaterThan(0n);
+    });
+
+    it("a body that is not an ExportTraceServiceRequest: INVALID_ARGUMENT, not INTERNAL", async () => {
+      const { key } = await plain.createKey("pro");
+      const frame = Buffer.concat([Buffer.from([0, 0, 0, 0, 3]), Buffer.from([0x0a, 0x10, 0x01])]);
+      const { connect } = await import("node:http2");
+      const session = connect(plain.url);
+      const { status, trailers } = await new Promise<{ status: string | undefined; trailers: Record<string, unknown> }>(
+        (resolve, reject) => {
+          const stream = session.request({
+            ":method": "POST",
+            ":path": "/opentelemetry.proto.collector.trace.v1.TraceService/Export",
+            "content-type": "application/grpc",
+            te: "trailers",
+            authorization: `Bearer ${key}`,
+          });
+          let grpcStatus: string | undefined;
+          stream.on("response", (h) => (grpcStatus = h["grpc-status"] as string | undefined));
+          stream.on("trailers", (t) => resolve({ status: (t["grpc-status"] as string | undefined) ?? grpcStatus, trailers: t }));
+          stream.on("error", reject);
+          stream.resume();
+          stream.end(frame);
+        },
+      );
+      session.close();
+      expect(status, JSON.stringify(trailers)).toBe(String(Code.InvalidArgument));
+    });
   });
 });
