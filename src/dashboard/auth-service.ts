@@ -34,6 +34,7 @@ export interface AuthServiceDeps {
   isSecure: (context: HandlerContext) => boolean;
 }
 
+const emailTaken = () => new ConnectError("an account with this email exists already: log in instead", Code.AlreadyExists);
 const wrongCredentials = () => new ConnectError("wrong email or password", Code.Unauthenticated);
 
 /** The client's address as the limits count it (X-Forwarded-For only behind TRUST_PROXY). */
@@ -56,6 +57,20 @@ export function authService(deps: AuthServiceDeps): ServiceImpl<typeof AuthServi
       // Taken before hashing, and kept whatever the outcome: probing for registered emails costs attempts too.
       const wait = await deps.signupLimit.reserve(clientAddress(context));
       if (wait > 0) throw tooManyAttempts("too many sign-ups", wait);
+      // A retry of a sign-up whose answer was lost (the page was left mid-hash) finds the account
+      // made: the same password logs in, through the log-in limits, like LogIn would.
+      const existing = await users.findUserByEmail(email);
+      if (existing) {
+        const ok = await deps.checkPassword({
+          email,
+          address: clientAddress(context),
+          password: request.password,
+          storedHash: existing.passwordHash,
+        });
+        if (!ok) throw emailTaken();
+        await startSession(context, existing);
+        return create(SignUpResponseSchema, { session: { email, accountId: existing.accountId } });
+      }
       const passwordHash = await deps.gate
         .run("signup", () => hashPassword(request.password))
         .catch((error: unknown) => {
@@ -65,7 +80,7 @@ export function authService(deps: AuthServiceDeps): ServiceImpl<typeof AuthServi
       const created = await users
         .createUserWithAccount({ email, passwordHash, accountName: email, plan: deps.signupPlan })
         .catch((error: unknown) => {
-          if (error instanceof EmailTakenError) throw new ConnectError("an account with this email exists already", Code.AlreadyExists);
+          if (error instanceof EmailTakenError) throw emailTaken();
           throw error;
         });
       await startSession(context, created.user);

@@ -64,11 +64,33 @@ describe("dashboard API: accounts, sessions and isolation", () => {
     expect(anonymous).toEqual({ signupOpen: true });
   });
 
-  it("sign-up refuses a taken email, a malformed email and a short password", async () => {
+  it("sign-up refuses a taken email (saying to log in), a malformed email and a short password", async () => {
     const other = new DashboardClient(service.url);
-    expect((await other.call("AuthService/SignUp", { email: "ALICE@example.com", password })).body.code).toBe("already_exists");
+    const taken = await other.call(
+      "AuthService/SignUp",
+      { email: "ALICE@example.com", password: "another long password" },
+      { forwardedFor: "203.0.113.8" },
+    );
+    expect(taken.status).toBe(409);
+    expect(taken.body).toMatchObject({ code: "already_exists", message: "an account with this email exists already: log in instead" });
+    expect(other.cookies.has("ct_session")).toBe(false);
     expect((await other.call("AuthService/SignUp", { email: "not-an-email", password })).body.code).toBe("invalid_argument");
     expect((await other.call("AuthService/SignUp", { email: "carol@example.com", password: "short" })).body.code).toBe("invalid_argument");
+  });
+
+  it("a retry of a sign-up that created the account (same email and password) logs in instead of answering 409", async () => {
+    // From their own address: the sign-up limit counts per address.
+    const forwardedFor = "203.0.113.7";
+    const first = new DashboardClient(service.url);
+    expect((await first.call("AuthService/SignUp", { email: "erin@example.com", password }, { forwardedFor })).status).toBe(200);
+    const retry = new DashboardClient(service.url);
+    const answer = await retry.call("AuthService/SignUp", { email: "Erin@example.com", password }, { forwardedFor });
+    expect(answer.status).toBe(200);
+    expect(answer.body.session).toMatchObject({
+      email: "erin@example.com",
+      accountId: (await first.ok("AuthService/GetSession")).session.accountId,
+    });
+    expect((await retry.ok("AuthService/GetSession")).session.email).toBe("erin@example.com");
   });
 
   it("each account lists only its own keys and traces, on every query", async () => {

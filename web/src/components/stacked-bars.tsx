@@ -1,5 +1,6 @@
 import { colourOf } from "./palette.js";
 import { Truncated } from "./truncated.js";
+import { useWidth } from "./use-width.js";
 
 export interface Series {
   /** Tells series apart when names may repeat (two providers may both have a model of one name); the name by default. */
@@ -10,8 +11,10 @@ export interface Series {
 }
 
 /**
- * Columns (days) of stacked values (models), drawn as SVG, with a legend, and the same values as
- * a table for keyboards and screen readers (each bar also names its value on hover).
+ * Columns (days) of values per series (models), drawn as SVG, with a legend, and the same values
+ * as a table for keyboards and screen readers (each bar also names its value on hover). Stacked
+ * by default; `stacked={false}` draws the series side by side, for groups that overlap (a call
+ * with two tags counts in both), whose values do not add up.
  */
 export function StackedBars({
   columns,
@@ -19,25 +22,30 @@ export function StackedBars({
   format,
   axisFormat = format,
   label,
+  stacked = true,
 }: {
   columns: string[];
   series: Series[];
   format: (n: number) => string;
   axisFormat?: (n: number) => string;
   label: string;
+  stacked?: boolean;
 }) {
-  const width = 640;
+  const { ref, width } = useWidth<HTMLElement>(640);
   const height = 180;
   const pad = { left: 72, bottom: 22, top: 8 };
   const totals = columns.map((_, i) => series.reduce((sum, s) => sum + (s.values[i] ?? 0), 0));
-  const max = Math.max(...totals, 0) || 1;
+  const peaks = columns.map((_, i) => Math.max(0, ...series.map((s) => s.values[i] ?? 0)));
+  const max = Math.max(...(stacked ? totals : peaks), 0) || 1;
   const slot = (width - pad.left) / Math.max(columns.length, 1);
   const bar = Math.max(1, slot * 0.8);
   const y = (v: number) => ((height - pad.bottom - pad.top) * v) / max;
-  const every = Math.ceil(columns.length / 8);
+  // Day labels at least ~48 px apart, so they never overlap however narrow the card.
+  const every = Math.max(1, Math.ceil(columns.length / Math.max(1, Math.floor((width - pad.left) / 48))));
+  const colour = (s: Series) => colourOf(s.key ?? s.name);
 
   return (
-    <figure class="chart" aria-label={label}>
+    <figure class="chart" aria-label={label} ref={ref}>
       <svg viewBox={`0 0 ${width} ${height}`} role="img" aria-label={`${label}: the table below lists every value`}>
         <text x={pad.left - 6} y={pad.top + 10} text-anchor="end" class="axis" data-axis-max>
           {axisFormat(max)}
@@ -54,8 +62,16 @@ export function StackedBars({
               {series.map((s, j) => {
                 const h = y(s.values[i] ?? 0);
                 top -= h;
+                const side = bar / Math.max(series.length, 1);
                 return h > 0 ? (
-                  <rect key={s.key ?? s.name} x={x} y={top} width={bar} height={h} fill={colourOf(j)}>
+                  <rect
+                    key={s.key ?? s.name}
+                    x={stacked ? x : x + j * side}
+                    y={stacked ? top : height - pad.bottom - h}
+                    width={stacked ? bar : Math.max(1, side)}
+                    height={h}
+                    fill={colour(s)}
+                  >
                     <title>{`${column} · ${s.name}: ${format(s.values[i] ?? 0)}`}</title>
                   </rect>
                 ) : null;
@@ -69,11 +85,11 @@ export function StackedBars({
           );
         })}
       </svg>
-      <figcaption class="legend">
-        {series.map((s, j) => (
+      <figcaption class="legend" tabIndex={0}>
+        {series.map((s) => (
           <span key={s.key ?? s.name} data-series={s.key ?? s.name}>
-            <i style={{ background: colourOf(j) }} />
-            <Truncated text={s.name} />
+            <i style={{ background: colour(s) }} />
+            <Truncated text={s.name} focusable={false} />
           </span>
         ))}
       </figcaption>
@@ -90,9 +106,11 @@ export function StackedBars({
                     <Truncated text={s.name} />
                   </th>
                 ))}
-                <th scope="col" class="num">
-                  Total
-                </th>
+                {stacked && (
+                  <th scope="col" class="num">
+                    Total
+                  </th>
+                )}
               </tr>
             </thead>
             <tbody>
@@ -104,7 +122,7 @@ export function StackedBars({
                       {format(s.values[i] ?? 0)}
                     </td>
                   ))}
-                  <td class="num">{format(totals[i] ?? 0)}</td>
+                  {stacked && <td class="num">{format(totals[i] ?? 0)}</td>}
                 </tr>
               ))}
             </tbody>

@@ -45,7 +45,7 @@ export function columnsFromQuery(query: URLSearchParams): ColumnId[] {
 }
 
 /**
- * The traces table: a header per sortable column toggles its order (newest/largest first, then
+ * The traces table (on a phone: time, model, latency, cost and status; the row opens the rest): a header per sortable column toggles its order (newest/largest first, then
  * the other way), optional columns for attribution, and rows that open the trace's details on
  * click or, focused, on Enter or Space.
  */
@@ -66,11 +66,11 @@ export function TraceTable({
   selected: string;
   onOpen: (id: string) => void;
 }) {
-  const header = (label: string, order: TraceSort["order"], numeric = true, title?: string): ComponentChildren => {
+  const header = (label: string, order: TraceSort["order"], numeric = true, title?: string, extra = ""): ComponentChildren => {
     const active = sort.order === order;
     const next = () => onSort({ order, ascending: active ? !sort.ascending : false });
     return (
-      <th class={numeric ? "num" : ""} aria-sort={active ? (sort.ascending ? "ascending" : "descending") : "none"} data-sort={order}>
+      <th class={`${numeric ? "num" : ""} ${extra}`.trim()} aria-sort={active ? (sort.ascending ? "ascending" : "descending") : "none"} data-sort={order}>
         <button type="button" class="sort" onClick={next} title={title}>
           {label}
           <span aria-hidden="true">{active ? (sort.ascending ? " ▲" : " ▼") : ""}</span>
@@ -84,19 +84,19 @@ export function TraceTable({
       <thead>
         <tr>
           {header("Time (UTC)", "time", false)}
-          <th>Provider</th>
+          <th class="wide-only">Provider</th>
           <th>Model</th>
-          {header("Tokens in", "tokens", true, "Sort by tokens in + out")}
-          {header("Tokens out", "tokens", true, "Sort by tokens in + out")}
+          {header("Tokens in", "tokens", true, "Sort by tokens in + out", "wide-only")}
+          {header("Tokens out", "tokens", true, "Sort by tokens in + out", "wide-only")}
           {header("Latency (ms)", "latency")}
           {header("Cost (USD)", "cost")}
           <th>Status</th>
-          <th>Error</th>
+          <th class="wide-only">Error</th>
           {shown.map((c) => (
             <th data-column={c.id}>{c.label}</th>
           ))}
-          <th>Country</th>
-          <th>Key</th>
+          <th class="wide-only">Country</th>
+          <th class="wide-only">Key</th>
         </tr>
       </thead>
       <tbody>
@@ -114,24 +114,24 @@ export function TraceTable({
               }
             }}
           >
-            <td class="nowrap">{dateTime(t.receivedAt).slice(0, 19)}</td>
-            <td>{t.provider}</td>
+            <td class="time">{dateTime(t.receivedAt).slice(0, 19)}</td>
+            <td class="wide-only">{t.provider}</td>
             <td class="model">
               <Truncated text={t.model} />
             </td>
-            <td class="num">{count(t.tokensIn)}</td>
-            <td class="num">{count(t.tokensOut)}</td>
+            <td class="num wide-only">{count(t.tokensIn)}</td>
+            <td class="num wide-only">{count(t.tokensOut)}</td>
             <td class="num">{count(t.latencyMs)}</td>
             <td class="num">{usd(t.costUsd)}</td>
             <td>
               <span class={`status ${t.status}`}>{t.status}</span>
             </td>
-            <td class="error-text">{t.error ? <Truncated text={t.error} /> : ""}</td>
+            <td class="error-text wide-only">{t.error ? <Truncated text={t.error} /> : ""}</td>
             {shown.map((c) => (
               <td data-column={c.id}>{c.cell(t)}</td>
             ))}
-            <td>{t.country || "—"}</td>
-            <td class="muted small">
+            <td class="wide-only">{t.country || "—"}</td>
+            <td class="muted small wide-only">
               <Truncated text={keyName(t.keyId)} />
             </td>
           </tr>

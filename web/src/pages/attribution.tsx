@@ -42,7 +42,8 @@ export function Attribution() {
     async () => (await query.getUsageByGroup({ filter, dimension: Dimension.METADATA_KEY, limit: 100 })).groups.map((g) => g.value).filter((k) => k !== ""),
     [filterKey],
   );
-  const metadataKey = dim === "metadata" ? params.get("key") || metadataKeys.data?.[0] || "" : "";
+  // `mkey`, not `key`: `key` is the API-key filter of every page.
+  const metadataKey = dim === "metadata" ? params.get("mkey") || metadataKeys.data?.[0] || "" : "";
   const waiting = dim === "metadata" && metadataKey === "";
   const groups = useQuery(async () => {
     if (waiting) return undefined;
@@ -57,7 +58,7 @@ export function Attribution() {
   const keyNames = new Map((keys.data ?? []).map((k) => [k.id, k.name || `ct_${k.prefix}…`]));
   const label = (value: string) => (value === "" ? "(none)" : dim === "key" ? (keyNames.get(value) ?? value) : value);
   const go = (f: Filters, a: Attributes, d: DimensionId, key = "") =>
-    navigate(`${base}attribution?${joinQuery(filtersToQuery(f), attributesToQuery(a), `dim=${d}`, key ? `key=${encodeURIComponent(key)}` : "")}`);
+    navigate(`${base}attribution?${joinQuery(filtersToQuery(f), attributesToQuery(a), `dim=${d}`, key ? `mkey=${encodeURIComponent(key)}` : "")}`);
   const open = (value: string) => {
     const narrowed = attributesForGroup(attributes, dim, metadataKey, value);
     if (!narrowed) return;
@@ -74,6 +75,8 @@ export function Attribution() {
     values: columns.map((day) => groups.data!.days.filter((d) => d.day === day && d.value === value).reduce((s, d) => s + d.costUsd, 0)),
   }));
   const dimLabel = dimensions.find((d) => d.id === dim)!.label;
+  // Only tags overlap: a trace has one user, session, ... but may carry several tags.
+  const overlapping = dim === "tag";
 
   return (
     <section class="attribution">
@@ -106,8 +109,13 @@ export function Attribution() {
           <div class="card">
             <h2>
               Spend per day, top {Math.min(chartSize, groups.data.top.length)} by {dimLabel.toLowerCase()}
+              {overlapping && <span class="muted small"> (side by side, not stacked: a call with several tags counts in each, so they do not add up)</span>}
             </h2>
-            {series.length === 0 ? <p class="muted">No calls in this view.</p> : <StackedBars label={`Spend per day by ${dimLabel}`} columns={columns} series={series} format={usd} axisFormat={usdShort} />}
+            {series.length === 0 ? (
+              <p class="muted">No calls in this view.</p>
+            ) : (
+              <StackedBars label={`Spend per day by ${dimLabel}`} columns={columns} series={series} format={usd} axisFormat={usdShort} stacked={!overlapping} />
+            )}
           </div>
           <div class="card table-wrap">
             <h2 class="pad">
@@ -119,16 +127,18 @@ export function Attribution() {
             <table class="groups" data-groups={dim}>
               <thead>
                 <tr>
-                  <th class="num">#</th>
+                  <th class="num wide-only">#</th>
                   <th>{dimLabel}</th>
                   <th class="num">Spend</th>
                   <th class="num">Share</th>
                   <th class="num">Calls</th>
-                  <th class="num">Tokens in / out</th>
-                  <th class="num">Error rate</th>
-                  <th class="num">p50 ≈</th>
-                  <th class="num">p95 ≈</th>
-                  <th />
+                  <th class="num wide-only">Tokens in / out</th>
+                  <th class="num wide-only">Error rate</th>
+                  <th class="num wide-only">p50 ≈</th>
+                  <th class="num wide-only">p95 ≈</th>
+                  <th>
+                    <span class="sr-only">Traces</span>
+                  </th>
                 </tr>
               </thead>
               <tbody>
@@ -137,8 +147,8 @@ export function Attribution() {
                   const narrowed = attributesForGroup(attributes, dim, metadataKey, g.value);
                   return (
                     <tr data-group={g.value}>
-                      <td class="num">{i + 1}</td>
-                      <td>
+                      <td class="num wide-only">{i + 1}</td>
+                      <td class="group-value">
                         {narrowed ? (
                           <button type="button" class="link group" onClick={() => open(g.value)} title={`Show only ${label(g.value)}`}>
                             {label(g.value)}
@@ -152,13 +162,13 @@ export function Attribution() {
                       </td>
                       <td class="num">{percent(t.costUsd, total)}</td>
                       <td class="num">{count(t.calls)}</td>
-                      <td class="num">
+                      <td class="num wide-only">
                         {count(t.tokensIn)} / {count(t.tokensOut)}
                       </td>
-                      <td class="num">{percent(Number(t.errors), Number(t.calls))}</td>
-                      <td class="num">{ms(t.latencyP50Ms)}</td>
-                      <td class="num">{ms(t.latencyP95Ms)}</td>
-                      <td>{narrowed && <a href={tracesOf(narrowed)}>calls →</a>}</td>
+                      <td class="num wide-only">{percent(Number(t.errors), Number(t.calls))}</td>
+                      <td class="num wide-only">{ms(t.latencyP50Ms)}</td>
+                      <td class="num wide-only">{ms(t.latencyP95Ms)}</td>
+                      <td class="nowrap">{narrowed && <a href={tracesOf(narrowed)}>calls →</a>}</td>
                     </tr>
                   );
                 })}

@@ -1,3 +1,4 @@
+import { Code, ConnectError } from "@connectrpc/connect";
 import { useState } from "preact/hooks";
 import type { Session } from "../../../gen/calltrace/v1/auth_service_pb.js";
 import { auth, messageOf } from "../api.js";
@@ -8,6 +9,7 @@ export function Login({ signupOpen, onSignedIn }: { signupOpen: boolean; onSigne
   const [email, setEmail] = useState("");
   const [password, setPassword] = useState("");
   const [error, setError] = useState<string>();
+  const [taken, setTaken] = useState(false);
   const [busy, setBusy] = useState(false);
 
   const submit = async (event: Event) => {
@@ -19,6 +21,7 @@ export function Login({ signupOpen, onSignedIn }: { signupOpen: boolean; onSigne
       onSignedIn(r.session!);
     } catch (e) {
       setError(messageOf(e));
+      setTaken(e instanceof ConnectError && e.code === Code.AlreadyExists);
     } finally {
       setBusy(false);
     }
@@ -56,10 +59,26 @@ export function Login({ signupOpen, onSignedIn }: { signupOpen: boolean; onSigne
           />
         </label>
         {mode === "signup" && <p class="muted small">At least 10 characters. Your account starts on the free plan.</p>}
-        {error && <p class="error" role="alert">{error}</p>}
+        {error && (
+          <p class="error" role="alert">
+            {error}
+            {mode === "signup" && taken && (
+              <>
+                {" "}
+                <button type="button" class="link" onClick={() => setMode("login")}>
+                  Log in
+                </button>
+              </>
+            )}
+          </p>
+        )}
         <button type="submit" class="primary" disabled={busy}>
           {mode === "signup" ? "Create account" : "Log in"}
         </button>
+        {/* The password hash takes seconds on purpose: say so, rather than a silent grey button. */}
+        <p class="muted small" role="status" data-progress>
+          {busy ? (mode === "signup" ? "Creating your account: securing the password takes a few seconds…" : "Checking your password…") : ""}
+        </p>
       </form>
     </div>
   );

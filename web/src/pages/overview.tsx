@@ -78,11 +78,11 @@ export function Overview() {
 function GroupBars({ groups, label }: { groups: GroupUsage[]; label: (value: string) => string }) {
   return (
     <BarList
-      rows={groups.map((g, i) => ({
+      rows={groups.map((g) => ({
         label: label(g.value),
         value: g.totals?.costUsd ?? 0,
         text: `${usd(g.totals?.costUsd ?? 0)} · ${plural(g.totals?.calls ?? 0n, "call")}`,
-        colour: colourOf(i),
+        colour: colourOf(label(g.value)),
       }))}
     />
   );
@@ -94,7 +94,7 @@ function OverviewBody({ since, totals, models, days, buckets }: { since: Date; t
   // One series per provider and model: two providers may serve models of the same name.
   const series = (pick: (d: DayModelUsage) => number): Series[] =>
     models.map(({ provider, model }) => ({
-      key: `${provider}\n${model}`,
+      key: seriesKey({ provider, model }),
       name: `${provider} · ${model}`,
       values: columns.map((day) =>
         days.filter((d) => d.day === day && d.provider === provider && d.model === model).reduce((sum, d) => sum + pick(d), 0),
@@ -126,11 +126,11 @@ function OverviewBody({ since, totals, models, days, buckets }: { since: Date; t
           <div class="card">
             <h2>Top models by spend</h2>
             <BarList
-              rows={models.slice(0, 10).map((m, i) => ({
+              rows={models.slice(0, 10).map((m) => ({
                 label: `${m.provider} · ${m.model}`,
                 value: m.totals?.costUsd ?? 0,
                 text: `${usd(m.totals?.costUsd ?? 0)} · ${plural(m.totals?.calls ?? 0n, "call")}`,
-                colour: colourOf(i),
+                colour: colourOf(seriesKey(m)),
               }))}
             />
           </div>
@@ -143,6 +143,9 @@ function OverviewBody({ since, totals, models, days, buckets }: { since: Date; t
     </>
   );
 }
+
+/** A model's series key, which also picks its colour: the same in every chart, range and filter. */
+const seriesKey = (m: { provider: string; model: string }) => `${m.provider}\n${m.model}`;
 
 const estimateNote = "An estimate: read from latency buckets 5% wide, at most 5% above the true value.";
 
