@@ -1,13 +1,37 @@
 import { defineConfig } from "vitest/config";
 
+/**
+ * The service's test tiers, each runnable alone (`npm test -- store`, or `npx vitest run --project
+ * store`). A file belongs to the first tier whose patterns match it; every other file is `unit`
+ * (fast, in-process service over real sockets). The SDK tier is the SDKs' own suites
+ * (scripts/test-all.mjs).
+ */
+export const tiers = {
+  // The store adapters and everything run against FerretDB (or MONGODB_URI's server).
+  store: ["test/store/**/*.test.ts", "test/mongo/**/*.test.ts", "test/**/*mongo*.test.ts"],
+  // Debian's chromium driven by playwright-core.
+  browser: ["test/**/*browser*.test.ts"],
+  // Other programs talking to the service: OpenTelemetry SDKs, generated Go and Python clients, schemathesis.
+  interop: ["test/otlp-interop/**/*.test.ts", "test/codegen/**/*.test.ts", "test/hardening/schemathesis.test.ts"],
+} as const;
+
+const claimed = Object.values(tiers).flat();
+
 export default defineConfig({
   test: {
-    include: ["test/**/*.test.ts"],
     // Tests start real servers and child processes; forks keep native modules and signals apart.
     pool: "forks",
     testTimeout: 30_000,
     hookTimeout: 60_000,
     // expect.poll waits on real servers and a real browser; on 2 busy cores 1 s (the default) is too short.
     expect: { poll: { timeout: 10_000 } },
+    projects: [
+      ...Object.entries(tiers).map(([name, include], i) => ({
+        extends: true as const,
+        // Files matched by an earlier tier stay there.
+        test: { name, include: [...include], exclude: Object.values(tiers).slice(0, i).flat() },
+      })),
+      { extends: true as const, test: { name: "unit", include: ["test/**/*.test.ts"], exclude: claimed } },
+    ],
   },
 });
