@@ -15,7 +15,7 @@ import { listen } from "./server/listen.js";
 import { listenForMetrics } from "./server/metrics-endpoint.js";
 import { createRequestHandler } from "./server/request-handler.js";
 import { openStore } from "./store/open-store.js";
-import { metadataAttributeNames } from "./otlp/span-attribution.js";
+import { metadataAttributeNames } from "./otlp/call-attribution.js";
 import { serverCost } from "./pricing/server-prices.js";
 
 /** How long start-up waits for Redis before serving with the in-process insurance limiters. */
@@ -75,6 +75,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     maxBodyBytes: config.maxBodyBytes,
     directUnary: config.directUnary,
     otlpReader: config.otlpReader,
+    otlpMaxBodyBytes: config.otlpMaxBodyBytes,
     trustProxy: config.trustProxy,
     logger,
     metrics,

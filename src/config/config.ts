@@ -20,6 +20,8 @@ export interface Config {
   trustProxy: boolean;
   /** Largest accepted request body, in bytes (D9). */
   maxBodyBytes: number;
+  /** Largest OTLP Export (OTLP/HTTP body or OTLP/gRPC message), in bytes after inflating: a collector's batches are larger than one trace. */
+  otlpMaxBodyBytes: number;
   /** JSON file of plans (D19); unset means the built-in free and pro plans. */
   plansFile: string | undefined;
   /** pino log level. */
@@ -104,6 +106,7 @@ export const configOptions = {
   mongodbUri: { env: "MONGODB_URI", flag: "mongodb-uri", kind: "string", describe: "MongoDB store (unset: embedded store)" },
   trustProxy: { env: "TRUST_PROXY", flag: "trust-proxy", kind: "boolean", fallback: "false", describe: "client address from X-Forwarded-For" },
   maxBodyBytes: { env: "MAX_BODY_BYTES", flag: "max-body-bytes", kind: "integer", fallback: "65536", describe: "largest request body in bytes" },
+  otlpMaxBodyBytes: { env: "OTLP_MAX_BODY_BYTES", flag: "otlp-max-body-bytes", kind: "integer", fallback: "16777216", describe: "largest OTLP Export in bytes, after inflating gzip ([docs/otlp.md](docs/otlp.md))" },
   plansFile: { env: "PLANS_FILE", flag: "plans-file", kind: "string", describe: "JSON file of plans (unset: free and pro)" },
   logLevel: { env: "LOG_LEVEL", flag: "log-level", kind: "string", fallback: "info", describe: "fatal, error, warn, info, debug, trace or silent" },
   tlsCertFile: { env: "TLS_CERT_FILE", flag: "tls-cert-file", kind: "string", describe: "PEM certificate; with the key, serve TLS" },

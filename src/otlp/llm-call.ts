@@ -5,8 +5,9 @@ import type { CallSubmission } from "../ingest/ingest-pipeline.js";
 import type { serverCost } from "../pricing/server-prices.js";
 import { calltraceProvider } from "./genai-provider.js";
 import type { Attributes, OtlpSpan } from "./otlp-export.js";
-import { countOf, SpanRejection, textOf } from "./span-attributes.js";
-import { addAttribution } from "./span-attribution.js";
+import { countOf, SpanRejection, textOf } from "./attribute-values.js";
+import { addAttribution } from "./call-attribution.js";
+import { bounds, cut } from "./string-bounds.js";
 
 /** What a span is to calltrace: not an LLM call (skipped silently), an LLM call, or one it cannot store. */
 export type SpanVerdict = { kind: "skip" } | { kind: "call"; call: SpanCall } | { kind: "reject"; reason: string };
@@ -38,22 +39,54 @@ export interface LlmCallOptions {
 /** `gen_ai.operation.name` values that are one call to a model (not agent or tool spans). */
 const callOperations = new Set(["chat", "text_completion", "generate_content", "embeddings", "completion", "embedding", "responses"]);
 
+/**
+ * The Vercel AI SDK's spans (`ai.operationId`): one per provider call, inside the span of the
+ * function the application called (`ai.generateText` around one `ai.generateText.doGenerate` per
+ * step and retry). The inner spans are the calls, failed ones included (they carry no usage);
+ * every other AI SDK span (the outer ones, tool calls) is skipped, or each call would count twice.
+ */
+const aiSdkCallOperations = new Set([
+  "ai.generateText.doGenerate",
+  "ai.streamText.doStream",
+  "ai.generateObject.doGenerate",
+  "ai.streamObject.doStream",
+  "ai.embed.doEmbed",
+  "ai.embedMany.doEmbed",
+]);
+
 const operationNames = ["gen_ai.operation.name", "llm.request.type"];
-const providerNames = ["gen_ai.provider.name", "gen_ai.system"];
-const modelNames = ["gen_ai.response.model", "gen_ai.request.model"];
-const inputNames = ["gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.usage.prompt_tokens"];
-const outputNames = ["gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens", "llm.usage.completion_tokens"];
+// The AI SDK sets gen_ai.system on its inner spans only; ai.model.provider is on every one.
+const providerNames = ["gen_ai.provider.name", "gen_ai.system", "ai.model.provider"];
+const modelNames = ["gen_ai.response.model", "gen_ai.request.model", "ai.response.model", "ai.model.id"];
+const inputNames = [
+  "gen_ai.usage.input_tokens",
+  "gen_ai.usage.prompt_tokens",
+  "llm.usage.prompt_tokens",
+  "ai.usage.inputTokens",
+  "ai.usage.promptTokens",
+  "ai.usage.tokens",
+];
+const outputNames = [
+  "gen_ai.usage.output_tokens",
+  "gen_ai.usage.completion_tokens",
+  "llm.usage.completion_tokens",
+  "ai.usage.outputTokens",
+  "ai.usage.completionTokens",
+];
 const cacheReadNames = [
   "gen_ai.usage.cache_read.input_tokens",
   "gen_ai.usage.cache_read_input_tokens",
   "gen_ai.usage.input_tokens.cached",
   "gen_ai.usage.input_tokens_details.cached_tokens",
+  "ai.usage.inputTokenDetails.cacheReadTokens",
+  "ai.usage.cachedInputTokens",
 ];
 const cacheWriteNames = [
   "gen_ai.usage.cache_creation.input_tokens",
   "gen_ai.usage.cache_write.input_tokens",
   "gen_ai.usage.cache_creation_input_tokens",
   "gen_ai.usage.input_tokens.cache_write",
+  "ai.usage.inputTokenDetails.cacheWriteTokens",
 ];
 const usageNames = [...inputNames, ...outputNames];
 const reasoningNames = [
@@ -62,10 +95,10 @@ const reasoningNames = [
   "gen_ai.usage.output_tokens.reasoning",
   "gen_ai.usage.output_tokens_details.reasoning_tokens",
   "llm.usage.reasoning_tokens",
+  "ai.usage.outputTokenDetails.reasoningTokens",
+  "ai.usage.reasoningTokens",
 ];
 
-/** The contract's longest error text. */
-const maxErrorLength = 4096;
 const int32Max = 2_147_483_647;
 
 /**
@@ -75,22 +108,24 @@ const int32Max = 2_147_483_647;
  */
 export function llmCallOf(span: OtlpSpan, scope: string, resource: SpanResource, options: LlmCallOptions): SpanVerdict {
   const attributes = span.attributes;
-  const operation = textOf(attributes, operationNames)?.toLowerCase();
-  const providerName = textOf(attributes, providerNames);
-  const hasUsage = usageNames.some((name) => attributes.has(name));
-  if (operation !== undefined ? !callOperations.has(operation) : providerName === undefined || !hasUsage) return { kind: "skip" };
+  if (!isCall(attributes)) return { kind: "skip" };
 
-  const { traceId, spanId } = span;
-  const where = `span ${spanId || "(no id)"}`;
-  if (traceId.length !== 32 || spanId.length !== 16)
-    return { kind: "reject", reason: `${where}: trace and span ids must be 16 and 8 bytes` };
+  const { traceId, spanId, parentSpanId } = span;
+  const where = `span ${cut(spanId, 16) || "(no id)"}`;
+  if (traceId.length !== 32 || spanId.length !== 16 || (parentSpanId.length !== 0 && parentSpanId.length !== 16))
+    return { kind: "reject", reason: `${where}: trace, span and parent span ids must be 16, 8 and 8 (or 0) bytes` };
+  const providerName = textOf(attributes, providerNames);
   if (providerName === undefined) return { kind: "reject", reason: `${where}: no gen_ai.provider.name (or gen_ai.system)` };
   const provider = calltraceProvider(providerName);
-  if (provider === undefined)
-    return { kind: "reject", reason: `${where}: provider ${JSON.stringify(providerName)} is not supported (openai, anthropic or gemini)` };
+  if (provider === undefined) {
+    const named = JSON.stringify(cut(providerName, 64));
+    return { kind: "reject", reason: `${where}: provider ${named} is not supported (openai, anthropic or gemini)` };
+  }
+  const model = textOf(attributes, modelNames) ?? "";
+  // Checked here, before the call is remembered (unpaired-spans.ts), not only by the pipeline's validation.
+  if (model.length > bounds.model) return { kind: "reject", reason: `${where}: model: must be at most ${bounds.model} characters` };
 
   try {
-    const model = textOf(attributes, modelNames) ?? "";
     let tokensIn = countOf(attributes, inputNames) ?? 0;
     const tokensOut = countOf(attributes, outputNames) ?? 0;
     const tokensCachedIn = countOf(attributes, cacheReadNames);
@@ -147,6 +182,18 @@ export function llmCallOf(span: OtlpSpan, scope: string, resource: SpanResource,
 }
 
 /**
+ * A model call: an AI SDK provider call, a span whose operation is a model call, or (older
+ * instrumentations, without an operation name) a span naming a provider and carrying usage.
+ */
+function isCall(attributes: Attributes): boolean {
+  const aiSdkOperation = textOf(attributes, "ai.operationId");
+  if (aiSdkOperation !== undefined) return aiSdkCallOperations.has(aiSdkOperation);
+  const operation = textOf(attributes, operationNames)?.toLowerCase();
+  if (operation !== undefined) return callOperations.has(operation);
+  return textOf(attributes, providerNames) !== undefined && usageNames.some((name) => attributes.has(name));
+}
+
+/**
  * Stores a call at most once within 24 hours (D14), whichever Export brings it again: a retried
  * Export has the same trace and span ids, and two instrumentations of one call (the anthropic SDK's
  * own span beside OpenLLMetry's) report the same response id.
@@ -157,11 +204,21 @@ function idempotencyKeyOf(provider: string, responseId: string | undefined, trac
   return key.length <= 128 ? key : `otlp:${provider}:sha256:${createHash("sha256").update(responseId).digest("hex")}`;
 }
 
-/** Streams: `gen_ai.response.time_to_first_chunk` (seconds) in whole milliseconds, at most the latency. */
+/** Streams' time to the first chunk, by attribute name, and how many milliseconds one of its units is. */
+const ttftNames: [string, number][] = [
+  ["gen_ai.response.time_to_first_chunk", 1000],
+  ["gen_ai.server.time_to_first_token", 1000], // OpenLIT
+  ["ai.response.msToFirstChunk", 1], // the AI SDK
+];
+
+/** Streams: the time to the first chunk in whole milliseconds, at most the latency. */
 function ttftOf(attributes: Attributes, latencyMs: number): number | undefined {
-  const value = attributes.get("gen_ai.response.time_to_first_chunk");
-  const seconds = value?.case === "doubleValue" || value?.case === "intValue" ? Number(value.value) : Number.NaN;
-  return Number.isFinite(seconds) && seconds >= 0 ? Math.min(latencyMs, Math.round(seconds * 1000)) : undefined;
+  for (const [name, msPerUnit] of ttftNames) {
+    const value = attributes.get(name);
+    const units = value?.case === "doubleValue" || value?.case === "intValue" ? Number(value.value) : Number.NaN;
+    if (Number.isFinite(units) && units >= 0) return Math.min(latencyMs, Math.round(units * msPerUnit));
+  }
+  return undefined;
 }
 
 /** End minus start in whole milliseconds; a span that ends before it starts took 0. */
@@ -181,7 +238,5 @@ function errorOf(span: OtlpSpan, attributes: Attributes): string | undefined {
   if (span.status?.code !== Status_StatusCode.ERROR && errorType === undefined) return undefined;
   const exception = span.events.find((e) => e.name === "exception");
   const text = span.status?.message || errorType || (exception && textOf(exception.attributes, "exception.message")) || "";
-  const cut = text.slice(0, maxErrorLength);
-  // Never half a surrogate pair: the contract refuses lone surrogates.
-  return /[\uD800-\uDBFF]$/.test(cut) ? cut.slice(0, -1) : cut;
+  return cut(text, bounds.error);
 }

@@ -35,6 +35,8 @@ export interface UnaryRoute {
   method: DescMethodUnary;
   decode: (data: Uint8Array) => unknown;
   impl: (request: unknown, context: HandlerContext) => Promise<Message>;
+  /** This method's largest message, when it differs from the adapter's (OTLP Exports). */
+  readMaxBytes?: number;
 }
 
 export function unaryRoute<I extends DescMessage, O extends DescMessage>(

@@ -1,3 +1,4 @@
+import { constants as zlibConstants, gunzipSync } from "node:zlib";
 import { create, type DescMessage, type MessageShape, toBinary, toJsonString } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { ExportTraceServiceResponseSchema } from "../../gen/opentelemetry/proto/collector/trace/v1/trace_service_pb.js";
@@ -17,6 +18,27 @@ const contentTypes: Record<OtlpEncoding, string> = { protobuf: "application/x-pr
 /** OTLP/HTTP's binary encoding: `application/x-protobuf` (parameters allowed). */
 export function isOtlpProtobuf(contentType: string | undefined): boolean {
   return contentType !== undefined && contentType.split(";")[0]!.trim().toLowerCase() === "application/x-protobuf";
+}
+
+/** How every OTLP JSON exporter's body begins (the JavaScript SDK's, the Collector's). */
+const otlpJsonStart = /^(\uFEFF)?\s*\{\s*"resourceSpans"\s*:/;
+
+/**
+ * Whether a JSON body (or its first bytes), gzipped or not, begins as an OTLP Export: such a body
+ * may grow to OTLP_MAX_BODY_BYTES, while the spec's trace keeps MAX_BODY_BYTES. Of a gzipped body
+ * only the first KiB is inflated, which bounds the work at about a megabyte whatever it holds.
+ */
+export function startsAsOtlpJson(head: Buffer, contentEncoding: string | undefined): boolean {
+  const encoding = contentEncoding?.trim().toLowerCase();
+  let text = head;
+  if (encoding === "gzip" || encoding === "x-gzip") {
+    try {
+      text = gunzipSync(head.subarray(0, 1024), { finishFlush: zlibConstants.Z_SYNC_FLUSH });
+    } catch {
+      return false; // not gzip: decodedBody says so
+    }
+  } else if (encoding !== undefined && encoding !== "" && encoding !== "identity") return false;
+  return otlpJsonStart.test(text.toString("utf8", 0, Math.min(text.length, 256)));
 }
 
 /**

@@ -13,16 +13,23 @@ export class ClientAbortedError extends Error {
   }
 }
 
+/** A larger limit for a body whose first `limit` bytes show that it may have it (an OTLP JSON Export). */
+export interface LargerLimit {
+  limit: number;
+  allowed: (head: Buffer) => boolean;
+}
+
 /**
  * Reads the whole body, refusing at once when Content-Length announces too much and stopping
  * at the limit for bodies without a length (chunked), so an oversized body is never buffered (D9).
+ * With `larger`, a body past `limit` is asked, once, whether it may grow to `larger.limit`.
  * The listeners are anonymous and stay until the request is gone, `done` silencing them once the
  * body is settled: this runs for every request, and under tsx each named closure would also cost
  * a defineProperty (esbuild's keepNames).
  */
-export function readBody(req: NodeRequest, limit: number): Promise<Buffer> {
+export function readBody(req: NodeRequest, limit: number, larger?: LargerLimit): Promise<Buffer> {
   const announced = Number(req.headers["content-length"]);
-  if (announced > limit) return Promise.reject(new BodyTooLargeError(limit));
+  if (announced > (larger?.limit ?? limit)) return Promise.reject(new BodyTooLargeError(limit));
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -33,6 +40,13 @@ export function readBody(req: NodeRequest, limit: number): Promise<Buffer> {
       if (size <= limit) {
         chunks.push(chunk);
         return;
+      }
+      if (larger !== undefined && limit < larger.limit && larger.allowed(Buffer.concat([...chunks, chunk]))) {
+        limit = larger.limit;
+        if (size <= limit) {
+          chunks.push(chunk);
+          return;
+        }
       }
       done = true;
       req.pause();

@@ -33,6 +33,8 @@ export interface RequestHandlerOptions {
   /** Resolves when the stores can take writes (GET /readyz), with notes such as a degradation to report. */
   ready: () => Promise<Record<string, string>>;
   maxBodyBytes: number;
+  /** Largest OTLP Export, OTLP/HTTP and OTLP/gRPC (OTLP_MAX_BODY_BYTES); absent: maxBodyBytes. */
+  otlpMaxBodyBytes?: number;
   trustProxy: boolean;
   logger: Logger;
   /** The web dashboard and its Connect services; without it those paths are 404. */
@@ -62,6 +64,7 @@ export function createRequestHandler(options: RequestHandlerOptions) {
   const otlp = createOtlpIngest({ ...options.otlp, pipeline });
   const readOtlp = exportDecoder(options.otlpReader !== false);
   const rest = restIngest(pipeline, otlp, { ...options, readOtlp });
+  const otlpLimit = { readMaxBytes: options.otlpMaxBodyBytes ?? options.maxBodyBytes };
   const rpcOutcomes = new WeakMap<NodeRequest, string>();
   const ingest = traceService(pipeline);
   const otlpExport = otlpExportHandler(pipeline, otlp);
@@ -69,7 +72,7 @@ export function createRequestHandler(options: RequestHandlerOptions) {
   const rpc = rpcAdapter({
     routes: (router) => {
       router.service(TraceService, ingest);
-      router.service(OtlpTraceService, otlpTraceService(otlpExport));
+      router.service(OtlpTraceService, otlpTraceService(otlpExport), otlpLimit);
       options.dashboard?.routes(router);
       serveHealth(router, { ready: options.ready });
       serveReflection(router);
@@ -78,7 +81,10 @@ export function createRequestHandler(options: RequestHandlerOptions) {
     fastUnary:
       options.directUnary === false
         ? []
-        : [unaryRoute(TraceService.method.ingest, ingest.ingest), decodedRoute(OtlpTraceService.method.export, readOtlp, otlpExport)],
+        : [
+            unaryRoute(TraceService.method.ingest, ingest.ingest),
+            { ...decodedRoute(OtlpTraceService.method.export, readOtlp, otlpExport), ...otlpLimit },
+          ],
     readMaxBytes: options.maxBodyBytes,
     ...(options.shutdown ? { shutdownSignal: options.shutdown } : {}),
     contextValues: (headers, remoteAddress) =>

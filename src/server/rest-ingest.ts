@@ -12,12 +12,14 @@ import { clientAddress } from "./client-address.js";
 import { decodedBody } from "./content-encoding.js";
 import { sendJson, sendJsonText } from "./json-response.js";
 import type { NodeRequest, NodeResponse } from "./node-types.js";
-import { exportFromProtobuf, isOtlpProtobuf, type OtlpEncoding, sendOtlpExport, sendOtlpRefusal } from "./otlp-http.js";
+import { exportFromProtobuf, isOtlpProtobuf, type OtlpEncoding, sendOtlpExport, sendOtlpRefusal, startsAsOtlpJson } from "./otlp-http.js";
 import { BodyTooLargeError, ClientAbortedError, readBody } from "./read-body.js";
 import { restRefusal } from "./rest-refusal.js";
 
 export interface RestIngestOptions {
   maxBodyBytes: number;
+  /** Largest OTLP Export (OTLP_MAX_BODY_BYTES); absent: maxBodyBytes. */
+  otlpMaxBodyBytes?: number;
   trustProxy: boolean;
   logger: Logger;
   /** Reads a protobuf OTLP Export (exportDecoder). */
@@ -33,6 +35,7 @@ export interface RestIngestOptions {
  * Either may be gzip-compressed.
  */
 export function restIngest(pipeline: IngestPipeline, otlp: OtlpIngest, options: RestIngestOptions) {
+  const otlpMaxBodyBytes = options.otlpMaxBodyBytes ?? options.maxBodyBytes;
   /** `common`: the headers every response carries (request id, ...), written with the response's own in one writeHead. */
   return async (req: NodeRequest, res: NodeResponse, common: HeaderFields): Promise<void> => {
     if (req.method !== "POST") {
@@ -48,19 +51,26 @@ export function restIngest(pipeline: IngestPipeline, otlp: OtlpIngest, options: 
     try {
       // An Export's traces are counted against the quota once they are known.
       admission = await pipeline.admit(req.headers.authorization ?? null, address, otlpEncoding === undefined);
+      // An Export has its own limit; a JSON body gets it once its first bytes show an OTLP Export.
+      const encoding = req.headers["content-encoding"];
+      const mayBeOtlp = (head: Buffer) => startsAsOtlpJson(head, encoding);
       let raw: Buffer;
       try {
-        raw = await readBody(req, options.maxBodyBytes);
+        raw =
+          otlpEncoding === "protobuf"
+            ? await readBody(req, otlpMaxBodyBytes)
+            : await readBody(req, options.maxBodyBytes, { limit: otlpMaxBodyBytes, allowed: mayBeOtlp });
       } catch (error) {
         if (!(error instanceof BodyTooLargeError)) throw error;
         // The rest of the body is never read: the connection cannot be reused.
         if ("shouldKeepAlive" in res) res.shouldKeepAlive = false;
-        throw payloadTooLarge(options.maxBodyBytes);
+        throw payloadTooLarge(error.limit);
       }
       // D1 order: the body's size, then its type, then its content (and gzip is content).
       if (otlpEncoding !== "protobuf" && !isJson(contentType)) throw unsupportedMediaType(contentType);
-      if (req.headers["content-encoding"] !== undefined) {
-        raw = await decodedBody(raw, req.headers["content-encoding"], options.maxBodyBytes);
+      if (encoding !== undefined) {
+        const limit = otlpEncoding === "protobuf" || mayBeOtlp(raw) ? otlpMaxBodyBytes : options.maxBodyBytes;
+        raw = await decodedBody(raw, encoding, limit);
       }
       if (otlpEncoding === "protobuf") {
         const request = exportFromProtobuf(raw, options.readOtlp);

@@ -46,7 +46,7 @@ export function rpcAdapter(options: RpcAdapterOptions) {
       `/${route.method.parent.typeName}/${route.method.name}`,
       directUnary(route, {
         acceptCompression,
-        readMaxBytes: options.readMaxBytes ?? 0xffffffff,
+        readMaxBytes: route.readMaxBytes ?? options.readMaxBytes ?? 0xffffffff,
         contextValues: options.contextValues,
         ...(options.maxTimeoutMs === undefined ? {} : { maxTimeoutMs: options.maxTimeoutMs }),
         ...(options.shutdownSignal ? { shutdownSignal: options.shutdownSignal } : {}),

@@ -79,12 +79,19 @@ function h2Post(headers: Record<string, string>, body: Buffer, total = body.leng
 }
 
 const big = 4 * 1024 * 1024;
+/** OTLP_MAX_BODY_BYTES's default. */
+const otlpLimit = 16 * 1024 * 1024;
 
 describe("oversized bodies are refused without being read (D9)", () => {
-  it("REST: an announced Content-Length over the limit is 413 at once and the connection is closed", async () => {
+  // A JSON body announced between MAX_BODY_BYTES and OTLP_MAX_BODY_BYTES is judged by its first
+  // bytes (an OTLP Export may have the larger limit, D47); past both it is refused before any.
+  it.each([
+    ["over both limits, before any byte of the body", otlpLimit + 1, ""],
+    ["over MAX_BODY_BYTES, as soon as its first bytes show a spec trace", big, '{"provider":"openai","model":"gpt-4o",'],
+  ])("REST: an announced Content-Length %s is 413 at once and the connection is closed", async (_case, length, start) => {
     const raw = await openRaw(service.port);
     raw.socket.write(
-      `POST /v1/traces HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${big}\r\n\r\n`,
+      `POST /v1/traces HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n${start && start + " ".repeat(limit)}`,
     );
     expect(await raw.closedWithin(10_000)).toBe(true);
     expect(raw.received()).toMatch(/^HTTP\/1\.1 413/);

@@ -212,7 +212,7 @@ describe("bodies that are not what they claim: 400 with a google.rpc.Status, nev
 
   it("a gzip bomb gets 413 (the limit counts decompressed bytes)", async () => {
     const { auth } = await newKey();
-    const huge = new Uint8Array(service.config.maxBodyBytes * 64); // zeros: a few kilobytes once compressed
+    const huge = new Uint8Array(service.config.otlpMaxBodyBytes * 2); // zeros: tens of kilobytes once compressed
     const answer = await curlPost(url(), huge, { ...protobuf, ...auth }, { gzip: true });
     expect(answer.status).toBe(413);
   });

@@ -1,7 +1,9 @@
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
-import { createGrpcTransport } from "@connectrpc/connect-node";
+import { toBinary } from "@bufbuild/protobuf";
+import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import { beforeAll, describe, expect, it } from "vitest";
-import { TraceService } from "../../gen/opentelemetry/proto/collector/trace/v1/trace_service_pb.js";
+import { TraceService as CalltraceTraceService } from "../../gen/calltrace/v1/trace_service_pb.js";
+import { ExportTraceServiceRequestSchema, TraceService } from "../../gen/opentelemetry/proto/collector/trace/v1/trace_service_pb.js";
 import { RetryInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { throwawayCertificate } from "../support/tls-certificate.js";
 import { directUnaryOff, fastPathsOn, otlpReaderOff } from "../support/fast-paths.js";
@@ -116,5 +118,68 @@ describe.each([fastPathsOn, directUnaryOff, otlpReaderOff])("%s", (_switches, sw
       session.close();
       expect(status, JSON.stringify(trailers)).toBe(String(Code.InvalidArgument));
     });
+  });
+});
+
+describe("OTLP_MAX_BODY_BYTES over gRPC and Connect: an Export's own limit, calltrace's Ingest keeps MAX_BODY_BYTES", () => {
+  let limited: TestService;
+  const maxBodyBytes = 16_384;
+  const otlpMaxBodyBytes = 65_536;
+
+  beforeAll(async () => {
+    limited = await startTestService({ maxBodyBytes, otlpMaxBodyBytes });
+  });
+
+  /** An Export of `count` calls whose prompts (content capture) make it large. */
+  const batch = (count: number) =>
+    exportOf(
+      Array.from({ length: count }, () =>
+        genAiSpan({
+          attributes: {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.provider.name": "openai",
+            "gen_ai.request.model": "gpt-4o-mini",
+            "gen_ai.usage.input_tokens": 10,
+            "gen_ai.usage.output_tokens": 5,
+            "gen_ai.prompt": "p".repeat(2000),
+          },
+        }),
+      ),
+    );
+
+  it.each([
+    ["gRPC (h2c)", () => createGrpcTransport({ baseUrl: limited.url })],
+    ["Connect (HTTP/1.1)", () => createConnectTransport({ baseUrl: limited.url, httpVersion: "1.1", useBinaryFormat: true })],
+    ["Connect JSON (HTTP/1.1)", () => createConnectTransport({ baseUrl: limited.url, httpVersion: "1.1" })],
+  ])("%s: an Export between the limits is stored; one over OTLP_MAX_BODY_BYTES is RESOURCE_EXHAUSTED", async (_name, transport) => {
+    const { key, accountId } = await limited.createKey("pro");
+    const client = createClient(TraceService, transport());
+    const request = batch(20);
+    expect(toBinary(ExportTraceServiceRequestSchema, request).length).toBeGreaterThan(maxBodyBytes);
+    expect((await client.export(request, bearer(key))).partialSuccess).toBeUndefined();
+    expect(await storedOtlp(limited.store, accountId)).toHaveLength(20);
+    const over = (await client.export(batch(40), bearer(key)).catch((e: unknown) => e)) as ConnectError;
+    expect(over).toBeInstanceOf(ConnectError);
+    expect(over.code).toBe(Code.ResourceExhausted);
+    expect(await storedOtlp(limited.store, accountId)).toHaveLength(20);
+  });
+
+  it("calltrace.v1.TraceService/Ingest keeps MAX_BODY_BYTES", async () => {
+    const { key } = await limited.createKey("pro");
+    const ingest = createClient(CalltraceTraceService, createGrpcTransport({ baseUrl: limited.url }));
+    const trace = {
+      provider: "openai",
+      model: "gpt-4o-mini",
+      tokensIn: 1,
+      tokensOut: 1,
+      latencyMs: 1,
+      apiKey: key,
+      status: "error",
+      error: "e".repeat(4096),
+    };
+    const big = { trace: { ...trace, metadata: Object.fromEntries(Array.from({ length: 30 }, (_, i) => [`k${i}`, "v".repeat(512)])) } };
+    const error = (await ingest.ingest(big, bearer(key)).catch((e: unknown) => e)) as ConnectError;
+    expect(error).toBeInstanceOf(ConnectError);
+    expect(error.code).toBe(Code.ResourceExhausted);
   });
 });

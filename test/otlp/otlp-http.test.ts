@@ -20,7 +20,9 @@ import {
 let service: TestService;
 let key: string;
 let accountId: string;
+// The spec's JSON trace keeps MAX_BODY_BYTES; OTLP Exports have their own, larger limit.
 const maxBodyBytes = 16_384;
+const otlpMaxBodyBytes = 65_536;
 
 const stored = () => storedOtlp(service.store, accountId);
 
@@ -42,6 +44,7 @@ describe.each([fastPathsOn, otlpReaderOff])("%s", (_switches, switches) => {
     service = await startTestService({
       ...switches,
       maxBodyBytes,
+      otlpMaxBodyBytes,
       plans: {
         free: { per_minute: 2, per_month: 1000 },
         metered: { per_minute: 1000, per_month: 3 },
@@ -129,11 +132,11 @@ describe.each([fastPathsOn, otlpReaderOff])("%s", (_switches, switches) => {
     it("a gzip bomb (small on the wire, huge inflated) is 413 with a google.rpc.Status, without being inflated in full", async () => {
       // 16 MiB of zeros is about 16 KiB of gzip: under the wire limit, a thousand times over it inflated.
       const small = gzipSync(Buffer.alloc(16 * 1024 * 1024));
-      expect(small.length).toBeLessThan(maxBodyBytes);
+      expect(small.length).toBeLessThan(otlpMaxBodyBytes);
       const before = process.memoryUsage().rss;
       const answer = await postExport(service.url, key, small, { "content-encoding": "gzip" });
       expect(answer.status).toBe(413);
-      expect(answer.refusal).toMatchObject({ code: 8, message: `request body exceeds the limit of ${maxBodyBytes} bytes` });
+      expect(answer.refusal).toMatchObject({ code: 8, message: `request body exceeds the limit of ${otlpMaxBodyBytes} bytes` });
       expect(process.memoryUsage().rss - before).toBeLessThan(16 * 1024 * 1024);
     });
 
@@ -184,11 +187,13 @@ describe.each([fastPathsOn, otlpReaderOff])("%s", (_switches, switches) => {
       expect(answer.json.message).toMatch(message);
     });
 
-    it("ids of the wrong length reject the span in partial_success", async () => {
-      const span = genAiSpan({ traceId: Buffer.from("0102", "hex") });
-      const answer = await postExport(service.url, key, exportOf([span]));
+    it("ids of the wrong length (a parent's too, which would be stored) reject the span in partial_success", async () => {
+      const spans = [genAiSpan({ traceId: Buffer.from("0102", "hex") }), genAiSpan({ parentSpanId: Buffer.alloc(4096, 1) })];
+      const answer = await postExport(service.url, key, exportOf(spans));
       expect(answer.status).toBe(200);
-      expect(answer.response?.partialSuccess?.errorMessage).toBe(`span ${hex(span.spanId)}: trace and span ids must be 16 and 8 bytes`);
+      expect(answer.response?.partialSuccess?.errorMessage).toBe(
+        spans.map((s) => `span ${hex(s.spanId)}: trace, span and parent span ids must be 16, 8 and 8 (or 0) bytes`).join("; "),
+      );
     });
   });
 
@@ -372,8 +377,83 @@ describe.each([fastPathsOn, otlpReaderOff])("%s", (_switches, switches) => {
           req.end(body);
         });
       expect(await send(toBinary(ExportTraceServiceRequestSchema, exportOf([genAiSpan()])))).toBe(200);
-      const big = exportOf(Array.from({ length: 200 }, () => genAiSpan()));
+      const big = exportOf(Array.from({ length: 400 }, () => genAiSpan()));
+      expect(toBinary(ExportTraceServiceRequestSchema, big).length).toBeGreaterThan(otlpMaxBodyBytes);
       expect(await send(toBinary(ExportTraceServiceRequestSchema, big))).toBe(413);
+    });
+  });
+
+  describe("OTLP_MAX_BODY_BYTES: an Export's own limit, while the spec's JSON trace keeps MAX_BODY_BYTES", () => {
+    const chatAttributes = {
+      "gen_ai.operation.name": "chat",
+      "gen_ai.provider.name": "openai",
+      "gen_ai.request.model": "gpt-4o-mini",
+      "gen_ai.usage.input_tokens": 1200,
+      "gen_ai.usage.output_tokens": 350,
+    };
+    /** `count` calls in one Export, each span carrying a prompt of `pad` characters (as content capture does). */
+    const batch = (count: number, pad: number) =>
+      exportOf(Array.from({ length: count }, () => genAiSpan({ attributes: { ...chatAttributes, "gen_ai.prompt": "p".repeat(pad) } })));
+
+    it("protobuf, plain and gzipped, between the two limits: every call stored", async () => {
+      const { toBinary } = await import("@bufbuild/protobuf");
+      const { ExportTraceServiceRequestSchema } = await import("../../gen/opentelemetry/proto/collector/trace/v1/trace_service_pb.js");
+      for (const gzip of [false, true]) {
+        const request = batch(20, 2000);
+        const body = toBinary(ExportTraceServiceRequestSchema, request);
+        expect(body.length).toBeGreaterThan(maxBodyBytes);
+        expect(body.length).toBeLessThan(otlpMaxBodyBytes);
+        const answer = await postExport(service.url, key, gzip ? gzipSync(body) : body, gzip ? { "content-encoding": "gzip" } : {});
+        expect(answer.status).toBe(200);
+        expect(answer.response?.partialSuccess).toBeUndefined();
+        const ids = new Set((await stored()).map((t) => t.otlpSpanId));
+        expect(request.resourceSpans[0]!.scopeSpans[0]!.spans.every((s) => ids.has(hex(s.spanId)))).toBe(true);
+      }
+    });
+
+    it("OTLP JSON, plain (sent chunked, without a length) and gzipped, between the two limits: stored", async () => {
+      for (const gzip of [false, true]) {
+        const spanId = hex(newSpanId());
+        const text = otlpJson(hex(newTraceId()), spanId, `,{"key":"gen_ai.prompt","value":{"stringValue":"${"p".repeat(30_000)}"}}`);
+        expect(text.length).toBeGreaterThan(maxBodyBytes);
+        const body = gzip ? gzipSync(text) : text;
+        // A stream: fetch sends it chunked, so the limit is met while reading, not in Content-Length.
+        const response = await fetch(`${service.url}/v1/traces`, {
+          method: "POST",
+          headers: { "content-type": "application/json", authorization: `Bearer ${key}`, ...(gzip ? { "content-encoding": "gzip" } : {}) },
+          body: new Blob([body]).stream(),
+          duplex: "half",
+        } as RequestInit);
+        expect(response.status, await response.text()).toBe(200);
+        expect((await stored()).map((t) => t.otlpSpanId)).toContain(spanId);
+      }
+    });
+
+    it("over OTLP_MAX_BODY_BYTES: 413 naming that limit, protobuf and OTLP JSON", async () => {
+      const proto = await postExport(service.url, key, batch(40, 2000));
+      expect(proto.status).toBe(413);
+      expect(proto.refusal?.message).toBe(`request body exceeds the limit of ${otlpMaxBodyBytes} bytes`);
+      const padding = `,{"key":"p","value":{"stringValue":"${"p".repeat(otlpMaxBodyBytes)}"}}`;
+      expect((await postJson(service.url, key, otlpJson(hex(newTraceId()), hex(newSpanId()), padding))).status).toBe(413);
+    });
+
+    it("the spec's JSON trace over MAX_BODY_BYTES is still 413 at that limit, plain or gzipped, though under the OTLP limit", async () => {
+      const trace = {
+        provider: "openai",
+        model: "gpt-4o-mini",
+        tokens_in: 1,
+        tokens_out: 1,
+        latency_ms: 1,
+        cost_usd: 0,
+        status: "success",
+      };
+      const padded = JSON.stringify({ ...trace, error: "e".repeat(maxBodyBytes) });
+      expect(padded.length).toBeLessThan(otlpMaxBodyBytes);
+      for (const body of [padded, gzipSync(padded)]) {
+        const answer = await postJson(service.url, key, body, body instanceof Buffer ? { "content-encoding": "gzip" } : {});
+        expect(answer.status).toBe(413);
+        expect(JSON.stringify(answer.json)).toContain(String(maxBodyBytes));
+      }
     });
   });
 });

@@ -1,3 +1,5 @@
+import { readdirSync, statSync } from "node:fs";
+import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { PriceCheck, TraceSource } from "../../gen/calltrace/v1/trace_pb.js";
 import { serverCost } from "../../src/pricing/server-prices.js";
@@ -92,6 +94,19 @@ describe("provider", () => {
     ["vertex_ai", "gemini"],
   ])("%s → %s (gen_ai.provider.name, case-insensitive)", async (name, provider) => {
     const { stored } = await one({ attributes: chat({ "gen_ai.provider.name": name }) });
+    expect(stored?.provider).toBe(provider);
+  });
+
+  it.each([
+    ["openai.chat", "openai"],
+    ["openai.responses", "openai"],
+    ["azure.chat", "openai"],
+    ["anthropic.messages", "anthropic"],
+    ["google.generative-ai", "gemini"],
+    ["google.vertex.chat", "gemini"],
+    ["vertex.anthropic.messages", "anthropic"],
+  ])("the Vercel AI SDK's %s → %s (gen_ai.system or ai.model.provider)", async (name, provider) => {
+    const { stored } = await one({ attributes: chat({ "gen_ai.system": name }, ["gen_ai.provider.name", "gen_ai.operation.name"]) });
     expect(stored?.provider).toBe(provider);
   });
 
@@ -192,6 +207,13 @@ describe("model, tokens, latency", () => {
     expect(stored).toMatchObject({ latencyMs: 1234, ttftMs: 39 });
   });
 
+  it("OpenLIT's gen_ai.server.time_to_first_token (seconds) is ttft_ms, at most the latency", async () => {
+    const first = await one({ durationMs: 900, attributes: chat({ "gen_ai.server.time_to_first_token": { double: 0.2514 } }) });
+    expect(first.stored?.ttftMs).toBe(251);
+    const late = await one({ durationMs: 900, attributes: chat({ "gen_ai.server.time_to_first_token": 3 }) });
+    expect(late.stored?.ttftMs).toBe(900);
+  });
+
   it("an embeddings span without output tokens has 0 of them", async () => {
     const { stored } = await one({
       attributes: chat({ "gen_ai.operation.name": "embeddings", "gen_ai.request.model": "text-embedding-3-small" }, [
@@ -284,3 +306,182 @@ describe("kept on the trace", () => {
     expect(older.stored).toMatchObject({ sessionId: "conv_9", environment: "production" });
   });
 });
+
+describe("the Vercel AI SDK's spans (ai.*)", () => {
+  // As `ai` 6 writes them (test/otlp-interop/ai-sdk.test.ts runs the real package).
+  const inner = (extra: Record<string, AttributeValue> = {}): Record<string, AttributeValue> => ({
+    "ai.operationId": "ai.generateText.doGenerate",
+    "ai.model.provider": "anthropic.messages",
+    "ai.model.id": "claude-haiku-4-5",
+    "gen_ai.system": "anthropic.messages",
+    "gen_ai.request.model": "claude-haiku-4-5",
+    "gen_ai.response.model": "claude-haiku-4-5-20251001",
+    "gen_ai.response.id": `msg_${hex(newSpanId())}`,
+    "ai.usage.inputTokens": 1300,
+    "ai.usage.inputTokenDetails.noCacheTokens": 100,
+    "ai.usage.inputTokenDetails.cacheReadTokens": 900,
+    "ai.usage.inputTokenDetails.cacheWriteTokens": 300,
+    "ai.usage.outputTokens": 50,
+    "ai.usage.cachedInputTokens": 900,
+    "gen_ai.usage.input_tokens": 1300,
+    "gen_ai.usage.output_tokens": 50,
+    ...extra,
+  });
+
+  it("the inner doGenerate span is the call, with cache reads and writes; the outer ai.generateText span is not stored", async () => {
+    const traceId = newTraceId();
+    const outerId = newSpanId();
+    const outer = genAiSpan({
+      name: "ai.generateText",
+      traceId,
+      spanId: outerId,
+      attributes: {
+        "ai.operationId": "ai.generateText",
+        "ai.model.provider": "anthropic.messages",
+        "ai.model.id": "claude-haiku-4-5",
+        "ai.usage.inputTokens": 1300,
+        "ai.usage.outputTokens": 50,
+      },
+    });
+    const call = genAiSpan({ name: "ai.generateText.doGenerate", traceId, parentSpanId: outerId, attributes: inner() });
+    const answer = await postExport(service.url, key, exportOf([call, outer], undefined, "ai"));
+    expect(answer.response?.partialSuccess).toBeUndefined();
+    const stored = (await storedOtlp(service.store, accountId)).filter((t) => t.otlpTraceId === hex(traceId));
+    expect(stored).toHaveLength(1);
+    expect(stored[0]).toMatchObject({
+      otlpSpanId: hex(call.spanId),
+      provider: "anthropic",
+      model: "claude-haiku-4-5-20251001",
+      tokensIn: 1300,
+      tokensOut: 50,
+      tokensCachedIn: 900,
+      tokensCacheWrite: 300,
+      status: "success",
+    });
+  });
+
+  it("usage from ai.usage.* alone (no gen_ai.usage), reasoning, the model from ai.response.model and the stream's msToFirstChunk", async () => {
+    const { stored } = await one({
+      durationMs: 1500,
+      attributes: {
+        "ai.operationId": "ai.streamText.doStream",
+        "ai.model.provider": "openai.responses",
+        "ai.model.id": "o3",
+        "ai.response.model": "o3-2025-04-16",
+        "ai.usage.inputTokens": 2006,
+        "ai.usage.cachedInputTokens": 1920,
+        "ai.usage.outputTokens": 420,
+        "ai.usage.outputTokenDetails.reasoningTokens": 256,
+        "ai.response.msToFirstChunk": { double: 99.5 },
+      },
+    });
+    expect(stored).toMatchObject({
+      provider: "openai",
+      model: "o3-2025-04-16",
+      tokensIn: 2006,
+      tokensCachedIn: 1920,
+      tokensOut: 420,
+      tokensReasoning: 256,
+      ttftMs: 100,
+    });
+  });
+
+  it("a failed call (no usage, no gen_ai.operation.name) is stored as an error with no tokens", async () => {
+    const { stored } = await one({
+      status: { code: Status_StatusCode.ERROR, message: "Overloaded" },
+      exceptionMessage: "Overloaded",
+      attributes: {
+        "ai.operationId": "ai.generateText.doGenerate",
+        "ai.model.provider": "openai.chat",
+        "ai.model.id": "gpt-4o",
+        "gen_ai.system": "openai.chat",
+        "gen_ai.request.model": "gpt-4o",
+      },
+    });
+    expect(stored).toMatchObject({ provider: "openai", model: "gpt-4o", status: "error", error: "Overloaded", tokensIn: 0, tokensOut: 0 });
+  });
+
+  it("tool-call and other AI SDK spans are skipped, even with a provider and usage", async () => {
+    const before = (await storedOtlp(service.store, accountId)).length;
+    const spans = ["ai.toolCall", "ai.streamText", "ai.generateObject", "ai.embed"].map((operation) =>
+      genAiSpan({ attributes: inner({ "ai.operationId": operation }) }),
+    );
+    const answer = await postExport(service.url, key, exportOf(spans));
+    expect(answer.response?.partialSuccess).toBeUndefined();
+    expect((await storedOtlp(service.store, accountId)).length).toBe(before);
+  });
+});
+
+describe("string bounds (docs/otlp.md): stored bytes follow the calls, not the padding", () => {
+  const mega = "x".repeat(1024 * 1024);
+
+  it("service.name and metadata are cut; error text is cut; a long model, user or session rejects the span", async () => {
+    const { stored } = await one(
+      {
+        status: { code: Status_StatusCode.ERROR, message: mega },
+        attributes: chat({ "app.feature": mega }),
+      },
+      { "service.name": mega },
+    );
+    expect(stored?.serviceName).toBe("x".repeat(256));
+    expect(stored?.metadata).toEqual({ service: "x".repeat(256), "app.feature": "x".repeat(512) });
+    expect(stored?.error).toHaveLength(4096);
+    for (const [attribute, reason] of [
+      ["gen_ai.response.model", "model: must be at most 256 characters"],
+      ["user.id", "user_id"],
+      ["session.id", "session_id"],
+      ["deployment.environment.name", "environment"],
+    ] as const) {
+      const { stored: none, answer, span } = await one({ attributes: chat({ [attribute]: mega }) });
+      expect(none).toBeUndefined();
+      expect(answer.response?.partialSuccess?.errorMessage).toContain(`span ${hex(span.spanId)}: ${reason}`);
+      expect(answer.body.length).toBeLessThan(2048);
+    }
+  });
+
+  it("a padded Export (15 MiB of long service name, scope, error, provider and attributes) stores at most a bounded row per call", async () => {
+    const padded = await startTestService({ otlpMetadataAttributes: "app.feature" });
+    const { key: paddedKey, accountId: paddedAccount } = await padded.createKey("pro");
+    const pad = "p".repeat(31_000);
+    const spans = Array.from({ length: 100 }, (_, i) =>
+      genAiSpan({
+        status: { code: Status_StatusCode.ERROR, message: pad },
+        exceptionMessage: pad,
+        attributes: chat({ "app.feature": pad, "gen_ai.prompt": pad, "gen_ai.response.id": `${pad}${i}` }),
+      }),
+    );
+    const rejected = genAiSpan({ attributes: chat({ "gen_ai.provider.name": pad }) });
+    const request = exportOf([...spans, rejected], { "service.name": pad, "user.id": "u" }, pad);
+    const body = (await import("@bufbuild/protobuf")).toBinary(
+      (await import("../../gen/opentelemetry/proto/collector/trace/v1/trace_service_pb.js")).ExportTraceServiceRequestSchema,
+      request,
+    );
+    expect(body.length).toBeGreaterThan(14 * 1024 * 1024); // under the default OTLP_MAX_BODY_BYTES (16 MiB)
+    const before = directoryBytes(padded.config.dataDir);
+    const answer = await postExport(padded.url, paddedKey, body);
+    expect(answer.status).toBe(200);
+    expect(Number(answer.response?.partialSuccess?.rejectedSpans)).toBe(1);
+    expect(answer.body.length).toBeLessThan(1024);
+    const stored = await storedOtlp(padded.store, paddedAccount);
+    expect(stored).toHaveLength(100);
+    // Each row holds at most the bounded strings: 256 (service) twice, 512 (metadata), 4,096 (error), ids.
+    for (const trace of stored) {
+      expect(trace.serviceName.length + trace.metadata.service!.length + trace.metadata["app.feature"]!.length + trace.error!.length).toBe(
+        256 + 256 + 512 + 4096,
+      );
+    }
+    const grown = directoryBytes(padded.config.dataDir) - before;
+    // Rows of about 6 KiB, their indexes and the write-ahead log: far from the 16 MiB sent.
+    expect(grown).toBeLessThan(100 * 24 * 1024);
+  });
+});
+
+/** The bytes of every file in a directory (the embedded store's database and its write-ahead log). */
+function directoryBytes(dir: string): number {
+  let total = 0;
+  for (const name of readdirSync(dir)) {
+    const stat = statSync(join(dir, name));
+    if (stat.isFile()) total += stat.size;
+  }
+  return total;
+}

@@ -1,10 +1,9 @@
 import { ConfigError } from "../config/config.js";
 import type { Trace } from "../../gen/calltrace/v1/trace_pb.js";
 import type { Attributes } from "./otlp-export.js";
-import { textOf } from "./span-attributes.js";
+import { textOf } from "./attribute-values.js";
+import { bounds, cut } from "./string-bounds.js";
 
-/** Metadata values are cut to the contract's 512 characters rather than cost the call its trace. */
-const maxMetadataValue = 512;
 const sessionNames = ["session.id", "gen_ai.conversation.id"];
 const environmentNames = ["deployment.environment.name", "deployment.environment"];
 const metadataKey = /^[A-Za-z0-9_.-]{1,64}$/;
@@ -35,10 +34,11 @@ export function metadataAttributeNames(setting: string | undefined): string[] {
  */
 export function addAttribution(trace: Trace, span: Attributes, resource: Attributes, metadataNames: readonly string[]): void {
   const service = textOf(resource, "service.name");
-  if (service !== undefined) trace.metadata.service = service.slice(0, maxMetadataValue);
+  if (service !== undefined) trace.metadata.service = cut(service, bounds.serviceName);
   for (const name of metadataNames) {
     const value = textOf(span, name);
-    if (value !== undefined) trace.metadata[name] = value.slice(0, maxMetadataValue);
+    // Cut rather than cost the call its trace.
+    if (value !== undefined) trace.metadata[name] = cut(value, bounds.metadataValue);
   }
   const userId = textOf(span, "user.id") ?? textOf(resource, "user.id");
   if (userId !== undefined) trace.userId = userId;
