@@ -139,7 +139,7 @@ describe("dashboard in a real browser: layout, state, accessibility and formatti
     await page.getByRole("button", { name: "Spend" }).click();
     expect(await pressed()).toEqual(["Spend"]);
     await overview();
-    expect(await page.locator("details.chart-table").count()).toBe(3);
+    expect(await page.locator("details.chart-table").count()).toBe(5);
 
     await page.goto(`${service.url}/app/settings`);
     await page.fill("input[name=key-name]", "to-revoke");
@@ -191,8 +191,8 @@ describe("dashboard in a real browser: layout, state, accessibility and formatti
     expect(await page.locator("table.traces th").first().textContent()).toContain("Time (UTC)");
     await overview();
     expect(await page.locator("[data-tile=total-spend] strong").textContent()).toBe("$123,469.79");
-    expect(await page.locator("[data-tile=p50] span").textContent()).toBe("p50 latency (estimate)");
-    expect(await page.locator("[data-tile=p95] span").textContent()).toBe("p95 latency (estimate)");
+    expect(await page.locator("[data-tile=p50] > span").textContent()).toBe("p50 latency (estimate)");
+    expect(await page.locator("[data-tile=p95] > span").textContent()).toBe("p95 latency (estimate)");
     const axis = page.locator("[data-axis-max]").first();
     const left = await axis.evaluate((el) => (el as SVGTextElement).getBBox().x);
     expect(left).toBeGreaterThanOrEqual(0);

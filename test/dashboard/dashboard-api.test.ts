@@ -111,6 +111,9 @@ describe("dashboard API: accounts, sessions and isolation", () => {
       "claude-sonnet-4",
       "gpt-4o",
     ]);
+    const aliceDays = (await alice.ok("QueryService/GetUsageByDayTotals", {})).days as { totals: { calls: string; errors: string } }[];
+    expect(aliceDays.map((d) => d.totals)).toMatchObject([{ calls: "2", errors: "1" }]);
+    expect((await bob.ok("QueryService/GetUsageByDayTotals", { filter: { keyId: aliceKey.id } })).days ?? []).toEqual([]);
     expect((await alice.ok("QueryService/GetUsageByCountry", {})).countries.map((c: { country: string }) => c.country).sort()).toEqual([
       "GB",
       "US",

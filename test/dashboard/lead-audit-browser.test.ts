@@ -219,6 +219,48 @@ describe("dashboard in a real browser: the lead's audit", { timeout: 120_000 }, 
     expect(stops.filter((s) => s === "list").length).toBeGreaterThanOrEqual(await lists.count());
   });
 
+  it("trends: every headline figure shows its change against the previous period, and error rate and latency have charts per day, under any filter", async () => {
+    // The seeded calls (4, $17.50, 1 error) are the previous period of a range that starts now.
+    // A range from the next whole second (the custom range's precision), after every seeded call.
+    const start = new Date(Math.ceil((Date.now() + 1) / 1000) * 1000);
+    await new Promise((resolve) => setTimeout(resolve, start.getTime() - Date.now() + 50));
+    for (const fields of [
+      { model: "gpt-4o-mini", cost_usd: 20, latency_ms: 400 },
+      { model: "gpt-4o-mini", cost_usd: 15, latency_ms: 400, status: "error", error: "timeout" },
+    ]) {
+      expect((await postTrace(service.url, traceBody(key, fields), { key })).status).toBe(202);
+    }
+    const iso = (d: Date) => d.toISOString().slice(0, 19);
+    const range = `range=custom&from=${iso(start)}&to=${iso(new Date(start.getTime() + 10 * 60_000))}`;
+    const change = (tile: string) => page.locator(`[data-tile=${tile}] [data-change]`).textContent();
+    await open(`?${range}`);
+    await expect.poll(() => page.locator("[data-tile=total-calls] strong").textContent()).toBe("2");
+    expect(await change("total-spend")).toBe("▲ +100.0% against the previous period");
+    expect(await change("total-calls")).toBe("▼ −50.0% against the previous period");
+    expect(await change("tokens")).toBe("▼ −50.0% against the previous period");
+    expect(await change("error-rate")).toBe("▲ +25.0 pp against the previous period");
+    expect(await change("p95")).toMatch(/^(▲|▼) [+−]\d+\.\d% against the previous period$|^no change/);
+    expect(await page.locator("[data-previous]").textContent()).toContain("($17.50, 4 calls)");
+
+    // The per-day charts agree with the tiles on a one-day range.
+    const table = async (name: string) => {
+      const chart = page.locator(".card", { has: page.locator(`h2:text-is("${name}")`) });
+      await chart.locator("summary").click();
+      return chart.locator(".chart-table tbody tr").last().locator("td").allTextContents();
+    };
+    expect(await table("Error rate per day (%)")).toEqual(["50.0%"]);
+    const p95 = (await page.locator("[data-tile=p95] strong").textContent())!.replace("≈ ", "");
+    expect((await table("Latency per day, p50 and p95 (ms, estimates)"))[1]).toBe(p95);
+
+    // Under a filter (only the claude calls), against the same filter before.
+    await open(`?${range}&q=claude`);
+    await expect.poll(() => page.locator("[data-tile=total-calls] strong").textContent()).toBe("0");
+    await open(`?range=7d&q=claude`);
+    await expect.poll(() => page.locator("[data-tile=total-calls] strong").textContent()).toBe("1");
+    expect(await change("total-calls")).toBe("new: none before against the previous period");
+    expect(await table("Error rate per day (%)")).toEqual(["100.0%"]);
+  });
+
   it("B7: sign-up says what it is doing while the password is hashed, and a retry after a lost answer logs in", async () => {
     await page.getByRole("button", { name: "Log out", exact: true }).click();
     await page.getByRole("button", { name: "Sign up" }).click();

@@ -97,9 +97,23 @@ export function bounds(f: Filters): { since?: Date; until?: Date } {
   return f.range === "all" ? {} : { since: rangeStart(f.range, Date.now()) };
 }
 
-/** The contract's TraceFilter for these filters. */
-export function traceFilter(f: Filters): TraceFilter {
+/**
+ * The period before a range, of the same length, to compare with: a preset moves back by its own
+ * length (the 7 days before "7d", up to the same time of day); a custom range by its span.
+ * Undefined where there is nothing before to compare (all time, or a custom range without a start).
+ */
+export function previousBounds(f: Filters, now = Date.now()): { since: Date; until: Date } | undefined {
   const { since, until } = bounds(f);
+  if (!since) return undefined;
+  const end = until?.getTime() ?? now;
+  const shift = f.range === "custom" ? end - since.getTime() : ranges[f.range];
+  if (shift <= 0) return undefined;
+  return { since: new Date(since.getTime() - shift), until: new Date(end - shift) };
+}
+
+/** The contract's TraceFilter for these filters; `period` replaces their time bounds (the previous period). */
+export function traceFilter(f: Filters, period?: { since: Date; until: Date }): TraceFilter {
+  const { since, until } = period ?? bounds(f);
   return create(TraceFilterSchema, {
     ...(since ? { since: timestampFromDate(since) } : {}),
     ...(until ? { until: timestampFromDate(until) } : {}),

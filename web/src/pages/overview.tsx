@@ -1,4 +1,12 @@
-import { Dimension, type DayModelUsage, type GroupUsage, type LatencyBucket, type ModelUsage, type UsageTotals } from "../../../gen/calltrace/v1/query_pb.js";
+import {
+  Dimension,
+  type DayModelUsage,
+  type DayUsage,
+  type GroupUsage,
+  type LatencyBucket,
+  type ModelUsage,
+  type UsageTotals,
+} from "../../../gen/calltrace/v1/query_pb.js";
 import { account, query } from "../api.js";
 import { attributesFromQuery, attributesToQuery, joinQuery, withAttributes, type Attributes } from "../attributes.js";
 import { AttributeBar } from "../components/attribute-bar.js";
@@ -10,9 +18,10 @@ import { PriceChecks } from "../components/price-checks.js";
 import { StackedBars, type Series } from "../components/stacked-bars.js";
 import { dayRange } from "../days.js";
 import { UrlNotice } from "../components/url-notice.js";
-import { bounds, filtersFromQuery, filtersToQuery, queryProblems, traceFilter, type Filters } from "../filters.js";
+import { changeText } from "../change.js";
+import { bounds, filtersFromQuery, filtersToQuery, previousBounds, queryProblems, traceFilter, type Filters } from "../filters.js";
 import { QueryStatus } from "../components/query-status.js";
-import { count, ms, percent, plural, usd, usdShort } from "../format.js";
+import { count, dateTime, ms, percent, plural, usd, usdShort } from "../format.js";
 import { base, navigate, useLocation } from "../router.js";
 import { useQuery } from "../use-query.js";
 
@@ -28,17 +37,30 @@ export function Overview() {
   const state = useQuery(
     async () => {
       const filter = withAttributes(traceFilter(filters), attributes);
-      const [totals, models, days, latency, byKey, byProvider] = await Promise.all([
+      const previous = previousBounds(filters);
+      const [totals, models, days, latency, byKey, byProvider, trend, before] = await Promise.all([
         query.getUsageTotals({ filter }),
         query.getUsageByModel({ filter }),
         query.getUsageByDay({ filter }),
         query.getLatencyHistogram({ filter }),
         query.getUsageByGroup({ filter, dimension: Dimension.KEY, limit: 10 }),
         query.getUsageByGroup({ filter, dimension: Dimension.PROVIDER, limit: 10 }),
+        query.getUsageByDayTotals({ filter }),
+        previous ? query.getUsageTotals({ filter: withAttributes(traceFilter(filters, previous), attributes) }) : undefined,
       ]);
       // The charts start on the range's first day, or for all time on the first day with calls.
       const since = bounds(filters).since ?? new Date(days.days[0]?.day ?? Date.now());
-      return { since, totals: totals.totals!, models: models.models, days: days.days, buckets: latency.buckets, byKey: byKey.groups, byProvider: byProvider.groups };
+      return {
+        since,
+        totals: totals.totals!,
+        models: models.models,
+        days: days.days,
+        buckets: latency.buckets,
+        byKey: byKey.groups,
+        byProvider: byProvider.groups,
+        trend: trend.days,
+        ...(previous && before?.totals ? { previous: { ...previous, totals: before.totals } } : {}),
+      };
     },
     [filterKey],
     refreshMs,
@@ -88,9 +110,44 @@ function GroupBars({ groups, label }: { groups: GroupUsage[]; label: (value: str
   );
 }
 
-function OverviewBody({ since, totals, models, days, buckets }: { since: Date; totals: UsageTotals; models: ModelUsage[]; days: DayModelUsage[]; buckets: LatencyBucket[] }) {
+function OverviewBody({
+  since,
+  totals,
+  models,
+  days,
+  buckets,
+  trend,
+  previous,
+}: {
+  since: Date;
+  totals: UsageTotals;
+  models: ModelUsage[];
+  days: DayModelUsage[];
+  buckets: LatencyBucket[];
+  trend: DayUsage[];
+  previous?: { since: Date; until: Date; totals: UsageTotals };
+}) {
   const calls = Number(totals.calls);
   const columns = dayRange(since, new Date());
+  const before = previous?.totals;
+  const errorRate = (t: UsageTotals) => (t.calls === 0n ? 0 : Number(t.errors) / Number(t.calls));
+  const tokens = (t: UsageTotals) => Number(t.tokensIn + t.tokensOut);
+  const change = (pick: (t: UsageTotals) => number, kind: "amount" | "rate" = "amount") => (before ? changeText(pick(totals), pick(before), kind) : undefined);
+  // The trends per day, every model together: the day's error rate and latency percentiles.
+  const onDay = (day: string) => trend.find((d) => d.day === day)?.totals;
+  const latencySeries: Series[] = [
+    { name: "p50 (estimate)", values: columns.map((day) => onDay(day)?.latencyP50Ms ?? 0) },
+    { name: "p95 (estimate)", values: columns.map((day) => onDay(day)?.latencyP95Ms ?? 0) },
+  ];
+  const errorSeries: Series[] = [
+    {
+      name: "Error rate",
+      values: columns.map((day) => {
+        const t = onDay(day);
+        return t ? 100 * errorRate(t) : 0;
+      }),
+    },
+  ];
   // One series per provider and model: two providers may serve models of the same name.
   const series = (pick: (d: DayModelUsage) => number): Series[] =>
     models.map(({ provider, model }) => ({
@@ -103,13 +160,18 @@ function OverviewBody({ since, totals, models, days, buckets }: { since: Date; t
   return (
     <>
       <div class="tiles">
-        <Tile label="Total spend" value={usd(totals.costUsd)} id="total-spend" />
-        <Tile label="Calls" value={count(totals.calls)} id="total-calls" />
-        <Tile label="Error rate" value={percent(Number(totals.errors), calls)} id="error-rate" />
-        <Tile label="p50 latency (estimate)" value={`≈ ${ms(totals.latencyP50Ms)}`} id="p50" note={estimateNote} />
-        <Tile label="p95 latency (estimate)" value={`≈ ${ms(totals.latencyP95Ms)}`} id="p95" note={estimateNote} />
-        <Tile label="Tokens in / out" value={`${count(totals.tokensIn)} / ${count(totals.tokensOut)}`} id="tokens" />
+        <Tile label="Total spend" value={usd(totals.costUsd)} id="total-spend" change={change((t) => t.costUsd)} />
+        <Tile label="Calls" value={count(totals.calls)} id="total-calls" change={change((t) => Number(t.calls))} />
+        <Tile label="Error rate" value={percent(Number(totals.errors), calls)} id="error-rate" change={change(errorRate, "rate")} />
+        <Tile label="p50 latency (estimate)" value={`≈ ${ms(totals.latencyP50Ms)}`} id="p50" note={estimateNote} change={change((t) => t.latencyP50Ms)} />
+        <Tile label="p95 latency (estimate)" value={`≈ ${ms(totals.latencyP95Ms)}`} id="p95" note={estimateNote} change={change((t) => t.latencyP95Ms)} />
+        <Tile label="Tokens in / out" value={`${count(totals.tokensIn)} / ${count(totals.tokensOut)}`} id="tokens" change={change(tokens)} />
       </div>
+      <p class="muted small" data-previous>
+        {previous
+          ? `Changes are against the previous period of the same length: ${dateTime(previous.since)} to ${dateTime(previous.until)} (${usd(previous.totals.costUsd)}, ${plural(previous.totals.calls, "call")}).`
+          : "All time has no previous period to compare with."}
+      </p>
       <PriceChecks totals={totals} />
       {calls === 0 ? (
         <p class="muted card">No traces in this period yet. Create an API key under Settings and point an SDK at this server.</p>
@@ -122,6 +184,14 @@ function OverviewBody({ since, totals, models, days, buckets }: { since: Date; t
           <div class="card">
             <h2>Calls per day (by model)</h2>
             <StackedBars label="Calls per day" columns={columns} series={series((d) => Number(d.totals?.calls ?? 0))} format={(n) => count(Math.round(n))} />
+          </div>
+          <div class="card">
+            <h2>Error rate per day (%)</h2>
+            <StackedBars label="Error rate per day" columns={columns} series={errorSeries} format={(n) => `${n.toFixed(1)}%`} stacked={false} />
+          </div>
+          <div class="card">
+            <h2>Latency per day, p50 and p95 (ms, estimates)</h2>
+            <StackedBars label="Latency per day" columns={columns} series={latencySeries} format={(n) => ms(n)} stacked={false} />
           </div>
           <div class="card">
             <h2>Top models by spend</h2>
@@ -149,11 +219,16 @@ const seriesKey = (m: { provider: string; model: string }) => `${m.provider}\n${
 
 const estimateNote = "An estimate: read from latency buckets 5% wide, at most 5% above the true value.";
 
-function Tile({ label, value, id, note }: { label: string; value: string; id: string; note?: string }) {
+function Tile({ label, value, id, note, change }: { label: string; value: string; id: string; note?: string; change?: string | undefined }) {
   return (
     <div class="tile" data-tile={id} title={note}>
       <span class="muted small">{label}</span>
       <strong>{value}</strong>
+      {change && (
+        <small class="change" data-change>
+          {change} <span class="sr-only">against the previous period</span>
+        </small>
+      )}
     </div>
   );
 }
