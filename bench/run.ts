@@ -4,7 +4,7 @@ import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { compiledService, repoRoot } from "./support/processes.js";
 
-const benchmarks = ["ingest", "otlp-ingest", "mongo-ingest", "redis-ingest", "dashboard-reads", "pricing", "startup"];
+const benchmarks = ["ingest", "otlp-ingest", "otlp-reader", "mongo-ingest", "redis-ingest", "dashboard-reads", "pricing", "startup"];
 const only = process.env.BENCH_ONLY?.split(",");
 // Built once here for every benchmark below (they inherit CALLTRACE_BENCH_BUILT).
 compiledService();
