@@ -63,6 +63,13 @@ export class QuotaUnavailableError extends Error {}
 const counterTtlSeconds = 20 * 24 * 3600;
 
 /**
+ * The guarantee (docs/operations.md): a key never stores more traces in a calendar month than its
+ * plan allows, and while its counter answers it is refused only once the plan's traces are stored
+ * or in flight; after restarts, across instances and when Redis is emptied, because a counter is
+ * never counted on from zero. A rebuild from the store misses the traces in flight, which their
+ * processes add to the rebuilt counter, so a wipe may count a trace twice, never not at all. The
+ * exception is the insurance (D24): with Redis down or slow, each process counts on alone.
+ *
  * Per-key calendar-month (UTC) quotas. A trace is reserved before its write and released when
  * it turns out not to be stored, so only stored traces count, once each, even when a retry
  * repeats an Idempotency-Key. A month's counter is named for the plan, key and month. It is only
