@@ -7,7 +7,8 @@
 #     benchmarks' load generators), curl (OTLP/HTTP interop), python3-venv (the venvs below).
 #   Go tools (go install into $(go env GOPATH)/bin): grpcurl (reflection tests), protoc-gen-go,
 #     protoc-gen-go-grpc, protoc-gen-connect-go (Go codegen consumer), mailpit (mail tests),
-#     FerretDB 1.24 (the MongoDB-wire test server, scripts/install-ferretdb.sh).
+#     FerretDB 1.24 (the MongoDB-wire test server, scripts/install-ferretdb.sh), and the
+#     OpenTelemetry Collector (scripts/build-otelcol.sh, into ~/.cache/calltrace).
 #   Python venvs (pip): .venv-otlp (OTLP interop app), .venv-codegen (Python codegen consumer),
 #     .venv-hardening (schemathesis), each from its requirements file, redone when that changes.
 # Versions here are the ones test/support/go-tools.ts and the requirements files name.
@@ -49,6 +50,8 @@ for tool in "${!go_tools[@]}"; do
   go install "${go_tools[$tool]}"
 done
 command -v ferretdb >/dev/null || { say "FerretDB v1.24.2 (scripts/install-ferretdb.sh)"; bash scripts/install-ferretdb.sh; }
+# The OpenTelemetry Collector of test/otlp-interop/collector.test.ts: about 8 minutes, once (cached).
+[ -x "$(bash scripts/build-otelcol.sh --where)" ] || { say "OpenTelemetry Collector (scripts/build-otelcol.sh, about 8 minutes)"; bash scripts/build-otelcol.sh >/dev/null; }
 
 # A venv is (re)made when missing or when its requirements changed since it was filled.
 venv() {
