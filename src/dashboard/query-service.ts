@@ -1,4 +1,5 @@
 import { create } from "@bufbuild/protobuf";
+import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
 import { TraceFilterSchema, type TraceFilter } from "../../gen/calltrace/v1/query_pb.js";
 import {
@@ -6,6 +7,7 @@ import {
   GetUsageByCountryResponseSchema,
   GetUsageByDayResponseSchema,
   GetUsageByDayTotalsResponseSchema,
+  GetUsageByHourTotalsResponseSchema,
   GetTraceResponseSchema,
   GetUsageByGroupAndDayResponseSchema,
   GetUsageByGroupResponseSchema,
@@ -17,6 +19,7 @@ import {
 import { groupDimension } from "../store/group-dimension.js";
 import { InvalidCursorError, traceSort } from "../store/trace-cursor.js";
 import type { TraceReader } from "../store/trace-reader.js";
+import { maxHours } from "../store/usage-reader.js";
 import { signedIn } from "./signed-in.js";
 
 const defaultPageSize = 50;
@@ -55,6 +58,17 @@ export function queryService(reader: TraceReader): ServiceImpl<typeof QueryServi
     async getUsageByDayTotals(request, context) {
       const days = await reader.usageByDayTotals(signedIn(context).accountId, filterOf(request));
       return create(GetUsageByDayTotalsResponseSchema, { days });
+    },
+    async getUsageByHourTotals(request, context) {
+      const { accountId } = signedIn(context);
+      const filter = filterOf(request);
+      const since = filter.since && timestampMs(filter.since);
+      const until = filter.until ? timestampMs(filter.until) : Date.now();
+      if (since === undefined) throw new ConnectError("filter.since: required for usage by hour", Code.InvalidArgument);
+      if (until - since > maxHours * 3_600_000) {
+        throw new ConnectError(`filter: usage by hour covers at most ${maxHours} hours from since to until (or now)`, Code.InvalidArgument);
+      }
+      return create(GetUsageByHourTotalsResponseSchema, { hours: await reader.usageByHourTotals(accountId, filter) });
     },
     async getUsageByCountry(request, context) {
       const countries = await reader.usageByCountry(signedIn(context).accountId, filterOf(request));

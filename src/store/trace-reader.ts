@@ -3,6 +3,7 @@ import type {
   DayGroupUsage,
   DayModelUsage,
   DayUsage,
+  HourUsage,
   GroupUsage,
   LatencyBucket,
   ModelUsage,
@@ -49,6 +50,8 @@ export interface TraceReader {
   usageByDay(accountId: string, filter: TraceFilter): Promise<DayModelUsage[]>;
   /** Every model together per UTC day, sorted by day: the trends of a view. */
   usageByDayTotals(accountId: string, filter: TraceFilter): Promise<DayUsage[]>;
+  /** Every model together per UTC hour, sorted by hour, for a range of at most 48 hours (RangeError past it). */
+  usageByHourTotals(accountId: string, filter: TraceFilter): Promise<HourUsage[]>;
   /** Sorted by calls, most first. */
   usageByCountry(accountId: string, filter: TraceFilter): Promise<CountryUsage[]>;
   latencyHistogram(accountId: string, filter: TraceFilter): Promise<LatencyBucket[]>;

@@ -1,9 +1,11 @@
 import { create } from "@bufbuild/protobuf";
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import {
   CountryUsageSchema,
   DayGroupUsageSchema,
   DayModelUsageSchema,
   DayUsageSchema,
+  HourUsageSchema,
   GroupUsageSchema,
   LatencyBucketSchema,
   ModelUsageSchema,
@@ -19,6 +21,8 @@ import { resolveTraceFilter, type ResolvedTraceFilter } from "./trace-filter.js"
 export interface UsageGrouping {
   /** The UTC day. */
   day?: boolean;
+  /** The UTC hour, alone (no other dimension), for ranges of at most maxHours. */
+  hour?: boolean;
   /** The provider and model. */
   model?: boolean;
   country?: boolean;
@@ -36,6 +40,8 @@ export interface UsageGrouping {
 export interface UsageGroup {
   /** YYYY-MM-DD (UTC). */
   day?: string;
+  /** The start of the UTC hour, in ms. */
+  hour?: number;
   provider?: string;
   model?: string;
   country?: string;
@@ -74,6 +80,10 @@ export interface UsageCells {
  * $match, $group and $sum on the MongoDB side, which FerretDB supports too.
  */
 export type UsageQuery = (accountId: string, filter: ResolvedTraceFilter, grouping: UsageGrouping) => Promise<UsageCells>;
+
+export const hourMs = 3_600_000;
+/** The longest range usageByHourTotals answers, in hours (QueryService refuses longer ones). */
+export const maxHours = 48;
 
 /** The aggregate reads of TraceReader, built on an adapter's UsageCells. */
 export function usageReader(cells: UsageQuery, retentionMs: number): Omit<TraceReader, "listTraces" | "getTrace"> {
@@ -121,6 +131,19 @@ export function usageReader(cells: UsageQuery, retentionMs: number): Omit<TraceR
       return [...groupBy(sums, key)]
         .map(([k, group]) => create(DayUsageSchema, { day: group[0]!.day ?? "", totals: totalsOf(group, latencies.get(k) ?? []) }))
         .sort((a, b) => compare(a.day, b.day));
+    },
+    async usageByHourTotals(accountId, filter) {
+      const resolved = resolveTraceFilter(filter, retentionMs);
+      const hours = (Math.min(resolved.untilMs, Date.now() + hourMs) - resolved.sinceMs) / hourMs;
+      if (hours > maxHours + 1) throw new RangeError(`usage by hour spans ${Math.ceil(hours)} hours, more than ${maxHours}`);
+      const key = (c: UsageGroup) => [String(c.hour)];
+      const { sums, latency } = await cells(accountId, resolved, { hour: true, latency: true });
+      const latencies = groupBy(latency, key);
+      return [...groupBy(sums, key)]
+        .map(([k, group]) =>
+          create(HourUsageSchema, { hour: timestampFromMs(group[0]!.hour ?? 0), totals: totalsOf(group, latencies.get(k) ?? []) }),
+        )
+        .sort((a, b) => Number(a.hour!.seconds - b.hour!.seconds));
     },
     async usageByCountry(accountId, filter) {
       const groups = groupBy((await query(accountId, filter, { country: true })).sums, (c) => [c.country ?? ""]);

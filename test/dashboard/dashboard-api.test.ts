@@ -114,6 +114,23 @@ describe("dashboard API: accounts, sessions and isolation", () => {
     const aliceDays = (await alice.ok("QueryService/GetUsageByDayTotals", {})).days as { totals: { calls: string; errors: string } }[];
     expect(aliceDays.map((d) => d.totals)).toMatchObject([{ calls: "2", errors: "1" }]);
     expect((await bob.ok("QueryService/GetUsageByDayTotals", { filter: { keyId: aliceKey.id } })).days ?? []).toEqual([]);
+    const lastDay = { since: new Date(Date.now() - 86_400_000).toISOString() };
+    const aliceHours = (await alice.ok("QueryService/GetUsageByHourTotals", { filter: lastDay })).hours as {
+      hour: string;
+      totals: Record<string, string>;
+    }[];
+    expect(aliceHours.map((h) => h.totals)).toMatchObject([{ calls: "2", errors: "1" }]);
+    expect(aliceHours[0]!.hour).toMatch(/^\d{4}-\d\d-\d\dT\d\d:00:00Z$/);
+    expect((await bob.ok("QueryService/GetUsageByHourTotals", { filter: { ...lastDay, keyId: aliceKey.id } })).hours ?? []).toEqual([]);
+    const noSince = await alice.call("QueryService/GetUsageByHourTotals", { filter: {} });
+    expect(noSince.body).toMatchObject({ code: "invalid_argument", message: "filter.since: required for usage by hour" });
+    const tooLong = await alice.call("QueryService/GetUsageByHourTotals", {
+      filter: { since: "2026-01-01T00:00:00Z", until: "2026-01-03T00:00:01Z" },
+    });
+    expect(tooLong.body).toMatchObject({
+      code: "invalid_argument",
+      message: "filter: usage by hour covers at most 48 hours from since to until (or now)",
+    });
     expect((await alice.ok("QueryService/GetUsageByCountry", {})).countries.map((c: { country: string }) => c.country).sort()).toEqual([
       "GB",
       "US",

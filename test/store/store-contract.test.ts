@@ -244,7 +244,7 @@ describe.each(adapters)("store contract: %s", (_name, open) => {
     }
   });
 
-  it("sums usage, error rate and latency percentiles exactly as the traces add up, for whole and partial days", async () => {
+  it("sums usage, error rate and latency percentiles exactly as the traces add up, for whole and partial days, and per hour", { timeout: 60_000 }, async () => {
     // Three days of traces with varied dimensions; ranges that start and end mid-day and on midnight.
     const today = Math.floor(Date.now() / day) * day;
     const models = [["openai", "gpt-4o"], ["openai", "gpt-4o-mini"], ["anthropic", "claude-3-haiku"], ["gemini", "gemini-1.5-flash"]] as const;
@@ -319,6 +319,19 @@ describe.each(adapters)("store contract: %s", (_name, open) => {
         const { costUsd: cost, ...rest } = expectedTotals(chosen.filter((t) => dayOf(t) === d.day));
         expect(d.totals, `${label} ${d.day}`).toMatchObject(rest);
         expect(d.totals!.costUsd).toBeCloseTo(cost, 9);
+      }
+
+      // Per UTC hour, for the ranges of at most 48 hours (the 1h and 24h views), whole or partial hours.
+      const since = f.since && timestampMs(f.since);
+      if (since !== undefined && (f.until ? timestampMs(f.until) : Date.now()) - since <= 48 * hour) {
+        const hourOf = (t: StoredTrace) => Math.floor(timestampMs(t.receivedAt!) / hour) * hour;
+        const byHour = await store.usageByHourTotals("acc_usage", f);
+        expect(byHour.map((h) => timestampMs(h.hour!)), label).toEqual([...new Set(chosen.map(hourOf))].sort((a, b) => a - b));
+        for (const h of byHour) {
+          const { costUsd: cost, ...rest } = expectedTotals(chosen.filter((t) => hourOf(t) === timestampMs(h.hour!)));
+          expect(h.totals, `${label} ${timestampMs(h.hour!)}`).toMatchObject(rest);
+          expect(h.totals!.costUsd).toBeCloseTo(cost, 9);
+        }
       }
 
       const byCountry = await store.usageByCountry("acc_usage", f);

@@ -8,6 +8,7 @@ import { resolveTraceFilter, type ResolvedTraceFilter } from "../trace-filter.js
 import type { TraceReader } from "../trace-reader.js";
 import { usageReader, type UsageCell, type UsageCells, type UsageGroup, type UsageGrouping } from "../usage-reader.js";
 import type { MongoCollections } from "./mongo-collections.js";
+import { mongoHourCells } from "./mongo-hour-cells.js";
 import { metadataPair, objectIdIds, traceFromDoc, type TraceDoc } from "./mongo-trace-doc.js";
 
 /** A regular expression matching `text` literally. */
@@ -186,6 +187,7 @@ export function mongoTraceReader(c: MongoCollections, retentionMs: number): Trac
       ...(grouping.country ? { country: "$country" } : {}),
     };
     const base = traceMatch(accountId, filter);
+    if (grouping.hour) return mongoHourCells(c.traces, base);
     type Row = { _id: Record<string, unknown> } & Partial<Record<keyof typeof sums, number>>;
     const group = async (stages: Document[], groupId: Record<string, string>, accumulators: Record<string, unknown>): Promise<Row[]> => {
       if (c.capabilities.manyAccumulators || Object.keys(accumulators).length === 1) {

@@ -7,7 +7,7 @@ import { clampPageSize, decodeTraceCursor, encodeTraceCursor, InvalidCursorError
 import type { sequenceIds } from "../trace-id.js";
 import { filtersAttributes, resolveTraceFilter, type ResolvedTraceFilter } from "../trace-filter.js";
 import type { TraceReader } from "../trace-reader.js";
-import { usageReader, type LatencyCell, type UsageCell, type UsageCells, type UsageGrouping } from "../usage-reader.js";
+import { hourMs, usageReader, type LatencyCell, type UsageCell, type UsageCells, type UsageGrouping } from "../usage-reader.js";
 import { groupExpression, traceConditions } from "./sqlite-trace-filter.js";
 import { traceFromRow, type TraceRow } from "./sqlite-trace-row.js";
 import { dayMs } from "./sqlite-usage-rollup.js";
@@ -37,6 +37,7 @@ export function sqliteTraceReader(db: Database.Database, retentionMs: number, id
   const cells = async (accountId: string, filter: ResolvedTraceFilter, grouping: UsageGrouping): Promise<UsageCells> => {
     const dims = [
       ...(grouping.day ? ["day"] : []),
+      ...(grouping.hour ? ["hour"] : []),
       ...(grouping.model ? ["provider", "model"] : []),
       ...(grouping.country ? ["country"] : []),
     ];
@@ -52,7 +53,9 @@ export function sqliteTraceReader(db: Database.Database, retentionMs: number, id
     const rollupColumn = group && rollupColumns[group.kind];
     // The roll-ups of one attribute (group_daily) know days and statuses only.
     const attributeRollup = group !== undefined && rollupColumn === undefined;
+    // The roll-ups are daily: hours (of at most two days) are read from the traces.
     const rollups =
+      !grouping.hour &&
       !filtersAttributes(filter) &&
       !(
         attributeRollup &&
@@ -147,7 +150,13 @@ export function sqliteTraceReader(db: Database.Database, retentionMs: number, id
       if (from >= to) return;
       const params: Record<string, unknown> = { account: accountId, from, to };
       const column = (d: string) =>
-        d === "day" ? "received_at / 86400000 AS day" : d === "bucket" ? "latency_bucket(latency_ms) AS bucket" : d;
+        d === "day"
+          ? "received_at / 86400000 AS day"
+          : d === "hour"
+            ? "received_at / 3600000 AS hour"
+            : d === "bucket"
+              ? "latency_bucket(latency_ms) AS bucket"
+              : d;
       let range = `WHERE account_id = @account AND received_at >= @from AND received_at < @to${traceConditions(filter, params)}`;
       let join = "";
       const grp: string[] = [];
@@ -192,6 +201,7 @@ export function sqliteTraceReader(db: Database.Database, retentionMs: number, id
     if (grouping.day) {
       for (const cell of [...out.sums, ...out.latency]) cell.day = new Date(Number(cell.day) * dayMs).toISOString().slice(0, 10);
     }
+    if (grouping.hour) for (const cell of [...out.sums, ...out.latency]) cell.hour = Number(cell.hour) * hourMs;
     return out;
   };
 
