@@ -14,22 +14,25 @@ const providers = new Map<string, CalltraceProvider>([
   ["gcp.vertex_ai", "gemini"],
   ["gcp.gen_ai", "gemini"],
   ["vertex_ai", "gemini"],
+  // The Vercel AI SDK's (below) that no prefix covers.
+  ["azure.chat", "openai"],
+  ["azure.responses", "openai"],
+  ["azure.completion", "openai"],
+  ["azure.embeddings", "openai"],
+  ["google.generative-ai", "gemini"],
 ]);
 
 /**
- * The Vercel AI SDK names a provider `<package>.<api>` (`openai.chat`, `openai.responses`,
- * `azure.chat`, `anthropic.messages`, `google.generative-ai`, `google.vertex.chat`,
- * `vertex.anthropic.messages`): the longest known prefix decides, so Claude on Vertex is anthropic.
+ * The Vercel AI SDK names a provider `<package>.<api>`: `openai.chat`, `openai.responses`,
+ * `azure.chat`, `anthropic.messages`, `vertex.anthropic.messages` (Claude on Vertex),
+ * `google.generative-ai`, `google.vertex.chat`. Only these packages' own models count: Azure's
+ * DeepSeek (`azure.deepseek`) and Vertex's model garden (`vertex.maas`, `vertex.xai`) are not.
  */
 const aiSdkPrefixes: [string, CalltraceProvider][] = [
-  ["google.vertex.anthropic", "anthropic"],
-  ["vertex.anthropic", "anthropic"],
-  ["google.generative-ai", "gemini"],
-  ["google.vertex", "gemini"],
-  ["vertex", "gemini"],
-  ["openai", "openai"],
-  ["azure", "openai"],
-  ["anthropic", "anthropic"],
+  ["openai.", "openai"],
+  ["anthropic.", "anthropic"],
+  ["vertex.anthropic.", "anthropic"],
+  ["google.vertex.", "gemini"],
 ];
 
 /** undefined for a provider calltrace does not price or store. */
@@ -37,6 +40,5 @@ export function calltraceProvider(name: string): CalltraceProvider | undefined {
   const lower = name.toLowerCase();
   const known = providers.get(lower);
   if (known !== undefined) return known;
-  for (const [prefix, provider] of aiSdkPrefixes) if (lower === prefix || lower.startsWith(`${prefix}.`)) return provider;
-  return undefined;
+  return aiSdkPrefixes.find(([prefix]) => lower.startsWith(prefix))?.[1];
 }

@@ -110,6 +110,15 @@ describe("provider", () => {
     expect(stored?.provider).toBe(provider);
   });
 
+  it.each(["azure.deepseek", "vertex.maas", "vertex.xai", "amazon-bedrock", "openai-compatible.chat"])(
+    "the AI SDK's %s (another vendor's models) is rejected, not stored as one of the three",
+    async (name) => {
+      const { stored, answer } = await one({ attributes: chat({ "gen_ai.system": name }, ["gen_ai.provider.name"]) });
+      expect(stored).toBeUndefined();
+      expect(answer.response?.partialSuccess?.errorMessage).toContain(`provider ${JSON.stringify(name)} is not supported`);
+    },
+  );
+
   it("the older gen_ai.system works too", async () => {
     const { stored } = await one({ attributes: chat({ "gen_ai.system": "anthropic" }, ["gen_ai.provider.name"]) });
     expect(stored?.provider).toBe("anthropic");
