@@ -219,7 +219,7 @@ describe("dashboard in a real browser: the lead's audit", { timeout: 120_000 }, 
     expect(stops.filter((s) => s === "list").length).toBeGreaterThanOrEqual(await lists.count());
   });
 
-  it("trends: every headline figure shows its change against the previous period, and error rate and latency have charts per day, under any filter", async () => {
+  it("trends: every headline figure shows its change against the previous period, and error rate and latency have charts per hour (up to 48 hours) or per day, under any filter", async () => {
     // The seeded calls (4, $17.50, 1 error) are the previous period of a range that starts now.
     // A range from the next whole second (the custom range's precision), after every seeded call.
     const start = new Date(Math.ceil((Date.now() + 1) / 1000) * 1000);
@@ -242,15 +242,19 @@ describe("dashboard in a real browser: the lead's audit", { timeout: 120_000 }, 
     expect(await change("p95")).toMatch(/^(▲|▼) [+−]\d+\.\d% against the previous period$|^no change/);
     expect(await page.locator("[data-previous]").textContent()).toContain("($17.50, 4 calls)");
 
-    // The per-day charts agree with the tiles on a one-day range.
+    // A range of up to 48 hours has its trends per hour; they agree with the tiles (the calls are in this hour).
     const table = async (name: string) => {
       const chart = page.locator(".card", { has: page.locator(`h2:text-is("${name}")`) });
       await chart.locator("summary").click();
       return chart.locator(".chart-table tbody tr").last().locator("td").allTextContents();
     };
-    expect(await table("Error rate per day (%)")).toEqual(["50.0%"]);
+    expect(await table("Error rate per hour (%)")).toEqual(["50.0%"]);
     const p95 = (await page.locator("[data-tile=p95] strong").textContent())!.replace("≈ ", "");
-    expect((await table("Latency per day, p50 and p95 (ms, estimates)"))[1]).toBe(p95);
+    expect((await table("Latency per hour, p50 and p95 (ms, estimates)"))[1]).toBe(p95);
+    await open("?range=24h");
+    const hours = page.locator(".card", { has: page.locator('h2:text-is("Error rate per hour (%)")') }).locator(".chart-table tbody tr");
+    await expect.poll(() => hours.count()).toBeGreaterThanOrEqual(24);
+    expect(await hours.first().locator("th").textContent()).toMatch(/^\d{4}-\d\d-\d\d \d\d:00$/);
 
     // Under a filter (only the claude calls), against the same filter before.
     await open(`?${range}&q=claude`);

@@ -23,6 +23,8 @@ export function StackedBars({
   axisFormat = format,
   label,
   stacked = true,
+  columnName = "Day (UTC)",
+  columnLabel = (column: string) => column.slice(5),
 }: {
   columns: string[];
   series: Series[];
@@ -30,6 +32,10 @@ export function StackedBars({
   axisFormat?: (n: number) => string;
   label: string;
   stacked?: boolean;
+  /** What a column is, in the table view's header. */
+  columnName?: string;
+  /** A column's axis label: MM-DD for days by default. */
+  columnLabel?: (column: string) => string;
 }) {
   const { ref, width } = useWidth<HTMLElement>(640);
   const height = 180;
@@ -78,7 +84,7 @@ export function StackedBars({
               })}
               {i % every === 0 && (
                 <text x={x + bar / 2} y={height - 6} text-anchor="middle" class="axis">
-                  {column.slice(5)}
+                  {columnLabel(column)}
                 </text>
               )}
             </g>
@@ -100,7 +106,7 @@ export function StackedBars({
             <caption class="sr-only">{label}</caption>
             <thead>
               <tr>
-                <th scope="col">Day (UTC)</th>
+                <th scope="col">{columnName}</th>
                 {series.map((s) => (
                   <th scope="col" key={s.key ?? s.name}>
                     <Truncated text={s.name} />

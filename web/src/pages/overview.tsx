@@ -1,12 +1,13 @@
 import {
   Dimension,
   type DayModelUsage,
-  type DayUsage,
   type GroupUsage,
   type LatencyBucket,
   type ModelUsage,
+  type TraceFilter,
   type UsageTotals,
 } from "../../../gen/calltrace/v1/query_pb.js";
+import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { account, query } from "../api.js";
 import { attributesFromQuery, attributesToQuery, joinQuery, withAttributes, type Attributes } from "../attributes.js";
 import { AttributeBar } from "../components/attribute-bar.js";
@@ -45,7 +46,7 @@ export function Overview() {
         query.getLatencyHistogram({ filter }),
         query.getUsageByGroup({ filter, dimension: Dimension.KEY, limit: 10 }),
         query.getUsageByGroup({ filter, dimension: Dimension.PROVIDER, limit: 10 }),
-        query.getUsageByDayTotals({ filter }),
+        trendOf(filters, filter),
         previous ? query.getUsageTotals({ filter: withAttributes(traceFilter(filters, previous), attributes) }) : undefined,
       ]);
       // The charts start on the range's first day, or for all time on the first day with calls.
@@ -58,7 +59,7 @@ export function Overview() {
         buckets: latency.buckets,
         byKey: byKey.groups,
         byProvider: byProvider.groups,
-        trend: trend.days,
+        trend,
         ...(previous && before?.totals ? { previous: { ...previous, totals: before.totals } } : {}),
       };
     },
@@ -124,7 +125,7 @@ function OverviewBody({
   models: ModelUsage[];
   days: DayModelUsage[];
   buckets: LatencyBucket[];
-  trend: DayUsage[];
+  trend: Trend;
   previous?: { since: Date; until: Date; totals: UsageTotals };
 }) {
   const calls = Number(totals.calls);
@@ -133,17 +134,17 @@ function OverviewBody({
   const errorRate = (t: UsageTotals) => (t.calls === 0n ? 0 : Number(t.errors) / Number(t.calls));
   const tokens = (t: UsageTotals) => Number(t.tokensIn + t.tokensOut);
   const change = (pick: (t: UsageTotals) => number, kind: "amount" | "rate" = "amount") => (before ? changeText(pick(totals), pick(before), kind) : undefined);
-  // The trends per day, every model together: the day's error rate and latency percentiles.
-  const onDay = (day: string) => trend.find((d) => d.day === day)?.totals;
+  // The trends per day or hour, every model together: the error rate and latency percentiles.
+  const onColumn = (column: string) => trend.totals.get(column);
   const latencySeries: Series[] = [
-    { name: "p50 (estimate)", values: columns.map((day) => onDay(day)?.latencyP50Ms ?? 0) },
-    { name: "p95 (estimate)", values: columns.map((day) => onDay(day)?.latencyP95Ms ?? 0) },
+    { name: "p50 (estimate)", values: trend.columns.map((c) => onColumn(c)?.latencyP50Ms ?? 0) },
+    { name: "p95 (estimate)", values: trend.columns.map((c) => onColumn(c)?.latencyP95Ms ?? 0) },
   ];
   const errorSeries: Series[] = [
     {
       name: "Error rate",
-      values: columns.map((day) => {
-        const t = onDay(day);
+      values: trend.columns.map((c) => {
+        const t = onColumn(c);
         return t ? 100 * errorRate(t) : 0;
       }),
     },
@@ -186,12 +187,12 @@ function OverviewBody({
             <StackedBars label="Calls per day" columns={columns} series={series((d) => Number(d.totals?.calls ?? 0))} format={(n) => count(Math.round(n))} />
           </div>
           <div class="card">
-            <h2>Error rate per day (%)</h2>
-            <StackedBars label="Error rate per day" columns={columns} series={errorSeries} format={(n) => `${n.toFixed(1)}%`} stacked={false} />
+            <h2>Error rate per {trend.unit} (%)</h2>
+            <StackedBars label={`Error rate per ${trend.unit}`} {...trend.axis} series={errorSeries} format={(n) => `${n.toFixed(1)}%`} stacked={false} />
           </div>
           <div class="card">
-            <h2>Latency per day, p50 and p95 (ms, estimates)</h2>
-            <StackedBars label="Latency per day" columns={columns} series={latencySeries} format={(n) => ms(n)} stacked={false} />
+            <h2>Latency per {trend.unit}, p50 and p95 (ms, estimates)</h2>
+            <StackedBars label={`Latency per ${trend.unit}`} {...trend.axis} series={latencySeries} format={(n) => ms(n)} stacked={false} />
           </div>
           <div class="card">
             <h2>Top models by spend</h2>
@@ -212,6 +213,33 @@ function OverviewBody({
       )}
     </>
   );
+}
+
+/** The trends of a view: per UTC hour for ranges of up to 48 hours, per UTC day for longer ones. */
+interface Trend {
+  unit: "hour" | "day";
+  columns: string[];
+  totals: Map<string, UsageTotals>;
+  axis: { columns: string[]; columnName: string; columnLabel?: (column: string) => string };
+}
+
+const hourMs = 3_600_000;
+/** An hour as the charts name it: `2026-11-26 16:00` (UTC). */
+const hourColumn = (d: Date) => `${d.toISOString().slice(0, 13).replace("T", " ")}:00`;
+
+async function trendOf(filters: Filters, filter: TraceFilter): Promise<Trend> {
+  const { since, until } = bounds(filters);
+  const end = until?.getTime() ?? Date.now();
+  if (since && end - since.getTime() <= 48 * hourMs) {
+    const columns: string[] = [];
+    for (let h = Math.floor(since.getTime() / hourMs) * hourMs; h < Math.min(end, Date.now()); h += hourMs) columns.push(hourColumn(new Date(h)));
+    const { hours } = await query.getUsageByHourTotals({ filter });
+    const totals = new Map(hours.map((h) => [hourColumn(timestampDate(h.hour!)), h.totals!]));
+    return { unit: "hour", columns, totals, axis: { columns, columnName: "Hour (UTC)", columnLabel: (c) => c.slice(11) } };
+  }
+  const { days } = await query.getUsageByDayTotals({ filter });
+  const columns = dayRange(since ?? new Date(days[0]?.day ?? Date.now()), new Date());
+  return { unit: "day", columns, totals: new Map(days.map((d) => [d.day, d.totals!])), axis: { columns, columnName: "Day (UTC)" } };
 }
 
 /** A model's series key, which also picks its colour: the same in every chart, range and filter. */
