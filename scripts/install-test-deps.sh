@@ -9,7 +9,8 @@
 #     protoc-gen-go-grpc, protoc-gen-connect-go (Go codegen consumer), mailpit (mail tests),
 #     FerretDB 1.24 (the MongoDB-wire test server, scripts/install-ferretdb.sh), and the
 #     OpenTelemetry Collector (scripts/build-otelcol.sh, into ~/.cache/calltrace).
-#   Python venvs (pip): .venv-otlp (OTLP interop app), .venv-codegen (Python codegen consumer),
+#   Python venvs (pip): .venv-otlp and .venv-otlp-official (OTLP interop apps),
+#     .venv-codegen (Python codegen consumer),
 #     .venv-hardening (schemathesis), each from its requirements file, redone when that changes.
 # Versions here are the ones test/support/go-tools.ts and the requirements files name.
 set -euo pipefail
@@ -63,6 +64,7 @@ venv() {
   cp "$requirements" "$dir/installed-requirements.txt"
 }
 venv .venv-otlp test/otlp-interop/requirements.txt
+venv .venv-otlp-official test/otlp-interop/official-requirements.txt
 venv .venv-codegen test/codegen/python/requirements.txt
 venv .venv-hardening test/hardening/requirements.txt
 say "all present"

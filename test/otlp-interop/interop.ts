@@ -17,16 +17,16 @@ import type { TestService } from "../support/test-service.js";
 // Shared by the OTLP interop tests: the Python environment of the instrumented app, the price
 // table read on its own (not through the service's code), and the dashboard as a user sees it.
 
-const otlpVenv = join(repoRoot, ".venv-otlp");
-const requirements = "test/otlp-interop/requirements.txt";
-
-/** The Python of .venv-otlp/, which scripts/test-all.mjs makes; a clear failure when it is missing. */
-export function otlpPython(): string {
-  const python = join(otlpVenv, "bin/python");
+/**
+ * The Python of an OTLP interop venv (.venv-otlp/ by default), which `npm test` makes
+ * (scripts/install-test-deps.sh); a clear failure when it is missing.
+ */
+export function otlpPython(venv = ".venv-otlp", requirements = "test/otlp-interop/requirements.txt"): string {
+  const python = join(repoRoot, venv, "bin/python");
   if (!existsSync(python)) {
     throw new Error(
-      `the OTLP interop tests need ${otlpVenv} with the pinned OpenTelemetry packages; \`npm test\` makes it, or run: ` +
-        `python3 -m venv .venv-otlp && .venv-otlp/bin/pip install -r ${requirements}`,
+      `the OTLP interop tests need ${join(repoRoot, venv)} with the pinned OpenTelemetry packages; \`npm test\` makes it, or run: ` +
+        `python3 -m venv ${venv} && ${venv}/bin/pip install -r ${requirements}`,
     );
   }
   return python;
