@@ -128,24 +128,18 @@ export function directUnary(route: UnaryRoute, options: DirectUnaryOptions) {
     } catch (e) {
       throw new ConnectError(`parse binary: ${e instanceof Error ? e.message : String(e)}`, Code.InvalidArgument);
     }
-    const remaining = deadlineOf(timeoutMs);
-    let signal: AbortSignal | undefined;
-    const context: HandlerContext = {
+    const context = new CallContext(
       method,
-      service: method.parent,
-      get signal() {
-        signal ??= callSignal(end, remaining(), options.shutdownSignal);
-        return signal;
-      },
-      timeoutMs: remaining,
-      requestMethod: "POST",
-      requestHeader: new HeaderRecord(headers),
+      deadlineOf(timeoutMs),
+      new HeaderRecord(headers),
       responseHeader,
       responseTrailer,
       protocolName,
-      values: options.contextValues(headers, remoteAddress),
+      options.contextValues(headers, remoteAddress),
       url,
-    };
+      end,
+      options.shutdownSignal,
+    );
     return toBinary(method.output, await impl(request, context));
   }
 
@@ -336,6 +330,38 @@ function readOneEnvelope(body: Readable, readMaxBytes: number): Promise<{ flags:
 function header(headers: IncomingHttpHeaders, name: string): string | null {
   const value = headers[name];
   return value === undefined ? null : Array.isArray(value) ? value.join(", ") : value;
+}
+
+/**
+ * What an implementation is told of its call, as connect-es's handler context tells it. A class,
+ * so that the abort signal, made only when read (none of ours reads it, and one costs an
+ * AbortController and listeners), is a getter on the prototype: an object literal with a getter
+ * costs about 0.5 µs per call to create, a class instance what a plain literal does.
+ */
+class CallContext implements HandlerContext {
+  readonly service: HandlerContext["service"];
+  readonly requestMethod = "POST";
+  private abortSignal: AbortSignal | undefined;
+
+  constructor(
+    readonly method: DescMethodUnary,
+    readonly timeoutMs: () => number | undefined,
+    readonly requestHeader: Headers,
+    readonly responseHeader: Headers,
+    readonly responseTrailer: Headers,
+    readonly protocolName: string,
+    readonly values: ContextValues,
+    readonly url: string,
+    private readonly end: CallEnd,
+    private readonly shutdown: AbortSignal | undefined,
+  ) {
+    this.service = method.parent;
+  }
+
+  get signal(): AbortSignal {
+    this.abortSignal ??= callSignal(this.end, this.timeoutMs(), this.shutdown);
+    return this.abortSignal;
+  }
 }
 
 /**

@@ -2,7 +2,7 @@ import { connect as http2Connect, type ClientHttp2Session } from "node:http2";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { IngestRequestSchema } from "../../gen/calltrace/v1/trace_service_pb.js";
 import {
   ExportTraceServiceRequestSchema,
@@ -78,7 +78,6 @@ describe.each([fastPathsOn, directUnaryOff])("%s", (_switches, switches) => {
     service = await startTestService({ ...switches, otlpMaxBodyBytes: 1024 * 1024 });
     ({ key, accountId } = await service.createKey("pro"));
   });
-  afterAll(() => service.close(0));
 
   const methods: [string, string, () => Uint8Array, () => Promise<number>][] = [
     [
