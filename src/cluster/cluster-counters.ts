@@ -25,7 +25,7 @@ interface CounterRequest {
 interface CounterReply {
   channel: typeof channel;
   id: number;
-  value: CounterValue | string | boolean | null;
+  value: CounterValue | string | null;
 }
 
 const isRequest = (message: unknown): message is CounterRequest => (message as CounterRequest | undefined)?.channel === channel;
@@ -86,7 +86,7 @@ export function primaryCounters(keyPrefix: string, ttlSeconds: number): SeededCo
   return {
     add: async (key, points) => (await ask("add", key, points)) as CounterValue | undefined,
     beginSeed: async (key) => (await ask("beginSeed", key, 0)) as string,
-    seed: async (key, value, token) => (await ask("seed", key, value, token)) as boolean,
+    seed: async (key, value, token) => void (await ask("seed", key, value, token)),
     takeBack: async (key, points, generation) => void (await ask("takeBack", key, points, generation)),
   };
 }

@@ -166,7 +166,6 @@ export function createMonthlyQuota({ backend, countStored, countTimeoutMs, now =
       const counted = counters.beginSeed(counter).then(async (token) => ({ token, stored: await countStored(key, since) }));
       seeded = withTimeLimit(counted, countTimeoutMs, () => new QuotaUnavailableError(`counting the stored traces took over ${countTimeoutMs} ms`))
         .then(({ token, stored }) => counters.seed(counter, stored, token))
-        .then(() => {})
         .finally(() => seeding.delete(counter));
       seeding.set(counter, seeded);
     }

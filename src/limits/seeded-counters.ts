@@ -25,10 +25,10 @@ export interface SeededCounters {
   beginSeed(key: string): Promise<string>;
   /**
    * Creates the counter at `value`, of a new generation, unless it exists (the first seed wins),
-   * for `ttlSeconds`. Answers false, creating nothing, when it is missing and `token` (from
-   * beginSeed) is no longer known; without a token it creates it anyway.
+   * for `ttlSeconds`. Creates nothing when it is missing and `token` (from beginSeed) is no longer
+   * known: the reservation's next add then finds it missing. Without a token it creates it anyway.
    */
-  seed(key: string, value: number, token?: string): Promise<boolean>;
+  seed(key: string, value: number, token?: string): Promise<void>;
   /**
    * Takes `points` off the counter, if it exists and, given `generation`, is still of it: a
    * counter seeded since was counted from the store, which does not hold them either.
@@ -81,8 +81,7 @@ export function memoryCounters(ttlSeconds: number): SeededCounters & { forget(ke
       return token;
     },
     async seed(key, value, token) {
-      if (live(key)) return true;
-      if (token !== undefined && !counting.get(key)?.has(token)) return false;
+      if (live(key) || (token !== undefined && !counting.get(key)?.has(token))) return;
       counting.delete(key);
       const now = Date.now();
       // Last month's counters go once in a while, not one by one.
@@ -91,7 +90,6 @@ export function memoryCounters(ttlSeconds: number): SeededCounters & { forget(ke
         for (const [name, counter] of counters) if (counter.until <= now) counters.delete(name);
       }
       counters.set(key, { value, until: now + ttlSeconds * 1000, generation: randomUUID() });
-      return true;
     },
     async takeBack(key, points, generation) {
       const counter = live(key);
@@ -135,9 +133,8 @@ const beginSeed = `redis.call('sadd', KEYS[1], ARGV[1])
 redis.call('expire', KEYS[1], ARGV[2])
 return 0`;
 
-/** Creates the counter (ARGV: value, generation, ttl, token) unless it exists; 0 when missing and the token is not known. */
-const seedIfMissing = `if redis.call('exists', KEYS[1]) == 1 then return 1 end
-if ARGV[4] and redis.call('sismember', KEYS[3], ARGV[4]) == 0 then return 0 end
+/** Creates the counter (ARGV: value, generation, ttl, token) unless it exists or the token is not known. */
+const seedIfMissing = `if redis.call('exists', KEYS[1]) == 1 or (ARGV[4] and redis.call('sismember', KEYS[3], ARGV[4]) == 0) then return 0 end
 local now = redis.call('time')
 redis.call('set', KEYS[1], ARGV[1], 'EX', ARGV[3])
 redis.call('set', KEYS[2], ARGV[2] .. '@' .. now[1] .. '.' .. now[2], 'EX', ARGV[3])
@@ -189,8 +186,7 @@ export function redisCounters(redis: Redis, keyPrefix: string, ttlSeconds: numbe
     async seed(key, value, token) {
       ready();
       const onlyFor = token === undefined ? [] : [token];
-      const seeded = await commands.ctSeedIfMissing(`${keyPrefix}:${key}`, `${keyPrefix}:${key}:g`, `${keyPrefix}:${key}:s`, `${keyPrefix}:${key}:c`, value, randomUUID(), ttlSeconds, ...onlyFor);
-      return seeded === 1;
+      await commands.ctSeedIfMissing(`${keyPrefix}:${key}`, `${keyPrefix}:${key}:g`, `${keyPrefix}:${key}:s`, `${keyPrefix}:${key}:c`, value, randomUUID(), ttlSeconds, ...onlyFor);
     },
     async takeBack(key, points, generation) {
       ready();
@@ -268,10 +264,7 @@ export function insuredCounters(shared: SeededCounters, ttlSeconds: number, time
     async seed(key, value, token) {
       // Seeded here too, so that an add the shared counters fail to answer next has a start.
       await local.seed(key, value);
-      return limited(() => shared.seed(key, value, token || undefined)).catch(() => {
-        insuranceUsed();
-        return true;
-      });
+      await limited(() => shared.seed(key, value, token || undefined)).catch(insuranceUsed);
     },
     async takeBack(key, points, generation) {
       try {
