@@ -9,7 +9,7 @@
 #     protoc-gen-go-grpc, protoc-gen-connect-go (Go codegen consumer), mailpit (mail tests),
 #     FerretDB 1.24 (the MongoDB-wire test server, scripts/install-ferretdb.sh), and the
 #     OpenTelemetry Collector (scripts/build-otelcol.sh, into ~/.cache/calltrace).
-#   Python venvs (pip): .venv-otlp and .venv-otlp-official (OTLP interop apps),
+#   Python venvs (pip, cached per machine, see below): .venv-otlp and .venv-otlp-official (OTLP interop apps),
 #     .venv-codegen (Python codegen consumer),
 #     .venv-hardening (schemathesis), each from its requirements file, redone when that changes.
 # Versions here are the ones test/support/go-tools.ts and the requirements files name.
@@ -54,14 +54,29 @@ command -v ferretdb >/dev/null || { say "FerretDB v1.24.2 (scripts/install-ferre
 # The OpenTelemetry Collector of test/otlp-interop/collector.test.ts: about 8 minutes, once (cached).
 [ -x "$(bash scripts/build-otelcol.sh --where)" ] || { say "OpenTelemetry Collector (scripts/build-otelcol.sh, about 8 minutes)"; bash scripts/build-otelcol.sh >/dev/null; }
 
-# A venv is (re)made when missing or when its requirements changed since it was filled.
+# Each venv is built once per machine and requirements file, in the cache beside the Collector's
+# (~/.cache/calltrace, CALLTRACE_CACHE), and the project's .venv-* is a link to it: a clean clone,
+# or a second checkout, reuses it instead of spending minutes in pip. Remade when its requirements
+# change (a new one, named by their hash).
+cache="${CALLTRACE_CACHE:-$HOME/.cache/calltrace}"
 venv() {
-  local dir="$1" requirements="$2"
-  if [ -x "$dir/bin/python" ] && cmp -s "$requirements" "$dir/installed-requirements.txt"; then return; fi
-  say "pip install -r $requirements into $dir"
-  [ -x "$dir/bin/python" ] || "$python" -m venv "$dir"
-  "$dir/bin/python" -m pip install --quiet --disable-pip-version-check -r "$requirements"
-  cp "$requirements" "$dir/installed-requirements.txt"
+  local link="$1" requirements="$2"
+  local dir="$cache/venvs/${link#.}-$(sha256sum "$requirements" | cut -c1-16)"
+  mkdir -p "$cache/venvs"
+  (
+    # Two checkouts' test runs may get here at once: one fills the venv, the other waits for it.
+    flock 9
+    if [ -x "$dir/bin/python" ] && cmp -s "$requirements" "$dir/installed-requirements.txt"; then exit 0; fi
+    say "pip install -r $requirements into $dir"
+    rm -rf "$dir"
+    "$python" -m venv "$dir"
+    "$dir/bin/python" -m pip install --quiet --disable-pip-version-check -r "$requirements"
+    cp "$requirements" "$dir/installed-requirements.txt"
+  ) 9>"$dir.lock"
+  if [ "$(readlink "$link" || true)" != "$dir" ]; then
+    rm -rf "$link"
+    ln -s "$dir" "$link"
+  fi
 }
 venv .venv-otlp test/otlp-interop/requirements.txt
 venv .venv-otlp-official test/otlp-interop/official-requirements.txt
