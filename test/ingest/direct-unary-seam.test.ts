@@ -24,16 +24,17 @@ import { refusal } from "../support/rpc-refusal.js";
 
 const maxTimeoutMs = 10_000;
 
-/** What the implementation saw: the code of its signal's abort reason, per call. */
+/** What the implementation saw: the calls that began to wait on their signal, and the code of each one's abort reason. */
 interface Seen {
+  waiting: number;
   aborts: Code[];
-  intercepted: string[];
 }
 
 /** Answers ok at once, or, for a trace whose model is "wait", when its signal aborts (then with the reason). */
 function ingest(seen: Seen) {
   return async (request: { trace?: { model: string } }, context: HandlerContext) => {
     if (request.trace?.model !== "wait") return create(IngestResponseSchema, { status: "ok" });
+    seen.waiting++;
     await new Promise<void>((resolve) => {
       const done = () => {
         seen.aborts.push(ConnectError.from(context.signal.reason).code);
@@ -47,7 +48,7 @@ function ingest(seen: Seen) {
 }
 
 async function startServer(direct: boolean, interceptors: Interceptor[] = []) {
-  const seen: Seen = { aborts: [], intercepted: [] };
+  const seen: Seen = { waiting: 0, aborts: [] };
   const shutdown = new AbortController();
   const impl = ingest(seen);
   const rpc = rpcAdapter({
@@ -90,10 +91,7 @@ const transports: [string, (baseUrl: string) => Transport, Record<string, string
   ],
 ];
 
-const waitFor = async (check: () => boolean) => {
-  for (let i = 0; i < 200 && !check(); i++) await new Promise((r) => setTimeout(r, 10));
-  expect(check()).toBe(true);
-};
+const waitFor = (check: () => boolean) => expect.poll(check).toBe(true);
 
 describe.each([
   ["direct path on", true],
@@ -129,9 +127,10 @@ describe.each([
 
     it("aborts the call's signal when the client goes away", async () => {
       const before = server.seen.aborts.length;
+      const waitingBefore = server.seen.waiting;
       const gone = new AbortController();
       const call = refusal(client().ingest({ trace: { model: "wait" } }, { signal: gone.signal }));
-      await new Promise((r) => setTimeout(r, 200));
+      await waitFor(() => server.seen.waiting > waitingBefore);
       gone.abort();
       expect((await call).code).toBe(Code.Canceled);
       await waitFor(() => server.seen.aborts.length > before);
@@ -145,7 +144,7 @@ describe.each([
       const calls = transports.map(([, makeTransport]) =>
         refusal(createClient(TraceService, makeTransport(own.listener.url)).ingest({ trace: { model: "wait" } })),
       );
-      await new Promise((r) => setTimeout(r, 300));
+      await waitFor(() => own.seen.waiting === calls.length);
       own.shutdown.abort(new ConnectError("shutting down", Code.Unavailable));
       for (const call of calls) expect((await call).code).toBe(Code.Unavailable);
       expect(own.seen.aborts).toEqual([Code.Unavailable, Code.Unavailable, Code.Unavailable]);
