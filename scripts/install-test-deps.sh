@@ -11,7 +11,8 @@
 #     OpenTelemetry Collector (scripts/build-otelcol.sh, into ~/.cache/calltrace).
 #   Python venvs (pip, cached per machine, see below): .venv-otlp and .venv-otlp-official (OTLP interop apps),
 #     .venv-codegen (Python codegen consumer),
-#     .venv-hardening (schemathesis), each from its requirements file, redone when that changes.
+#     .venv-hardening (schemathesis), .venv-prices (the price table's upstream, genai-prices),
+#     each from its requirements file, redone when that changes.
 # Versions here are the ones test/support/go-tools.ts and the requirements files name.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -82,4 +83,5 @@ venv .venv-otlp test/otlp-interop/requirements.txt
 venv .venv-otlp-official test/otlp-interop/official-requirements.txt
 venv .venv-codegen test/codegen/python/requirements.txt
 venv .venv-hardening test/hardening/requirements.txt
+venv .venv-prices scripts/prices/requirements.txt
 say "all present"

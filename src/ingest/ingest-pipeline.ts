@@ -73,6 +73,11 @@ function apiOrigin(trace: Trace): TraceOrigin {
     tokensOut: trace.tokensOut!,
     tokensCachedIn: trace.tokensCachedIn,
     tokensCacheWrite: trace.tokensCacheWrite,
+    tokensCacheWrite1h: trace.tokensCacheWrite1h,
+    tokensAudioIn: trace.tokensAudioIn,
+    tokensAudioOut: trace.tokensAudioOut,
+    webSearchRequests: trace.webSearchRequests,
+    serviceTier: trace.serviceTier,
   });
   return {
     source: TraceSource.API,

@@ -3,16 +3,12 @@ import { PriceCheck } from "../../gen/calltrace/v1/trace_pb.js";
 // SDK's own: the service prices a call exactly as the SDK does (sdk/pricing/README.md), so a
 // MISMATCH means different prices or counts, never a different rule (D30). The package build
 // compiles that file and the table into dist/sdk/ with the rest (tsconfig.build.json).
-import { PriceTable } from "../../sdk/typescript/src/price-table.js";
+import { PriceTable, type TokenUsage } from "../../sdk/typescript/src/price-table.js";
 
-/** A call's provider, model and token counts; cached input and cache writes are parts of `tokensIn`. */
-export interface PricedUsage {
+/** A call's provider, model and usage (the parts of its counts as in the Trace message). */
+export interface PricedUsage extends TokenUsage {
   provider: string;
   model: string;
-  tokensIn: number;
-  tokensOut: number;
-  tokensCachedIn?: number;
-  tokensCacheWrite?: number;
 }
 
 // The bundled, dated table; resolution is memoised inside it, so pricing a model name that was

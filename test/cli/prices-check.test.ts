@@ -38,13 +38,13 @@ describe("calltrace prices check", () => {
   it("lists the models of the last 30 days that the price table does not know, most calls first, over every account", async () => {
     const dataDir = await storeWith([
       ["openai", "gpt-4o-2024-08-06", 1, 5], // priced (a dated gpt-4o)
-      ["openai", "gpt-5.1-codex-mini", 2, 3], // unknown: no prefix guess
+      ["openai", "gpt-5.1-codex-micro", 2, 3], // unknown: no prefix guess
       ["anthropic", "claude-opus-9", 0, 4],
       ["gemini", "gemini-1.0-ultra", 40, 7], // unknown, but older than 30 days
     ]);
     expect(JSON.parse(runCli(["prices", "check", "--json", "--data-dir", dataDir]))).toEqual([
       { provider: "anthropic", model: "claude-opus-9", calls: 4 },
-      { provider: "openai", model: "gpt-5.1-codex-mini", calls: 3 },
+      { provider: "openai", model: "gpt-5.1-codex-micro", calls: 3 },
     ]);
     expect(JSON.parse(runCli(["prices", "check", "--days", "60", "--json", "--data-dir", dataDir]))[0]).toEqual({
       provider: "gemini",

@@ -3,8 +3,16 @@ import { PriceCheck } from "../../gen/calltrace/v1/trace_pb.js";
 import vectors from "../../sdk/pricing/vectors.json" with { type: "json" };
 import { isPriced, priceCheck, serverCost } from "../../src/pricing/server-prices.js";
 
-/** A cost vector; the cache counts are in some vectors only. */
-type CostVector = (typeof vectors.cost)[number] & { tokens_cached_in?: number; tokens_cache_write?: number };
+/** A cost vector; the cache counts and billing modes are in some vectors only. */
+type CostVector = (typeof vectors.cost)[number] & {
+  tokens_cached_in?: number;
+  tokens_cache_write?: number;
+  tokens_cache_write_1h?: number;
+  tokens_audio_in?: number;
+  tokens_audio_out?: number;
+  web_search_requests?: number;
+  service_tier?: string;
+};
 
 describe("serverCost prices a call as every SDK does (sdk/pricing/vectors.json)", () => {
   it.each(vectors.cost as CostVector[])("$provider/$model: $tokens_in in, $tokens_out out", (v) => {
@@ -15,6 +23,11 @@ describe("serverCost prices a call as every SDK does (sdk/pricing/vectors.json)"
       tokensOut: v.tokens_out,
       tokensCachedIn: v.tokens_cached_in,
       tokensCacheWrite: v.tokens_cache_write,
+      tokensCacheWrite1h: v.tokens_cache_write_1h,
+      tokensAudioIn: v.tokens_audio_in,
+      tokensAudioOut: v.tokens_audio_out,
+      webSearchRequests: v.web_search_requests,
+      serviceTier: v.service_tier,
     });
     // The SDKs send 0 for a model they cannot price; the server says it does not know.
     if (v.expect_cost_usd === 0 && cost === undefined) return;

@@ -3,6 +3,7 @@ import { mergeAttributes, type TraceAttributes } from "./attributes.js";
 import { takeCallAttributes } from "./call-attributes.js";
 import { dig } from "./read-json.js";
 import { currentScope } from "./scope.js";
+import type { ServiceTier } from "./price-table.js";
 import type { Provider } from "./trace.js";
 import type { TraceRecorder } from "./trace-recorder.js";
 
@@ -21,6 +22,20 @@ export interface UsageReport {
   tokensCachedIn?: number;
   tokensCacheWrite?: number;
   tokensReasoning?: number;
+  /** Billing modes (sdk/pricing/README.md). */
+  billing?: Billing;
+}
+
+/** What a call was billed at besides its token counts; each part of the counts it refines. */
+export interface Billing {
+  serviceTier?: ServiceTier;
+  /** Part of the cache writes: written to a 1-hour cache. */
+  tokensCacheWrite1h?: number;
+  /** Part of the uncached input: audio. */
+  tokensAudioIn?: number;
+  /** Part of the output: audio. */
+  tokensAudioOut?: number;
+  webSearchRequests?: number;
 }
 
 /** Token counts of a call; `tokensIn` and `tokensOut` include the parts. */
@@ -30,6 +45,7 @@ export interface TokenCounts {
   tokensCachedIn: number | undefined;
   tokensCacheWrite: number | undefined;
   tokensReasoning: number | undefined;
+  billing: Billing;
 }
 
 /** A warning to give (once per key) if a successful call ends without usage. */
@@ -54,6 +70,7 @@ export class ProviderCall {
   #tokensCachedIn: number | undefined;
   #tokensCacheWrite: number | undefined;
   #tokensReasoning: number | undefined;
+  #billing: Billing = {};
   #firstTokenAt: number | undefined;
   #lastActivityAt: number | undefined;
   #failure: string | undefined;
@@ -82,6 +99,7 @@ export class ProviderCall {
     if (usage.tokensCachedIn !== undefined) this.#tokensCachedIn = usage.tokensCachedIn;
     if (usage.tokensCacheWrite !== undefined) this.#tokensCacheWrite = usage.tokensCacheWrite;
     if (usage.tokensReasoning !== undefined) this.#tokensReasoning = usage.tokensReasoning;
+    if (usage.billing) Object.assign(this.#billing, usage.billing);
   }
 
   /** A stream delivered its first output (text, a tool call, thinking): the time to first token. */
@@ -162,6 +180,7 @@ export class ProviderCall {
       tokensCachedIn: this.#tokensCachedIn,
       tokensCacheWrite: this.#tokensCacheWrite,
       tokensReasoning: this.#tokensReasoning,
+      billing: this.#billing,
     };
   }
 }

@@ -70,7 +70,7 @@ export class TraceRecorder {
     const model = (outcome.model || "unknown").slice(0, MAX_MODEL_LENGTH);
     const tokens = validTokens(outcome.tokens);
     // Cache reads and writes at their own rates (sdk/pricing/README.md).
-    let cost = this.#options.prices.cost(outcome.provider, model, tokens);
+    let cost = this.#options.prices.cost(outcome.provider, model, { ...tokens, ...tokens.billing });
     if (cost === null) {
       this.#warnOnce(
         `price:${outcome.provider}/${model}`,
@@ -93,6 +93,12 @@ export class TraceRecorder {
     if (tokens.tokensCachedIn !== undefined) trace.tokens_cached_in = tokens.tokensCachedIn;
     if (tokens.tokensCacheWrite !== undefined) trace.tokens_cache_write = tokens.tokensCacheWrite;
     if (tokens.tokensReasoning !== undefined) trace.tokens_reasoning = tokens.tokensReasoning;
+    const billing = tokens.billing;
+    if (billing.serviceTier !== undefined) trace.service_tier = billing.serviceTier;
+    if (billing.tokensCacheWrite1h !== undefined) trace.tokens_cache_write_1h = billing.tokensCacheWrite1h;
+    if (billing.tokensAudioIn !== undefined) trace.tokens_audio_in = billing.tokensAudioIn;
+    if (billing.tokensAudioOut !== undefined) trace.tokens_audio_out = billing.tokensAudioOut;
+    if (billing.webSearchRequests !== undefined) trace.web_search_requests = billing.webSearchRequests;
     if (outcome.firstTokenAt !== undefined) {
       trace.ttft_ms = Math.min(latency, count(Math.round(outcome.firstTokenAt - outcome.startedAt)));
     }
@@ -151,12 +157,20 @@ function validTokens(tokens: TokenCounts | undefined): TokenCounts {
   const tokensOut = count(tokens?.tokensOut ?? 0);
   const cachedIn = part(tokens?.tokensCachedIn, tokensIn);
   const cacheWrite = part(tokens?.tokensCacheWrite, tokensIn - (cachedIn ?? 0));
+  const billing = tokens?.billing ?? {};
   return {
     tokensIn,
     tokensOut,
     tokensCachedIn: cachedIn,
     tokensCacheWrite: cacheWrite,
     tokensReasoning: part(tokens?.tokensReasoning, tokensOut),
+    billing: {
+      serviceTier: billing.serviceTier,
+      tokensCacheWrite1h: cacheWrite ? part(billing.tokensCacheWrite1h, cacheWrite) : undefined,
+      tokensAudioIn: part(billing.tokensAudioIn, tokensIn - (cachedIn ?? 0) - (cacheWrite ?? 0)),
+      tokensAudioOut: part(billing.tokensAudioOut, tokensOut),
+      webSearchRequests: billing.webSearchRequests === undefined ? undefined : count(billing.webSearchRequests),
+    },
   };
 }
 

@@ -1,3 +1,5 @@
+import type { ServiceTier } from "./price-table.js";
+
 /** The `provider` values the service accepts (spec, Trace fields). */
 export type Provider = "openai" | "anthropic" | "gemini";
 
@@ -31,4 +33,14 @@ export interface Trace {
   environment?: string;
   /** Streams only: milliseconds from the call to its first output token. */
   ttft_ms?: number;
+  /** The processing tier the call was billed at; omitted means standard. */
+  service_tier?: ServiceTier;
+  /** Part of `tokens_cache_write`: written to a 1-hour cache. */
+  tokens_cache_write_1h?: number;
+  /** Part of `tokens_in` (uncached): audio. */
+  tokens_audio_in?: number;
+  /** Part of `tokens_out`: audio. */
+  tokens_audio_out?: number;
+  /** Web searches (Gemini: grounding searches) billed for the call. */
+  web_search_requests?: number;
 }

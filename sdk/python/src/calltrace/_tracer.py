@@ -8,6 +8,7 @@ from typing import Any, Dict, Optional
 
 from ._attributes import MAX_METADATA, Attributes
 from ._pricing import Pricing
+from ._pricing import Usage as PricedUsage
 from ._sender import Outgoing, Sender
 
 # Wire limits (the contract, proto/calltrace/v1/trace.proto): counts are
@@ -35,6 +36,11 @@ class Usage:
         "tokens_cached_in",
         "tokens_cache_write",
         "tokens_reasoning",
+        "tokens_cache_write_1h",
+        "tokens_audio_in",
+        "tokens_audio_out",
+        "web_search_requests",
+        "service_tier",
         "reported",
         "first_output",
         "error",
@@ -48,6 +54,12 @@ class Usage:
         self.tokens_cached_in: Optional[int] = None
         self.tokens_cache_write: Optional[int] = None
         self.tokens_reasoning: Optional[int] = None
+        # Billing modes (sdk/pricing/README.md); None when the provider does not say.
+        self.tokens_cache_write_1h: Optional[int] = None
+        self.tokens_audio_in: Optional[int] = None
+        self.tokens_audio_out: Optional[int] = None
+        self.web_search_requests: Optional[int] = None
+        self.service_tier: Optional[str] = None
         self.reported = False  # the provider's usage was seen
         # perf_counter() of the first streamed item carrying generated output.
         self.first_output: Optional[float] = None
@@ -94,19 +106,44 @@ class Tracer:
         cached = _part(usage.tokens_cached_in, tokens_in)
         cache_write = _part(usage.tokens_cache_write, tokens_in - (cached or 0))
         reasoning = _part(usage.tokens_reasoning, tokens_out)
+        write_1h = _part(usage.tokens_cache_write_1h, cache_write or 0) if cache_write else None
+        audio_in = _part(usage.tokens_audio_in, tokens_in - (cached or 0) - (cache_write or 0))
+        audio_out = _part(usage.tokens_audio_out, tokens_out)
+        searches = None if usage.web_search_requests is None else _count(usage.web_search_requests)
+        priced = PricedUsage(
+            tokens_in,
+            tokens_out,
+            cached or 0,
+            cache_write or 0,
+            write_1h or 0,
+            audio_in or 0,
+            audio_out or 0,
+            searches or 0,
+            usage.service_tier,
+        )
         trace: Dict[str, Any] = {
             "provider": provider,
             "model": model,
             "tokens_in": tokens_in,
             "tokens_out": tokens_out,
             "latency_ms": latency_ms,
-            "cost_usd": self.pricing.cost(provider, model, tokens_in, tokens_out, cached or 0, cache_write or 0),
+            "cost_usd": self.pricing.cost(provider, model, priced),
             "api_key": self.api_key,
             "status": "success" if error is None else "error",
         }
         if error is not None:
             trace["error"] = error[:MAX_ERROR]
-        for name, value in (("tokens_cached_in", cached), ("tokens_cache_write", cache_write), ("tokens_reasoning", reasoning)):
+        optional = (
+            ("tokens_cached_in", cached),
+            ("tokens_cache_write", cache_write),
+            ("tokens_reasoning", reasoning),
+            ("service_tier", usage.service_tier),
+            ("tokens_cache_write_1h", write_1h),
+            ("tokens_audio_in", audio_in),
+            ("tokens_audio_out", audio_out),
+            ("web_search_requests", searches),
+        )
+        for name, value in optional:
             if value is not None:
                 trace[name] = value
         if streamed and usage.first_output is not None:
