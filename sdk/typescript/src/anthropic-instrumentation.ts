@@ -36,12 +36,20 @@ export const anthropicInstrumentation: Instrumentation = {
 // Anthropic's input_tokens leaves out the cache reads and writes, which are
 // billed as input too (at their own rates): tokens_in is the sum of the three.
 // Thinking is part of output_tokens and not counted apart.
+// Cache writes are split by lifetime in cache_creation (5 minutes, 1 hour), which
+// are billed at different rates; web searches are billed per request.
 function readUsage(call: ProviderCall, usage: unknown): void {
+  const tier = dig(usage, "service_tier");
   call.report({
     tokensInUncached: readCount(dig(usage, "input_tokens")),
     tokensCacheWrite: readCount(dig(usage, "cache_creation_input_tokens")),
     tokensCachedIn: readCount(dig(usage, "cache_read_input_tokens")),
     tokensOut: readCount(dig(usage, "output_tokens")),
+    billing: {
+      serviceTier: tier === "standard" || tier === "priority" || tier === "batch" ? tier : undefined,
+      tokensCacheWrite1h: readCount(dig(usage, "cache_creation", "ephemeral_1h_input_tokens")),
+      webSearchRequests: readCount(dig(usage, "server_tool_use", "web_search_requests")),
+    },
   });
 }
 

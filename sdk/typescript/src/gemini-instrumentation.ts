@@ -1,12 +1,13 @@
 import type { Instrumentation } from "./instrumentation.js";
+import type { ServiceTier } from "./price-table.js";
 import { patchMethod } from "./patch-method.js";
 import { type ProviderCall, startCall } from "./provider-call.js";
 import { dig, readCount, readString, sumCounts } from "./read-json.js";
 import { tracedIterator } from "./traced-iterator.js";
 
 /**
- * Traces `models.generateContent` and `models.generateContentStream` of
- * `@google/genai`, and `chats` which use them. Those two are arrow functions
+ * Traces `models.generateContent`, `models.generateContentStream` and
+ * `models.embedContent` of `@google/genai`, and `chats` which use them. Those two are arrow functions
  * set on each instance, so the prototype methods they call for every HTTP
  * request are patched instead: `generateContentInternal` and
  * `generateContentStreamInternal`. One trace per request, so automatic
@@ -46,6 +47,11 @@ export const geminiInstrumentation: Instrumentation = {
           return true;
         }),
       ),
+      traced("embedContentInternal", (call, response) => {
+        readEmbedding(call, response);
+        call.succeed();
+        return response;
+      }),
     ];
     return undo.filter((u) => u !== undefined);
   },
@@ -80,7 +86,42 @@ function readResponse(call: ProviderCall, response: unknown): void {
     tokensOut: sumCounts(dig(usage, "candidatesTokenCount"), dig(usage, "thoughtsTokenCount")),
     tokensCachedIn: readCount(dig(usage, "cachedContentTokenCount")),
     tokensReasoning: readCount(dig(usage, "thoughtsTokenCount")),
+    billing: {
+      serviceTier: TRAFFIC_TYPES[String(dig(usage, "trafficType"))],
+      // Audio among the uncached prompt: the prompt's audio less the cached audio.
+      tokensAudioIn: modalityCount(dig(usage, "promptTokensDetails"), dig(usage, "cacheTokensDetails")),
+      tokensAudioOut: modalityCount(dig(usage, "candidatesTokensDetails")),
+    },
   });
+}
+
+/** The billed tier of usageMetadata.trafficType; provisioned throughput is not billed per token. */
+const TRAFFIC_TYPES: Record<string, ServiceTier | undefined> = {
+  ON_DEMAND: "standard",
+  ON_DEMAND_PRIORITY: "priority",
+  ON_DEMAND_FLEX: "flex",
+};
+
+/** AUDIO tokens of a ModalityTokenCount list, less those of `less`; undefined when it lists none. */
+function modalityCount(details: unknown, less?: unknown): number | undefined {
+  const audio = (list: unknown) =>
+    Array.isArray(list)
+      ? list.filter((d) => dig(d, "modality") === "AUDIO").map((d) => readCount(dig(d, "tokenCount")) ?? 0)
+      : [];
+  const counts = audio(details);
+  if (counts.length === 0) return undefined;
+  const total = counts.reduce((a, b) => a + b, 0) - audio(less).reduce((a, b) => a + b, 0);
+  return Math.max(0, total);
+}
+
+// An embedding's input tokens: usageMetadata where the API reports it, else the sum of each
+// embedding's statistics.tokenCount (Vertex AI); a response with neither has no usage.
+function readEmbedding(call: ProviderCall, response: unknown): void {
+  const embeddings = dig(response, "embeddings");
+  const counts = Array.isArray(embeddings) ? embeddings.map((e) => readCount(dig(e, "statistics", "tokenCount"))) : [];
+  const summed = counts.length > 0 && counts.every((c) => c !== undefined) ? sumCounts(...counts) : undefined;
+  const tokensIn = readCount(dig(response, "usageMetadata", "promptTokenCount")) ?? summed;
+  if (tokensIn !== undefined) call.report({ tokensIn, tokensOut: 0 });
 }
 
 function hasOutput(chunk: unknown): boolean {

@@ -1,13 +1,14 @@
 import type { Instrumentation } from "./instrumentation.js";
+import type { ServiceTier } from "./price-table.js";
 import { patchMethod } from "./patch-method.js";
 import { type ProviderCall, startCall } from "./provider-call.js";
 import { dig, readCount, readString } from "./read-json.js";
 import { type ResponseReader, traceStainlessCall } from "./trace-stainless-call.js";
 
 /**
- * Traces `chat.completions.create` and `responses.create` of the `openai`
- * package. Its helpers (`stream()`, `parse()`, `runTools()`) and AzureOpenAI
- * all go through these two methods.
+ * Traces `chat.completions.create`, `responses.create` and `embeddings.create`
+ * of the `openai` package. Its helpers (`stream()`, `parse()`, `runTools()`)
+ * and AzureOpenAI all go through these methods.
  */
 export const openaiInstrumentation: Instrumentation = {
   packageName: "openai",
@@ -38,6 +39,16 @@ export const openaiInstrumentation: Instrumentation = {
             return traceStainlessCall(call, dig(params, "stream") === true, responsesReader, () =>
               create.call(this, params, ...rest),
             );
+          },
+      ),
+      patchMethod(
+        dig(moduleExports, "OpenAI", "Embeddings", "prototype"),
+        "create",
+        (create) =>
+          function (this: unknown, body: unknown, ...rest: unknown[]) {
+            const { call, params } = startCall(recorder, "openai", body);
+            if (!call) return create.call(this, params, ...rest);
+            return traceStainlessCall(call, false, embeddingsReader, () => create.call(this, params, ...rest));
           },
       ),
     ];
@@ -99,7 +110,18 @@ function readChatUsage(call: ProviderCall, body: unknown): void {
     tokensOut: readCount(dig(usage, "completion_tokens")),
     tokensCachedIn: readCount(dig(usage, "prompt_tokens_details", "cached_tokens")),
     tokensReasoning: readCount(dig(usage, "completion_tokens_details", "reasoning_tokens")),
+    billing: {
+      serviceTier: serviceTier(dig(body, "service_tier")),
+      tokensAudioIn: readCount(dig(usage, "prompt_tokens_details", "audio_tokens")),
+      tokensAudioOut: readCount(dig(usage, "completion_tokens_details", "audio_tokens")),
+    },
   });
+}
+
+/** The billed tier of a response's `service_tier`; `scale` (prepaid) and unknown values say nothing. */
+function serviceTier(value: unknown): ServiceTier | undefined {
+  if (value === "default") return "standard";
+  return value === "flex" || value === "priority" ? value : undefined;
 }
 
 function readChatChunk(call: ProviderCall, chunk: unknown): void {
@@ -146,11 +168,32 @@ function readResponse(call: ProviderCall, response: unknown): void {
     tokensOut: readCount(dig(usage, "output_tokens")),
     tokensCachedIn: readCount(dig(usage, "input_tokens_details", "cached_tokens")),
     tokensReasoning: readCount(dig(usage, "output_tokens_details", "reasoning_tokens")),
+    billing: { serviceTier: serviceTier(dig(response, "service_tier")), webSearchRequests: webSearches(response) },
   });
   if (dig(response, "status") === "failed") {
     call.reportFailure(readString(dig(response, "error", "message")) ?? "response failed");
   }
 }
+
+/** The web searches a response ran (its `web_search_call` output items), once it has output. */
+function webSearches(response: unknown): number | undefined {
+  const output = dig(response, "output");
+  if (!Array.isArray(output) || output.length === 0) return undefined;
+  const searches = output.filter((item) => dig(item, "type") === "web_search_call").length;
+  return searches === 0 ? undefined : searches;
+}
+
+// An embedding's usage counts input only.
+const embeddingsReader: ResponseReader = {
+  response(call, body) {
+    call.report({
+      model: readString(dig(body, "model")),
+      tokensIn: readCount(dig(body, "usage", "prompt_tokens")),
+      tokensOut: 0,
+    });
+  },
+  event: () => true,
+};
 
 const responsesReader: ResponseReader = {
   response: readResponse,

@@ -158,6 +158,7 @@ function validTokens(tokens: TokenCounts | undefined): TokenCounts {
   const cachedIn = part(tokens?.tokensCachedIn, tokensIn);
   const cacheWrite = part(tokens?.tokensCacheWrite, tokensIn - (cachedIn ?? 0));
   const billing = tokens?.billing ?? {};
+  // Billing modes are sent only when they change the price: not standard, not 0.
   return {
     tokensIn,
     tokensOut,
@@ -165,13 +166,17 @@ function validTokens(tokens: TokenCounts | undefined): TokenCounts {
     tokensCacheWrite: cacheWrite,
     tokensReasoning: part(tokens?.tokensReasoning, tokensOut),
     billing: {
-      serviceTier: billing.serviceTier,
-      tokensCacheWrite1h: cacheWrite ? part(billing.tokensCacheWrite1h, cacheWrite) : undefined,
-      tokensAudioIn: part(billing.tokensAudioIn, tokensIn - (cachedIn ?? 0) - (cacheWrite ?? 0)),
-      tokensAudioOut: part(billing.tokensAudioOut, tokensOut),
-      webSearchRequests: billing.webSearchRequests === undefined ? undefined : count(billing.webSearchRequests),
+      serviceTier: billing.serviceTier === "standard" ? undefined : billing.serviceTier,
+      tokensCacheWrite1h: positive(part(billing.tokensCacheWrite1h, cacheWrite ?? 0)),
+      tokensAudioIn: positive(part(billing.tokensAudioIn, tokensIn - (cachedIn ?? 0) - (cacheWrite ?? 0))),
+      tokensAudioOut: positive(part(billing.tokensAudioOut, tokensOut)),
+      webSearchRequests: positive(part(billing.webSearchRequests, MAX_INT)),
     },
   };
+}
+
+function positive(value: number | undefined): number | undefined {
+  return value === 0 ? undefined : value;
 }
 
 function part(value: number | undefined, within: number): number | undefined {

@@ -1,7 +1,8 @@
 import Anthropic from "@anthropic-ai/sdk";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { stats } from "../src/index.js";
-import { ANTHROPIC_USAGE } from "./support/anthropic-fixtures.js";
+import models from "../../pricing/models.json" with { type: "json" };
+import { ANTHROPIC_1H_WRITES, ANTHROPIC_USAGE, ANTHROPIC_WEB_SEARCHES } from "./support/anthropic-fixtures.js";
 import { startHarness, type Harness } from "./support/harness.js";
 
 let h: Harness;
@@ -101,5 +102,62 @@ describe("messages", () => {
     const [trace] = await h.traces();
     expect(trace).toMatchObject({ provider: "anthropic", status: "error", tokens_in: 0, cost_usd: 0 });
     expect(trace!.error).toContain((error as Error).message);
+  });
+});
+
+describe("billing modes", () => {
+  const messages = [{ role: "user" as const, content: "What changed in the news today?" }];
+  const p = (models as { models: { anthropic: Record<string, any> } }).models.anthropic["claude-sonnet-4-5"];
+  const {
+    input_tokens: uncached,
+    cache_read_input_tokens: read,
+    cache_creation_input_tokens: written,
+    output_tokens: out,
+  } = ANTHROPIC_USAGE;
+
+  it("traces 1-hour cache writes and web searches from usage, each priced at its own rate", async () => {
+    const system = [
+      {
+        type: "text" as const,
+        text: "A long manual…",
+        cache_control: { type: "ephemeral" as const, ttl: "1h" as const },
+      },
+    ];
+    const tools = [{ type: "web_search_20250305" as const, name: "web_search" as const, max_uses: 3 }];
+    for (const stream of [false, true]) {
+      const made = client.messages.create({
+        model: "claude-sonnet-4-5",
+        max_tokens: 64,
+        system,
+        tools,
+        messages,
+        stream,
+      });
+      if (stream) for await (const _ of (await made) as AsyncIterable<unknown>);
+      else await made;
+      const [trace] = await h.traces();
+      expect(trace).toMatchObject({
+        tokens_cache_write: written,
+        tokens_cache_write_1h: ANTHROPIC_1H_WRITES,
+        web_search_requests: ANTHROPIC_WEB_SEARCHES,
+      });
+      expect(trace?.cost_usd).toBe(
+        (uncached * p.input +
+          read * p.cached_input +
+          (written - ANTHROPIC_1H_WRITES) * p.cache_write +
+          ANTHROPIC_1H_WRITES * p.cache_write_1h +
+          out * p.output) /
+          1e6 +
+          (ANTHROPIC_WEB_SEARCHES * p.web_search_per_1k) / 1000,
+      );
+    }
+  });
+
+  it("sends neither when the call had none (5-minute writes only, no searches)", async () => {
+    await client.messages.create({ model: "claude-sonnet-4-5", max_tokens: 64, messages });
+    const [trace] = await h.traces();
+    expect(trace).not.toHaveProperty("tokens_cache_write_1h");
+    expect(trace).not.toHaveProperty("web_search_requests");
+    expect(trace).not.toHaveProperty("service_tier"); // usage.service_tier "standard"
   });
 });

@@ -1,7 +1,8 @@
 import { ApiError, GoogleGenAI } from "@google/genai";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { stats } from "../src/index.js";
-import { GEMINI_USAGE } from "./support/gemini-fixtures.js";
+import models from "../../pricing/models.json" with { type: "json" };
+import { GEMINI_AUDIO_USAGE, GEMINI_USAGE } from "./support/gemini-fixtures.js";
 import { startHarness, type Harness } from "./support/harness.js";
 
 let h: Harness;
@@ -97,5 +98,60 @@ describe("models", () => {
     h.provider.scenario = { kind: "status", status: 400 };
     await expect(ai.models.generateContentStream(request)).rejects.toBeInstanceOf(ApiError);
     expect(await h.traces()).toMatchObject([{ status: "error" }]);
+  });
+});
+
+describe("billing modes and embeddings", () => {
+  const table = (models as { models: { gemini: Record<string, any> } }).models.gemini;
+  const p = table["gemini-2.5-flash"];
+  const audioPrompt = [
+    {
+      role: "user",
+      parts: [{ text: "Transcribe this" }, { inlineData: { mimeType: "audio/wav", data: "UklGRiQAAABXQVZF" } }],
+    },
+  ];
+
+  it("traces the audio part of the prompt from its modality details and prices it at the audio rate", async () => {
+    for (const stream of [false, true]) {
+      const params = { model: "gemini-2.5-flash", contents: audioPrompt };
+      if (stream) for await (const _ of await ai.models.generateContentStream(params));
+      else await ai.models.generateContent(params);
+      const { text, audio } = GEMINI_AUDIO_USAGE;
+      const [trace] = await h.traces();
+      expect(trace).toMatchObject({ tokens_in: text + audio, tokens_audio_in: audio });
+      expect(trace?.cost_usd).toBe((text * p.input + audio * p.input_audio + tokensOut * p.output) / 1e6);
+    }
+  });
+
+  it("traces the tier from trafficType: priority is sent, and unpriced where the table has no priority rate", async () => {
+    await ai.models.generateContent({ ...request, config: { labels: { traffic: "priority" } } });
+    const [trace] = await h.traces();
+    expect(trace).toMatchObject({ service_tier: "priority", cost_usd: 0 });
+    expect(p.service_tiers?.priority).toBeUndefined();
+    expect(h.warnings.join("\n")).toContain("gemini/gemini-2.5-flash");
+    // ON_DEMAND is standard: not sent, standard rates.
+    await ai.models.generateContent(request);
+    const [standard] = await h.traces();
+    expect(standard).not.toHaveProperty("service_tier");
+    expect(standard?.cost_usd).toBe(cost);
+  });
+
+  it("traces embedContent; the Gemini API reports no token counts, so its usage is marked missing", async () => {
+    const result = await ai.models.embedContent({
+      model: "gemini-embedding-001",
+      contents: "What is the meaning of life?",
+    });
+    expect(result.embeddings?.[0]?.values?.length).toBeGreaterThan(0);
+    expect(await h.traces()).toMatchObject([
+      {
+        provider: "gemini",
+        model: "gemini-embedding-001",
+        tokens_in: 0,
+        cost_usd: 0,
+        status: "success",
+        metadata: { "calltrace.usage": "missing" },
+      },
+    ]);
+    expect(table["gemini-embedding-001"].input).toBeGreaterThan(0);
   });
 });

@@ -38,8 +38,8 @@ describe.each(["openai-v4", "openai-v7"])("%s", (packageName) => {
     for (const u of undo) u();
   });
 
-  it("patches chat completions and responses", () => {
-    expect(undo).toHaveLength(2);
+  it("patches chat completions, responses and embeddings", () => {
+    expect(undo).toHaveLength(3);
   });
 
   it("traces a chat completion, a stream and a response", async () => {

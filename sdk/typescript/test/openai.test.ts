@@ -3,7 +3,14 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { stats, unpatch } from "../src/index.js";
 import { azureClientFor } from "./support/clients.js";
 import { startHarness, TEST_KEY, type Harness } from "./support/harness.js";
-import { OPENAI_CHAT_USAGE, OPENAI_RESPONSES_USAGE } from "./support/openai-fixtures.js";
+import models from "../../pricing/models.json" with { type: "json" };
+import {
+  OPENAI_AUDIO_USAGE,
+  OPENAI_CHAT_USAGE,
+  OPENAI_EMBEDDING_TOKENS,
+  OPENAI_REASONING_USAGE,
+  OPENAI_RESPONSES_USAGE,
+} from "./support/openai-fixtures.js";
 
 // Created before init(): prototype patching must reach it too.
 const early = new OpenAI({ apiKey: "sk-fake", baseURL: "http://127.0.0.1:1/v1" });
@@ -257,6 +264,74 @@ describe("responses", () => {
       OpenAI.BadRequestError,
     );
     expect(await h.traces()).toMatchObject([{ status: "error" }]);
+  });
+});
+
+describe("billing modes and embeddings", () => {
+  const table = (models as { models: { openai: Record<string, any> } }).models.openai;
+
+  it("traces the service tier OpenAI reports and prices the call at that tier's rates", async () => {
+    await client.chat.completions.create({ model: "gpt-5.4", messages, service_tier: "flex" });
+    const { input, cached, output } = OPENAI_REASONING_USAGE;
+    const flex = table["gpt-5.4"].service_tiers.flex;
+    const [trace] = await h.traces();
+    expect(trace).toMatchObject({ service_tier: "flex", tokens_in: input, tokens_cached_in: cached });
+    expect(trace?.cost_usd).toBe(
+      ((input - cached) * flex.input + cached * flex.cached_input + output * flex.output) / 1e6,
+    );
+    // "default" is the standard tier: not sent, standard rates.
+    await client.chat.completions.create({ model: "gpt-4o", messages });
+    const [standard] = await h.traces();
+    expect(standard).not.toHaveProperty("service_tier");
+    expect(standard?.cost_usd).toBe(chatCost);
+  });
+
+  it("traces audio input and output tokens and prices them at the audio rates", async () => {
+    await client.chat.completions.create({
+      model: "gpt-audio",
+      messages,
+      modalities: ["text", "audio"],
+      audio: { voice: "alloy", format: "wav" },
+    });
+    const { input, audioIn, output, audioOut } = OPENAI_AUDIO_USAGE;
+    const p = table["gpt-audio"];
+    const [trace] = await h.traces();
+    expect(trace).toMatchObject({
+      tokens_in: input,
+      tokens_audio_in: audioIn,
+      tokens_out: output,
+      tokens_audio_out: audioOut,
+    });
+    expect(trace?.cost_usd).toBe(
+      ((input - audioIn) * p.input +
+        audioIn * p.input_audio +
+        (output - audioOut) * p.output +
+        audioOut * p.output_audio) /
+        1e6,
+    );
+  });
+
+  it("traces embeddings.create with its input tokens and prices it", async () => {
+    const result = await client.embeddings.create({ model: "text-embedding-3-small", input: "The food was delicious" });
+    expect(result.data[0]?.embedding.length).toBeGreaterThan(0);
+    const [trace, ...more] = await h.traces();
+    expect(more).toEqual([]);
+    expect(trace).toMatchObject({
+      provider: "openai",
+      model: "text-embedding-3-small",
+      tokens_in: OPENAI_EMBEDDING_TOKENS,
+      tokens_out: 0,
+      cost_usd: (OPENAI_EMBEDDING_TOKENS * table["text-embedding-3-small"].input) / 1e6,
+      status: "success",
+    });
+  });
+
+  it("traces a failed embeddings call at cost 0", async () => {
+    h.provider.scenario = { kind: "status", status: 429 };
+    await expect(client.embeddings.create({ model: "text-embedding-3-small", input: "x" })).rejects.toThrow();
+    expect(await h.traces()).toMatchObject([
+      { model: "text-embedding-3-small", status: "error", tokens_in: 0, cost_usd: 0 },
+    ]);
   });
 });
 

@@ -106,10 +106,12 @@ class Tracer:
         cached = _part(usage.tokens_cached_in, tokens_in)
         cache_write = _part(usage.tokens_cache_write, tokens_in - (cached or 0))
         reasoning = _part(usage.tokens_reasoning, tokens_out)
-        write_1h = _part(usage.tokens_cache_write_1h, cache_write or 0) if cache_write else None
-        audio_in = _part(usage.tokens_audio_in, tokens_in - (cached or 0) - (cache_write or 0))
-        audio_out = _part(usage.tokens_audio_out, tokens_out)
-        searches = None if usage.web_search_requests is None else _count(usage.web_search_requests)
+        # Billing modes are sent only when they change the price: not standard, not 0.
+        write_1h = _positive(_part(usage.tokens_cache_write_1h, cache_write or 0))
+        audio_in = _positive(_part(usage.tokens_audio_in, tokens_in - (cached or 0) - (cache_write or 0)))
+        audio_out = _positive(_part(usage.tokens_audio_out, tokens_out))
+        searches = _positive(_part(usage.web_search_requests, MAX_COUNT))
+        tier = None if usage.service_tier == "standard" else usage.service_tier
         priced = PricedUsage(
             tokens_in,
             tokens_out,
@@ -119,7 +121,7 @@ class Tracer:
             audio_in or 0,
             audio_out or 0,
             searches or 0,
-            usage.service_tier,
+            tier,
         )
         trace: Dict[str, Any] = {
             "provider": provider,
@@ -137,7 +139,7 @@ class Tracer:
             ("tokens_cached_in", cached),
             ("tokens_cache_write", cache_write),
             ("tokens_reasoning", reasoning),
-            ("service_tier", usage.service_tier),
+            ("service_tier", tier),
             ("tokens_cache_write_1h", write_1h),
             ("tokens_audio_in", audio_in),
             ("tokens_audio_out", audio_out),
@@ -174,6 +176,10 @@ def _with_entry(metadata: Dict[str, str], key: str, value: str) -> Dict[str, str
 
 def _part(value: Optional[int], whole: int) -> Optional[int]:
     return None if value is None else min(whole, _count(value))
+
+
+def _positive(value: Optional[int]) -> Optional[int]:
+    return None if value == 0 else value
 
 
 def describe(exc: BaseException) -> str:

@@ -17,9 +17,11 @@ answered with a call of the first tool, as the real API does.
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import secrets
+import struct
 import threading
 from typing import Any, Dict, List, Optional
 
@@ -35,6 +37,7 @@ SNAPSHOTS = {
 
 TEXT = ["Hel", "lo ", "there", "!"]
 CREATED = 1732000000
+EMBEDDING_TOKENS = 8
 
 
 def sse(data: Any, event: Optional[str] = None) -> str:
@@ -50,7 +53,12 @@ class ProviderHandler(Handler):
         path = self.path.split("?", 1)[0]
         status = fake.take_failure()
         gemini = re.fullmatch(r"/v1(?:beta)?/models/([^:]+):(generateContent|streamGenerateContent)", path)
-        if path == "/v1/chat/completions" or re.fullmatch(r"/openai/deployments/[^/]+/chat/completions", path):
+        embed = re.fullmatch(r"/v1(?:beta)?/models/([^:]+):batchEmbedContents", path)
+        if path == "/v1/embeddings":
+            self.openai_embeddings(body, status)
+        elif embed:
+            self.gemini_embeddings(body, status)
+        elif path == "/v1/chat/completions" or re.fullmatch(r"/openai/deployments/[^/]+/chat/completions", path):
             self.openai_chat(fake, body, status)
         elif path == "/v1/responses":
             self.openai_responses(fake, body, status)
@@ -79,18 +87,45 @@ class ProviderHandler(Handler):
             },
         )
 
+    def openai_embeddings(self, body: Dict[str, Any], status: Optional[int]) -> None:
+        if status:
+            return self.openai_error(status)
+        vector = [0.0023064255, -0.009327292, 0.015797347]
+        # The openai package asks for base64 (little-endian float32) unless told otherwise.
+        if body.get("encoding_format") == "base64":
+            vector = base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode()
+        self.send_json(
+            200,
+            {
+                "object": "list",
+                "data": [{"object": "embedding", "index": 0, "embedding": vector}],
+                "model": body["model"],
+                "usage": {"prompt_tokens": EMBEDDING_TOKENS, "total_tokens": EMBEDDING_TOKENS},
+            },
+        )
+
+    def gemini_embeddings(self, body: Dict[str, Any], status: Optional[int]) -> None:
+        """The Gemini API's batchEmbedContents: vectors, and no token counts."""
+        if status:
+            return self.send_json(status, {"error": {"code": status, "message": "overloaded", "status": "UNAVAILABLE"}})
+        values = [0.013168523, -0.008711934, -0.046782676]
+        self.send_json(200, {"embeddings": [{"values": values} for _ in body.get("requests") or [{}]]})
+
     def openai_chat(self, fake: "FakeProvider", body: Dict[str, Any], status: Optional[int]) -> None:
         if status:
             return self.openai_error(status)
         model = SNAPSHOTS.get(body["model"], body["model"])
         tokens_in, tokens_out = fake.tokens
+        audio_in, audio_out = fake.audio
         usage = {
             "prompt_tokens": tokens_in,
             "completion_tokens": tokens_out,
             "total_tokens": tokens_in + tokens_out,
-            "prompt_tokens_details": {"cached_tokens": fake.cached_in, "audio_tokens": 0},
-            "completion_tokens_details": {"reasoning_tokens": fake.reasoning, "audio_tokens": 0},
+            "prompt_tokens_details": {"cached_tokens": fake.cached_in, "audio_tokens": audio_in},
+            "completion_tokens_details": {"reasoning_tokens": fake.reasoning, "audio_tokens": audio_out},
         }
+        # OpenAI reports the tier that served the request: the one asked for, if flex or priority.
+        tier = body.get("service_tier") if body.get("service_tier") in ("flex", "priority") else "default"
         base = {"id": fake.unique("chatcmpl-B9MBs8CjcvOU2jLn4n"), "created": CREATED, "model": model}
         if not body.get("stream"):
             return self.send_json(
@@ -107,7 +142,7 @@ class ProviderHandler(Handler):
                         }
                     ],
                     "usage": usage,
-                    "service_tier": "default",
+                    "service_tier": tier,
                     "system_fingerprint": "fp_50cad350e4",
                 },
             )
@@ -233,6 +268,12 @@ class ProviderHandler(Handler):
             "cache_read_input_tokens": cached_read,
             "output_tokens": tokens_out,
             "service_tier": "standard",
+            # Cache writes by lifetime, and server tools, as the API reports them since 2025.
+            "cache_creation": {
+                "ephemeral_5m_input_tokens": cached_write - fake.anthropic_1h,
+                "ephemeral_1h_input_tokens": fake.anthropic_1h,
+            },
+            "server_tool_use": {"web_search_requests": fake.web_searches, "web_fetch_requests": 0},
         }
         message = {
             "id": fake.unique("msg_013Zva2CMHLNnX"),
@@ -293,11 +334,16 @@ class ProviderHandler(Handler):
             # Gemini counts thoughts apart from the candidates (total = prompt + candidates + thoughts)
             # and gives the cached part of the prompt, each only when there is some.
             thoughts = fake.reasoning if finish else 0
+            audio_in, _ = fake.audio
+            prompt_details = [{"modality": "TEXT", "tokenCount": tokens_in - audio_in}]
+            if audio_in:
+                prompt_details.append({"modality": "AUDIO", "tokenCount": audio_in})
             usage: Dict[str, Any] = {
                 "promptTokenCount": tokens_in,
                 "candidatesTokenCount": out,
                 "totalTokenCount": tokens_in + out + thoughts,
-                "promptTokensDetails": [{"modality": "TEXT", "tokenCount": tokens_in}],
+                "promptTokensDetails": prompt_details,
+                "trafficType": fake.traffic_type,
             }
             if fake.cached_in:
                 usage["cachedContentTokenCount"] = fake.cached_in
@@ -350,6 +396,15 @@ class FakeProvider(Server):
         self.event_delay = 0.0
         self.fail_status: Optional[int] = None
         self.stream_failure: Optional[str] = None
+        self._billing_defaults()
+
+    def _billing_defaults(self) -> None:
+        # Billing modes: audio parts of the prompt and completion (OpenAI; Gemini the prompt's),
+        # Anthropic's 1-hour part of the cache writes and web searches, Gemini's trafficType.
+        self.audio = (0, 0)
+        self.anthropic_1h = 0
+        self.web_searches = 0
+        self.traffic_type = "ON_DEMAND"
 
     def unique(self, prefix: str) -> str:
         """An id no other response has, in this fake or another one, as the real APIs' ids (prefix kept for the look)."""
@@ -381,3 +436,4 @@ class FakeProvider(Server):
             self.event_delay = 0.0
             self.fail_status = None
             self.stream_failure = None
+            self._billing_defaults()

@@ -30,13 +30,29 @@ const ERROR_TYPES: Record<number, [string, string]> = {
   529: ["overloaded_error", "Overloaded"],
 };
 
+/** Of ANTHROPIC_USAGE's 5 cache writes, those to a 1-hour cache when the request asks for one; searches when it offers web search. */
+export const ANTHROPIC_1H_WRITES = 3;
+export const ANTHROPIC_WEB_SEARCHES = 2;
+function billedExtras(body: any) {
+  const text = JSON.stringify(body);
+  const oneHour = text.includes('"ttl":"1h"') ? ANTHROPIC_1H_WRITES : 0;
+  const searches = Array.isArray(body.tools) && body.tools.some((t: any) => String(t.type).startsWith("web_search"));
+  return {
+    cache_creation: {
+      ephemeral_5m_input_tokens: ANTHROPIC_USAGE.cache_creation_input_tokens - oneHour,
+      ephemeral_1h_input_tokens: oneHour,
+    },
+    ...(searches ? { server_tool_use: { web_search_requests: ANTHROPIC_WEB_SEARCHES, web_fetch_requests: 0 } } : {}),
+  };
+}
+
 export const anthropicMessagesFixture: ProviderFixture = {
   matches: (path) => path === "/v1/messages",
   isStream: (_path, body) => body.stream === true,
   response: (_path, body) =>
     message(
       String(body.model),
-      { ...ANTHROPIC_USAGE, service_tier: "standard" },
+      { ...ANTHROPIC_USAGE, ...billedExtras(body), service_tier: "standard" },
       [{ type: "text", text: "Hello there!" }],
       "end_turn",
     ),
@@ -70,7 +86,7 @@ export const anthropicMessagesFixture: ProviderFixture = {
           type: "message_delta",
           delta: { stop_reason: "end_turn", stop_sequence: null },
           // Cumulative, input counts included, as the API sends them since mid-2025.
-          usage: { ...ANTHROPIC_USAGE },
+          usage: { ...ANTHROPIC_USAGE, ...billedExtras(body) },
         },
       },
       { event: "message_stop", data: { type: "message_stop" } },

@@ -1,8 +1,8 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { anthropicMessagesFixture } from "./anthropic-fixtures.js";
-import { geminiFixture } from "./gemini-fixtures.js";
-import { openaiChatFixture, openaiResponsesFixture } from "./openai-fixtures.js";
+import { geminiEmbedFixture, geminiFixture } from "./gemini-fixtures.js";
+import { openaiChatFixture, openaiEmbeddingsFixture, openaiResponsesFixture } from "./openai-fixtures.js";
 import { encodeSse, type SseEvent } from "./sse.js";
 
 /** One provider endpoint of the fake: its documented bodies and events. */
@@ -31,7 +31,14 @@ export interface ReceivedRequest {
   body: any;
 }
 
-const FIXTURES = [openaiChatFixture, openaiResponsesFixture, anthropicMessagesFixture, geminiFixture];
+const FIXTURES = [
+  openaiChatFixture,
+  openaiResponsesFixture,
+  openaiEmbeddingsFixture,
+  anthropicMessagesFixture,
+  geminiFixture,
+  geminiEmbedFixture,
+];
 
 /**
  * A local HTTP server that answers like OpenAI, Anthropic and Gemini, so the

@@ -19,6 +19,26 @@ const hasCachedUsage = (model: string) => model.startsWith("gemini-2.5-pro");
 
 // @google/genai 2.x calls the v1beta API, 3.x the v1 API.
 const MODEL_PATH = /^\/v1(?:beta)?\/models\/([^:]+):(generateContent|streamGenerateContent)$/;
+const EMBED_PATH = /^\/v1(?:beta)?\/models\/([^:]+):batchEmbedContents$/;
+
+/** A prompt with audio: 2 text tokens and 96 audio tokens; the answer is text. */
+export const GEMINI_AUDIO_USAGE = { text: 2, audio: 96 };
+const hasAudio = (body: any) => JSON.stringify(body?.contents ?? []).includes('"mimeType":"audio/');
+/** usageMetadata.trafficType: priority when the request's labels ask for it (the fake's stand-in for a priority project). */
+const trafficType = (body: any) => (body?.labels?.traffic === "priority" ? "ON_DEMAND_PRIORITY" : "ON_DEMAND");
+function billed(usage: object, body: any): object {
+  if (!hasAudio(body)) return { ...usage, trafficType: trafficType(body) };
+  const { text, audio } = GEMINI_AUDIO_USAGE;
+  return {
+    ...usage,
+    promptTokenCount: text + audio,
+    promptTokensDetails: [
+      { modality: "TEXT", tokenCount: text },
+      { modality: "AUDIO", tokenCount: audio },
+    ],
+    trafficType: trafficType(body),
+  };
+}
 
 function chunk(model: string, text: string, usage: object, finishReason?: string) {
   return {
@@ -59,11 +79,11 @@ export const geminiFixture: ProviderFixture = {
   newline: "\r\n",
   matches: (path) => MODEL_PATH.test(path),
   isStream: (path) => path.endsWith(":streamGenerateContent"),
-  response: (path) => {
+  response: (path, body) => {
     const model = MODEL_PATH.exec(path)![1]!;
-    return chunk(model, "Hello there!", finalUsage(model), "STOP");
+    return chunk(model, "Hello there!", billed(finalUsage(model), body), "STOP");
   },
-  events(path) {
+  events(path, body) {
     const model = MODEL_PATH.exec(path)![1]!;
     const prompt = finalUsage(model).promptTokenCount;
     return [
@@ -75,12 +95,27 @@ export const geminiFixture: ProviderFixture = {
           totalTokenCount: prompt + 6,
         }),
       },
-      { data: chunk(model, "!", finalUsage(model), "STOP") },
+      { data: chunk(model, "!", billed(finalUsage(model), body), "STOP") },
     ];
   },
   midStreamError: {
     data: { error: { code: 503, message: "The model is overloaded. Please try again later.", status: "UNAVAILABLE" } },
   },
+  errorBody(status) {
+    const [code, message] = STATUS[status] ?? STATUS[500]!;
+    return { error: { code: status, message, status: code } };
+  },
+};
+
+/** The Gemini API's batchEmbedContents (what `models.embedContent` calls): vectors, and no usage. */
+export const geminiEmbedFixture: ProviderFixture = {
+  matches: (path) => EMBED_PATH.test(path),
+  isStream: () => false,
+  response: (_path, body) => ({
+    embeddings: (body.requests ?? []).map(() => ({ values: [0.013168523, -0.008711934, -0.046782676] })),
+  }),
+  events: () => [],
+  midStreamError: { data: {} },
   errorBody(status) {
     const [code, message] = STATUS[status] ?? STATUS[500]!;
     return { error: { code: status, message, status: code } };

@@ -16,7 +16,25 @@ const isReasoningModel = (model: string) => /^(o\d|gpt-5)/.test(model);
 /** The snapshot name the fake reports for `gpt-4o` (OpenAI answers with the dated snapshot). */
 export const snapshotOf = (model: string) => (model === "gpt-4o" ? "gpt-4o-2024-08-06" : model);
 
+/** What an audio model (`gpt-4o-audio-preview`, asked for audio) reports: parts of its prompt and completion are audio. */
+export const OPENAI_AUDIO_USAGE = { input: 120, audioIn: 100, output: 80, audioOut: 60 };
+
 function chatUsage(model: string) {
+  if (model.includes("audio")) {
+    const { input, audioIn, output, audioOut } = OPENAI_AUDIO_USAGE;
+    return {
+      prompt_tokens: input,
+      completion_tokens: output,
+      total_tokens: input + output,
+      prompt_tokens_details: { cached_tokens: 0, audio_tokens: audioIn },
+      completion_tokens_details: {
+        reasoning_tokens: 0,
+        audio_tokens: audioOut,
+        accepted_prediction_tokens: 0,
+        rejected_prediction_tokens: 0,
+      },
+    };
+  }
   if (!isReasoningModel(model)) return usage;
   const { input, cached, output, reasoning } = OPENAI_REASONING_USAGE;
   return {
@@ -62,6 +80,31 @@ const usage = {
     accepted_prediction_tokens: 0,
     rejected_prediction_tokens: 0,
   },
+};
+
+/** The tier OpenAI reports having served a request at: the one asked for, if flex or priority. */
+const servedTier = (body: any) =>
+  body.service_tier === "flex" || body.service_tier === "priority" ? body.service_tier : "default";
+
+export const OPENAI_EMBEDDING_TOKENS = 8;
+const VECTOR = [0.0023064255, -0.009327292, 0.015797347];
+// The openai package asks for base64 (little-endian float32) unless told otherwise.
+const embedding = (format: unknown) =>
+  format === "base64" ? Buffer.from(new Float32Array(VECTOR).buffer).toString("base64") : VECTOR;
+
+/** `embeddings.create`: a float vector per input, and usage with prompt tokens only. */
+export const openaiEmbeddingsFixture: ProviderFixture = {
+  matches: (path) => path === "/v1/embeddings",
+  isStream: () => false,
+  response: (_path, body) => ({
+    object: "list",
+    data: [{ object: "embedding", index: 0, embedding: embedding(body.encoding_format) }],
+    model: String(body.model),
+    usage: { prompt_tokens: OPENAI_EMBEDDING_TOKENS, total_tokens: OPENAI_EMBEDDING_TOKENS },
+  }),
+  events: () => [],
+  midStreamError: { data: {} },
+  errorBody: (status) => ({ error: { message: `status ${status}`, type: "server_error", param: null, code: null } }),
 };
 
 function chunk(model: string, choices: unknown[], extra: object = {}) {
@@ -160,7 +203,7 @@ export const openaiChatFixture: ProviderFixture = {
       },
     ],
     usage: chatUsage(String(body.model)),
-    service_tier: "default",
+    service_tier: servedTier(body),
     system_fingerprint: "fp_fc9f1d7035",
   }),
   events(_path, body) {

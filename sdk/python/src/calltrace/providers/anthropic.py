@@ -23,6 +23,16 @@ def _read_counts(counts: Any, usage: Usage) -> None:
         usage.tokens_in = counts.input_tokens + (usage.tokens_cached_in or 0) + (usage.tokens_cache_write or 0)
     if counts.output_tokens is not None:
         usage.tokens_out = counts.output_tokens
+    # Cache writes split by lifetime (billed at different rates), and web searches billed per request.
+    creation = getattr(counts, "cache_creation", None)
+    if creation is not None and creation.ephemeral_1h_input_tokens is not None:
+        usage.tokens_cache_write_1h = creation.ephemeral_1h_input_tokens
+    tools = getattr(counts, "server_tool_use", None)
+    if tools is not None and tools.web_search_requests is not None:
+        usage.web_search_requests = tools.web_search_requests
+    tier = getattr(counts, "service_tier", None)
+    if tier in ("standard", "priority", "batch"):
+        usage.service_tier = tier
 
 
 class Messages(Shape):

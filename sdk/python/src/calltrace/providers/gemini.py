@@ -1,4 +1,4 @@
-"""Gemini (google-genai): models.generate_content and generate_content_stream, sync and async.
+"""Gemini (google-genai): models.generate_content, generate_content_stream and embed_content, sync and async.
 
 One trace per request. generate_content can make several: automatic
 function calling calls the model again with each tool's result, and
@@ -41,9 +41,44 @@ class GenerateContent(Shape):
             usage.tokens_out = (counts.candidates_token_count or 0) + (counts.thoughts_token_count or 0)
             usage.tokens_cached_in = counts.cached_content_token_count
             usage.tokens_reasoning = counts.thoughts_token_count
+            # Audio among the uncached prompt: the prompt's audio less the cached audio.
+            audio_in = _audio(counts.prompt_tokens_details)
+            if audio_in is not None:
+                usage.tokens_audio_in = max(0, audio_in - (_audio(counts.cache_tokens_details) or 0))
+            usage.tokens_audio_out = _audio(counts.candidates_tokens_details)
+            usage.service_tier = TRAFFIC_TYPES.get(_value(counts.traffic_type))
         if usage.first_output is None and any(c.content and c.content.parts for c in item.candidates or ()):
             usage.output_seen()
         return False
+
+
+# The billed tier of usage_metadata.traffic_type; provisioned throughput is not billed per token.
+TRAFFIC_TYPES = {"ON_DEMAND": "standard", "ON_DEMAND_PRIORITY": "priority", "ON_DEMAND_FLEX": "flex"}
+
+
+def _value(enum: Any) -> Any:
+    return getattr(enum, "value", enum)
+
+
+def _audio(details: Any) -> Any:
+    """AUDIO tokens of a list of ModalityTokenCount; None when it lists none."""
+    counts = [d.token_count or 0 for d in details or () if _value(d.modality) == "AUDIO"]
+    return sum(counts) if counts else None
+
+
+class EmbedContent(Shape):
+    """The Gemini API reports no token counts for embeddings; Vertex AI gives each embedding's."""
+
+    provider = "gemini"
+
+    def streaming(self, kwargs: Dict[str, Any]) -> bool:
+        return False
+
+    def read(self, response: Any, usage: Usage) -> None:
+        counts = [getattr(e.statistics, "token_count", None) for e in response.embeddings or ()]
+        if counts and all(c is not None for c in counts):
+            usage.reported = True
+            usage.tokens_in = int(sum(counts))
 
 
 def targets() -> List[Tuple[type, str, Shape]]:
@@ -58,5 +93,6 @@ def targets() -> List[Tuple[type, str, Shape]]:
             ("generate_content_stream", outer),
             ("_generate_content", whole),
             ("_generate_content_stream", streamed),
+            ("embed_content", EmbedContent()),
         )
     ]

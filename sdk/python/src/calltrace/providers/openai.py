@@ -1,4 +1,4 @@
-"""OpenAI: chat completions and responses (create and parse), sync and async, streamed or not."""
+"""OpenAI: chat completions and responses (create and parse), sync and async, streamed or not; embeddings."""
 
 from __future__ import annotations
 
@@ -69,6 +69,9 @@ class ChatCompletions(Shape):
             # Both parts of the counts above (prompt_tokens includes cached ones).
             usage.tokens_cached_in = _detail(counts.prompt_tokens_details, "cached_tokens")
             usage.tokens_reasoning = _detail(counts.completion_tokens_details, "reasoning_tokens")
+            usage.tokens_audio_in = _detail(counts.prompt_tokens_details, "audio_tokens")
+            usage.tokens_audio_out = _detail(counts.completion_tokens_details, "audio_tokens")
+        usage.service_tier = service_tier(getattr(item, "service_tier", None)) or usage.service_tier
         if usage.first_output is None and any(_has_output(choice) for choice in item.choices):
             usage.output_seen()
         # With include_usage the last chunk holds usage and no choices: the
@@ -91,6 +94,10 @@ class Responses(Shape):
             usage.tokens_out = counts.output_tokens or 0
             usage.tokens_cached_in = _detail(counts.input_tokens_details, "cached_tokens")
             usage.tokens_reasoning = _detail(counts.output_tokens_details, "reasoning_tokens")
+        usage.service_tier = service_tier(getattr(response, "service_tier", None)) or usage.service_tier
+        searches = sum(1 for item in response.output or () if getattr(item, "type", None) == "web_search_call")
+        if searches:
+            usage.web_search_requests = searches
 
     def observe(self, item: Any, usage: Usage) -> bool:
         kind = getattr(item, "type", None)
@@ -108,6 +115,23 @@ class Responses(Shape):
         return False
 
 
+class Embeddings(Shape):
+    provider = PROVIDER
+
+    def read(self, response: Any, usage: Usage) -> None:
+        usage.model = response.model or usage.model
+        if response.usage is not None:
+            usage.reported = True
+            usage.tokens_in = response.usage.prompt_tokens or 0
+
+
+def service_tier(value: Any) -> Any:
+    """The billed tier of a response's service_tier; "scale" (prepaid) and unknown values say nothing."""
+    if value == "default":
+        return "standard"
+    return value if value in ("flex", "priority") else None
+
+
 def _detail(details: Any, name: str) -> Any:
     return getattr(details, name, None) if details is not None else None
 
@@ -122,6 +146,7 @@ def _has_output(choice: Any) -> bool:
 
 def targets() -> List[Tuple[type, str, Shape]]:
     from openai.resources.chat.completions import AsyncCompletions, Completions
+    from openai.resources.embeddings import AsyncEmbeddings, Embeddings as SyncEmbeddings
     from openai.resources.responses import AsyncResponses, Responses as SyncResponses
 
     # The parse() helpers are traced themselves; the stream() helpers make
@@ -133,4 +158,6 @@ def targets() -> List[Tuple[type, str, Shape]]:
         for classes, shape in (((Completions, AsyncCompletions), chat), ((SyncResponses, AsyncResponses), responses))
         for cls in classes
         for method in ("create", "parse")
-    ] + [(cls, "stream", outer) for cls in (Completions, AsyncCompletions, SyncResponses, AsyncResponses)]
+    ] + [
+        (cls, "stream", outer) for cls in (Completions, AsyncCompletions, SyncResponses, AsyncResponses)
+    ] + [(cls, "create", Embeddings()) for cls in (SyncEmbeddings, AsyncEmbeddings)]
