@@ -47,8 +47,8 @@ const candidates: Record<string, unknown[]> = {
   ttftMs: [undefined, 0, 842, 843, -1],
   // Billing modes: one value each outside its rule (1-hour writes need tokens_cache_write).
   serviceTier: [undefined, "standard", "batch", "flex", "priority", "scale"],
-  tokensCacheWrite1h: [undefined, 0, 0, 1],
-  tokensAudioIn: [undefined, 0, 1, 2, -1],
+  tokensCacheWrite1h: [undefined, 0, 0, 0, 1],
+  tokensAudioIn: [undefined, 0, 0, 1, -1],
   tokensAudioOut: [undefined, 0, 0, 350, 351],
   webSearchRequests: [undefined, 0, 3, 3, -1],
 };
@@ -77,7 +77,7 @@ function* traces(count: number): Generator<Trace> {
 describe("quick validity (compiled protovalidate rules)", () => {
   it("never calls valid what protovalidate refuses, and calls valid what protovalidate passes", () => {
     const seen = { valid: 0, invalid: 0, deferredValid: 0 };
-    for (const trace of traces(80_000)) {
+    for (const trace of traces(70_000)) {
       const valid = validator.validate(TraceSchema, trace).kind === "valid";
       const quickly = quick(trace);
       // Sound: a quick yes is always a protovalidate yes.
@@ -93,7 +93,7 @@ describe("quick validity (compiled protovalidate rules)", () => {
     expect(seen.valid).toBeGreaterThan(1000);
     expect(seen.invalid).toBeGreaterThan(1000);
     expect(seen.deferredValid).toBeGreaterThan(0);
-  });
+  }, 120_000); // 70,000 traces through protovalidate: seconds alone, much longer on busy cores
 
   it("the message-level CEL rule counts: an error message with status success is not quickly valid", () => {
     const trace = create(TraceSchema, {
