@@ -104,6 +104,13 @@ describe("dashboard in a real browser: the lead's audit", { timeout: 120_000 }, 
     await open("?range=7d");
     await expect.poll(() => page.locator(".legend [data-series]").count()).toBeGreaterThan(2);
     const amongAll = await swatch();
+    // Names share a palette slot now and then: within a view each series still has its own colour.
+    const swatches = await page
+      .locator(".chart")
+      .first()
+      .locator(".legend i")
+      .evaluateAll((is) => is.map((i) => getComputedStyle(i).backgroundColor));
+    expect(new Set(swatches).size).toBe(swatches.length);
     const barOf = () =>
       page
         .locator(".bar-list li", { hasText: "openai · o3" })
@@ -154,6 +161,8 @@ describe("dashboard in a real browser: the lead's audit", { timeout: 120_000 }, 
       );
     for (const column of ["Time (UTC)", "Model", "Latency (ms)", "Cost (USD)", "Status"]) expect(header.join("|")).toContain(column);
     await onScreen(first.locator(".status"), "traces status");
+    // The time goes on two lines, date and time, neither broken.
+    expect(await first.locator("td.time span").evaluateAll((spans) => spans.map((s) => s.getClientRects().length))).toEqual([1, 1]);
 
     await open("geography", 390);
     await page.locator("table tbody tr").first().waitFor();

@@ -1,4 +1,4 @@
-import { colourOf } from "./palette.js";
+import { coloursOf } from "./palette.js";
 import { Truncated } from "./truncated.js";
 import { useWidth } from "./use-width.js";
 
@@ -48,7 +48,8 @@ export function StackedBars({
   const y = (v: number) => ((height - pad.bottom - pad.top) * v) / max;
   // Day labels at least ~48 px apart, so they never overlap however narrow the card.
   const every = Math.max(1, Math.ceil(columns.length / Math.max(1, Math.floor((width - pad.left) / 48))));
-  const colour = (s: Series) => colourOf(s.key ?? s.name);
+  const colours = coloursOf(series.map((s) => s.key ?? s.name));
+  const colour = (s: Series) => colours.get(s.key ?? s.name);
 
   return (
     <figure class="chart" aria-label={label} ref={ref}>

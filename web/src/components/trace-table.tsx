@@ -114,7 +114,10 @@ export function TraceTable({
               }
             }}
           >
-            <td class="time">{dateTime(t.receivedAt).slice(0, 19)}</td>
+            <td class="time">
+              {/* Date and time may go on two lines on a phone, never broken inside either. */}
+              <span>{dateTime(t.receivedAt).slice(0, 10)}</span> <span>{dateTime(t.receivedAt).slice(11, 19)}</span>
+            </td>
             <td class="wide-only">{t.provider}</td>
             <td class="model">
               <Truncated text={t.model} />

@@ -14,7 +14,7 @@ import { AttributeBar } from "../components/attribute-bar.js";
 import { FilterBar } from "../components/filter-bar.js";
 import { BarList } from "../components/bar-list.js";
 import { Histogram } from "../components/histogram.js";
-import { colourOf } from "../components/palette.js";
+import { coloursOf } from "../components/palette.js";
 import { PriceChecks } from "../components/price-checks.js";
 import { StackedBars, type Series } from "../components/stacked-bars.js";
 import { dayRange } from "../days.js";
@@ -99,13 +99,14 @@ export function Overview() {
 
 /** Groups of one dimension as bars of their spend, highest first. */
 function GroupBars({ groups, label }: { groups: GroupUsage[]; label: (value: string) => string }) {
+  const colours = coloursOf(groups.map((g) => label(g.value)));
   return (
     <BarList
       rows={groups.map((g) => ({
         label: label(g.value),
         value: g.totals?.costUsd ?? 0,
         text: `${usd(g.totals?.costUsd ?? 0)} · ${plural(g.totals?.calls ?? 0n, "call")}`,
-        colour: colourOf(label(g.value)),
+        colour: colours.get(label(g.value)),
       }))}
     />
   );
@@ -130,6 +131,8 @@ function OverviewBody({
 }) {
   const calls = Number(totals.calls);
   const columns = dayRange(since, new Date());
+  // The charts' series are these models too, so a model has one colour on the whole page.
+  const modelColours = coloursOf(models.map(seriesKey));
   const before = previous?.totals;
   const errorRate = (t: UsageTotals) => (t.calls === 0n ? 0 : Number(t.errors) / Number(t.calls));
   const tokens = (t: UsageTotals) => Number(t.tokensIn + t.tokensOut);
@@ -201,7 +204,7 @@ function OverviewBody({
                 label: `${m.provider} · ${m.model}`,
                 value: m.totals?.costUsd ?? 0,
                 text: `${usd(m.totals?.costUsd ?? 0)} · ${plural(m.totals?.calls ?? 0n, "call")}`,
-                colour: colourOf(seriesKey(m)),
+                colour: modelColours.get(seriesKey(m)),
               }))}
             />
           </div>
@@ -242,7 +245,7 @@ async function trendOf(filters: Filters, filter: TraceFilter): Promise<Trend> {
   return { unit: "day", columns, totals: new Map(days.map((d) => [d.day, d.totals!])), axis: { columns, columnName: "Day (UTC)" } };
 }
 
-/** A model's series key, which also picks its colour: the same in every chart, range and filter. */
+/** A model's series key, which also picks its colour (palette.ts). */
 const seriesKey = (m: { provider: string; model: string }) => `${m.provider}\n${m.model}`;
 
 const estimateNote = "An estimate: read from latency buckets 5% wide, at most 5% above the true value.";
