@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { PriceCheck, type Trace, TraceSource } from "../../gen/calltrace/v1/trace_pb.js";
 import { Status_StatusCode } from "../../gen/opentelemetry/proto/trace/v1/trace_pb.js";
 import type { CallSubmission } from "../ingest/ingest-pipeline.js";
-import type { serverCost } from "../pricing/server-prices.js";
+import { billedServiceTier, type serverCost } from "../pricing/server-prices.js";
 import { calltraceProvider } from "./genai-provider.js";
 import type { Attributes, OtlpSpan } from "./otlp-export.js";
 import { countOf, SpanRejection, textOf } from "./attribute-values.js";
@@ -89,6 +89,8 @@ const cacheWriteNames = [
   "ai.usage.inputTokenDetails.cacheWriteTokens",
 ];
 const usageNames = [...inputNames, ...outputNames];
+// OpenAI's response service_tier, as the semantic conventions name it (older and newer).
+const serviceTierNames = ["openai.response.service_tier", "gen_ai.openai.response.service_tier"];
 const reasoningNames = [
   "gen_ai.usage.reasoning.output_tokens",
   "gen_ai.usage.reasoning_tokens",
@@ -139,7 +141,9 @@ export function llmCallOf(span: OtlpSpan, scope: string, resource: SpanResource,
     const latencyMs = latencyOf(span);
     const ttftMs = ttftOf(attributes, latencyMs);
     const responseId = textOf(attributes, "gen_ai.response.id");
-    const serverCostUsd = options.price({ provider, model, tokensIn, tokensOut, tokensCachedIn, tokensCacheWrite });
+    const tier = billedServiceTier(textOf(attributes, serviceTierNames));
+    const serviceTier = tier === "standard" ? undefined : tier;
+    const serverCostUsd = options.price({ provider, model, tokensIn, tokensOut, tokensCachedIn, tokensCacheWrite, serviceTier });
     // A literal rather than create(): this runs for every span, and create() walks the schema.
     const trace: Trace = {
       $typeName: "calltrace.v1.Trace",
@@ -159,6 +163,7 @@ export function llmCallOf(span: OtlpSpan, scope: string, resource: SpanResource,
     if (tokensCacheWrite !== undefined) trace.tokensCacheWrite = tokensCacheWrite;
     if (tokensReasoning !== undefined) trace.tokensReasoning = tokensReasoning;
     if (ttftMs !== undefined) trace.ttftMs = ttftMs;
+    if (serviceTier !== undefined) trace.serviceTier = serviceTier;
     addAttribution(trace, attributes, resource.attributes, options.metadataAttributes);
     const submission: CallSubmission = {
       trace,

@@ -5,6 +5,8 @@ import { PriceCheck } from "../../gen/calltrace/v1/trace_pb.js";
 // compiles that file and the table into dist/sdk/ with the rest (tsconfig.build.json).
 import { PriceTable, type TokenUsage } from "../../sdk/typescript/src/price-table.js";
 
+export { billedServiceTier } from "../../sdk/typescript/src/price-table.js";
+
 /** A call's provider, model and usage (the parts of its counts as in the Trace message). */
 export interface PricedUsage extends TokenUsage {
   provider: string;

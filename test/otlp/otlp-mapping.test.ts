@@ -292,6 +292,16 @@ describe("kept on the trace", () => {
     expect(stored?.otlpTraceId).toMatch(/^[0-9a-f]{32}$/);
   });
 
+  it("OpenAI's response service_tier is the trace's, and the call is priced at that tier's rates", async () => {
+    const { stored } = await one({ attributes: chat({ "openai.response.service_tier": "flex", "gen_ai.response.model": "gpt-5.4" }) });
+    const cost = serverCost({ provider: "openai", model: "gpt-5.4", tokensIn: 1200, tokensOut: 350, serviceTier: "flex" });
+    expect(cost).toBeLessThan(serverCost({ provider: "openai", model: "gpt-5.4", tokensIn: 1200, tokensOut: 350 })!);
+    expect(stored).toMatchObject({ serviceTier: "flex", costUsd: cost, priceCheck: PriceCheck.SERVER });
+    // "default" is the standard tier: not stored, standard rates.
+    const standard = await one({ attributes: chat({ "gen_ai.openai.response.service_tier": "default" }) });
+    expect(standard.stored?.serviceTier).toBeUndefined();
+  });
+
   it("a model the price table does not know is stored unpriced, at cost 0", async () => {
     const { stored } = await one({ attributes: chat({ "gen_ai.response.model": "gpt-nonexistent-9" }) });
     expect(stored).toMatchObject({ model: "gpt-nonexistent-9", costUsd: 0, priceCheck: PriceCheck.UNPRICED });

@@ -1,4 +1,5 @@
 import type { Instrumentation } from "./instrumentation.js";
+import { billedServiceTier } from "./price-table.js";
 import { patchMethod } from "./patch-method.js";
 import { type ProviderCall, startCall } from "./provider-call.js";
 import { dig, readCount, readString } from "./read-json.js";
@@ -39,14 +40,13 @@ export const anthropicInstrumentation: Instrumentation = {
 // Cache writes are split by lifetime in cache_creation (5 minutes, 1 hour), which
 // are billed at different rates; web searches are billed per request.
 function readUsage(call: ProviderCall, usage: unknown): void {
-  const tier = dig(usage, "service_tier");
   call.report({
     tokensInUncached: readCount(dig(usage, "input_tokens")),
     tokensCacheWrite: readCount(dig(usage, "cache_creation_input_tokens")),
     tokensCachedIn: readCount(dig(usage, "cache_read_input_tokens")),
     tokensOut: readCount(dig(usage, "output_tokens")),
     billing: {
-      serviceTier: tier === "standard" || tier === "priority" || tier === "batch" ? tier : undefined,
+      serviceTier: billedServiceTier(dig(usage, "service_tier")),
       tokensCacheWrite1h: readCount(dig(usage, "cache_creation", "ephemeral_1h_input_tokens")),
       webSearchRequests: readCount(dig(usage, "server_tool_use", "web_search_requests")),
     },

@@ -1,5 +1,5 @@
 import type { Instrumentation } from "./instrumentation.js";
-import type { ServiceTier } from "./price-table.js";
+import { billedServiceTier } from "./price-table.js";
 import { patchMethod } from "./patch-method.js";
 import { type ProviderCall, startCall } from "./provider-call.js";
 import { dig, readCount, readString, sumCounts } from "./read-json.js";
@@ -87,20 +87,13 @@ function readResponse(call: ProviderCall, response: unknown): void {
     tokensCachedIn: readCount(dig(usage, "cachedContentTokenCount")),
     tokensReasoning: readCount(dig(usage, "thoughtsTokenCount")),
     billing: {
-      serviceTier: TRAFFIC_TYPES[String(dig(usage, "trafficType"))],
+      serviceTier: billedServiceTier(dig(usage, "trafficType")),
       // Audio among the uncached prompt: the prompt's audio less the cached audio.
       tokensAudioIn: modalityCount(dig(usage, "promptTokensDetails"), dig(usage, "cacheTokensDetails")),
       tokensAudioOut: modalityCount(dig(usage, "candidatesTokensDetails")),
     },
   });
 }
-
-/** The billed tier of usageMetadata.trafficType; provisioned throughput is not billed per token. */
-const TRAFFIC_TYPES: Record<string, ServiceTier | undefined> = {
-  ON_DEMAND: "standard",
-  ON_DEMAND_PRIORITY: "priority",
-  ON_DEMAND_FLEX: "flex",
-};
 
 /** AUDIO tokens of a ModalityTokenCount list, less those of `less`; undefined when it lists none. */
 function modalityCount(details: unknown, less?: unknown): number | undefined {

@@ -1,5 +1,5 @@
 import type { Instrumentation } from "./instrumentation.js";
-import type { ServiceTier } from "./price-table.js";
+import { billedServiceTier } from "./price-table.js";
 import { patchMethod } from "./patch-method.js";
 import { type ProviderCall, startCall } from "./provider-call.js";
 import { dig, readCount, readString } from "./read-json.js";
@@ -111,17 +111,11 @@ function readChatUsage(call: ProviderCall, body: unknown): void {
     tokensCachedIn: readCount(dig(usage, "prompt_tokens_details", "cached_tokens")),
     tokensReasoning: readCount(dig(usage, "completion_tokens_details", "reasoning_tokens")),
     billing: {
-      serviceTier: serviceTier(dig(body, "service_tier")),
+      serviceTier: billedServiceTier(dig(body, "service_tier")),
       tokensAudioIn: readCount(dig(usage, "prompt_tokens_details", "audio_tokens")),
       tokensAudioOut: readCount(dig(usage, "completion_tokens_details", "audio_tokens")),
     },
   });
-}
-
-/** The billed tier of a response's `service_tier`; `scale` (prepaid) and unknown values say nothing. */
-function serviceTier(value: unknown): ServiceTier | undefined {
-  if (value === "default") return "standard";
-  return value === "flex" || value === "priority" ? value : undefined;
 }
 
 function readChatChunk(call: ProviderCall, chunk: unknown): void {
@@ -168,7 +162,10 @@ function readResponse(call: ProviderCall, response: unknown): void {
     tokensOut: readCount(dig(usage, "output_tokens")),
     tokensCachedIn: readCount(dig(usage, "input_tokens_details", "cached_tokens")),
     tokensReasoning: readCount(dig(usage, "output_tokens_details", "reasoning_tokens")),
-    billing: { serviceTier: serviceTier(dig(response, "service_tier")), webSearchRequests: webSearches(response) },
+    billing: {
+      serviceTier: billedServiceTier(dig(response, "service_tier")),
+      webSearchRequests: webSearches(response),
+    },
   });
   if (dig(response, "status") === "failed") {
     call.reportFailure(readString(dig(response, "error", "message")) ?? "response failed");

@@ -27,6 +27,27 @@ export interface Tier extends Rates {
 /** The processing tiers a provider bills besides standard. */
 export type ServiceTier = "standard" | "batch" | "flex" | "priority";
 
+/**
+ * The service tier a provider's own word for it bills at: OpenAI's `service_tier` (`default` is
+ * standard; `scale`, prepaid, says nothing), Anthropic's `usage.service_tier`, Gemini's
+ * `usageMetadata.trafficType` (provisioned throughput, not billed per token, says nothing).
+ */
+export function billedServiceTier(value: unknown): ServiceTier | undefined {
+  return BILLED_TIERS[String(value)];
+}
+
+const BILLED_TIERS: Record<string, ServiceTier | undefined> = {
+  __proto__: null as never,
+  default: "standard",
+  standard: "standard",
+  batch: "batch",
+  flex: "flex",
+  priority: "priority",
+  ON_DEMAND: "standard",
+  ON_DEMAND_PRIORITY: "priority",
+  ON_DEMAND_FLEX: "flex",
+};
+
 /** Rates with their long-context tiers. */
 export interface TieredRates extends Rates {
   tiers?: Tier[];
