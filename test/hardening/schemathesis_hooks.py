@@ -32,18 +32,32 @@ def count(body, name):
 
 
 def keep_parts_within_totals(body):
-    """The cached, cache-write and reasoning counts are parts of tokens_in and tokens_out, and
-    ttft_ms of latency_ms, which a JSON Schema cannot say: valid parts beyond their total are cut
-    down so positive cases stay positive (a wrongly typed or negative count is left as generated)."""
+    """The cached, cache-write, 1-hour cache-write, audio and reasoning counts are parts of
+    tokens_in and tokens_out (and of each other), and ttft_ms of latency_ms, which a JSON Schema
+    cannot say: valid parts beyond their total are cut down so positive cases stay positive (a
+    wrongly typed or negative count is left as generated)."""
     tokens_in, cached, written = count(body, "tokens_in"), count(body, "tokens_cached_in"), count(body, "tokens_cache_write")
     if tokens_in is not None and (cached or 0) + (written or 0) > tokens_in:
         if cached is not None:
             body["tokens_cached_in"] = min(cached, tokens_in)
         if written is not None:
             body["tokens_cache_write"] = tokens_in - min(cached or 0, tokens_in)
+    written, written_1h = count(body, "tokens_cache_write"), count(body, "tokens_cache_write_1h")
+    if written_1h is not None and body.get("tokens_cache_write") is None:
+        body["tokens_cache_write"] = written = 0  # the 1-hour part needs its whole, even when 0
+    if written_1h is not None and written is not None and written_1h > written:
+        body["tokens_cache_write_1h"] = written
+    audio_in = count(body, "tokens_audio_in")
+    if tokens_in is not None and audio_in is not None:
+        uncached = tokens_in - (count(body, "tokens_cached_in") or 0) - (count(body, "tokens_cache_write") or 0)
+        if audio_in > uncached:
+            body["tokens_audio_in"] = max(0, uncached)
     tokens_out, reasoning = count(body, "tokens_out"), count(body, "tokens_reasoning")
     if tokens_out is not None and reasoning is not None and reasoning > tokens_out:
         body["tokens_reasoning"] = tokens_out
+    audio_out = count(body, "tokens_audio_out")
+    if tokens_out is not None and audio_out is not None and audio_out > tokens_out:
+        body["tokens_audio_out"] = tokens_out
     latency, ttft = count(body, "latency_ms"), count(body, "ttft_ms")
     if latency is not None and ttft is not None and ttft > latency:
         body["ttft_ms"] = latency
