@@ -81,15 +81,11 @@ async function seed(store: Store): Promise<Seeded> {
   const bigCount = Math.round(1_000_000 * scale);
   const otherCount = Math.round(100_000 * scale);
   const email = "bench@example.com";
-  const { account } = await store.users.createUserWithAccount({
-    email,
-    passwordHash: await hashPassword(password),
-    accountName: email,
-    plan: "pro",
-  });
+  const user = await store.users.createUser({ email, passwordHash: await hashPassword(password) });
+  const { project: account } = await store.teams.createOrganization({ name: email, ownerUserId: user.id, project: { name: "Default", plan: "pro" } });
   const accounts: { id: string; keys: string[]; count: number }[] = [{ id: account.id, keys: [], count: bigCount }];
   for (let i = 0; i < 9; i++)
-    accounts.push({ id: (await store.keys.createAccount({ name: `other-${i}`, plan: "free" })).id, keys: [], count: otherCount });
+    accounts.push({ id: ((await store.teams.createOrganization({ name: `other-${i}`, project: { name: `other-${i}`, plan: "free" } })).project).id, keys: [], count: otherCount });
   for (const [i, a] of accounts.entries()) {
     for (let k = 0; k < (i === 0 ? 3 : 1); k++) {
       const minted = mintApiKey();

@@ -17,6 +17,8 @@ import { createRequestHandler } from "./server/request-handler.js";
 import { openStore } from "./store/open-store.js";
 import { metadataAttributeNames } from "./otlp/call-attribution.js";
 import { serverCost } from "./pricing/server-prices.js";
+import { oidcSettings } from "./sso/oidc-settings.js";
+import { invitationMailer } from "./teams/invitation-mailer.js";
 
 /** How long start-up waits for Redis before serving with the in-process insurance limiters. */
 const redisConnectWaitMs = 3000;
@@ -83,6 +85,11 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     dashboard: createDashboard({
       keys: store.keys,
       users: store.users,
+      teams: store.teams,
+      verifier,
+      limiter: limits.limiter,
+      readPerMinute: config.readPerMinute,
+      retentionDays: config.retentionDays,
       reader: store,
       plans,
       signupOpen: config.signupOpen,
@@ -90,6 +97,9 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       trustProxy: config.trustProxy,
       logger,
       limits: config,
+      oidc: oidcSettings(config),
+      mailer: config.smtpUrl ? invitationMailer(config.smtpUrl, config.smtpFrom) : undefined,
+      publicUrl: config.publicUrl,
       onKeysRevoked: (hashes) => verifier.forget(hashes),
     }),
   });

@@ -8,7 +8,11 @@ import type { Store } from "../store/store.js";
 import { EmailTakenError } from "../store/user-store.js";
 import { UsageError } from "./usage-error.js";
 
-/** `calltrace accounts list|set-plan|create|set-password|delete`: dashboard accounts, against whichever store is configured. */
+/**
+ * `calltrace accounts list|set-plan|create|set-password|delete`, against whichever store is
+ * configured. An account id is a project's id (the accounts of earlier releases became projects
+ * with the same ids, docs/teams.md), so scripts written for accounts keep working.
+ */
 export async function accountsCommand(argv: string[]): Promise<void> {
   const { values, positionals } = parseCommandArgs(argv, {
     json: { type: "boolean" },
@@ -22,12 +26,12 @@ export async function accountsCommand(argv: string[]): Promise<void> {
   const [action, ...args] = positionals;
   if (action !== "list" && action !== "set-plan" && action !== "create" && action !== "set-password" && action !== "delete")
     throw new UsageError("accounts needs one of: list, set-plan, create, set-password, delete");
-  if (action === "set-plan" && args.length !== 2) throw new UsageError("accounts set-plan needs <account-id> <plan>");
+  if (action === "set-plan" && args.length !== 2) throw new UsageError("accounts set-plan needs <project-id> <plan>");
   if (action === "set-password" && (args.length !== 1 || values["password-stdin"] !== true)) {
     throw new UsageError("accounts set-password needs <email> --password-stdin (the new password is read from standard input)");
   }
   if (action === "delete" && (args.length !== 1 || values.yes !== true)) {
-    throw new UsageError("accounts delete needs <account-id> --yes: it deletes the account's users, keys and traces for good");
+    throw new UsageError("accounts delete needs <project-id> --yes: it deletes the project's keys and traces for good");
   }
   if (action === "create" && (values.email === undefined || values["password-stdin"] !== true)) {
     throw new UsageError("accounts create needs --email EMAIL --password-stdin (the password is read from standard input)");
@@ -45,12 +49,13 @@ export async function accountsCommand(argv: string[]): Promise<void> {
 }
 
 async function listAccounts(store: Store, json: boolean): Promise<void> {
-  const accounts = await store.users.listAccounts();
+  const accounts = await store.teams.projectSummaries();
   const keys = await store.keys.listKeys();
   const activeKeys = (accountId: string) => keys.filter((k) => k.accountId === accountId && !k.revokedAt).length;
   if (json) {
     const rows = accounts.map((a) => ({
       id: a.id,
+      organization: a.organizationId,
       name: a.name,
       plan: a.plan,
       emails: a.emails,
@@ -80,10 +85,10 @@ async function listAccounts(store: Store, json: boolean): Promise<void> {
 
 async function setPlan(store: Store, plans: Plans, accountId: string, plan: string): Promise<void> {
   if (!plans.has(plan)) throw new UsageError(`unknown plan ${plan}; configured: ${[...plans.keys()].join(", ")}`);
-  const account = await store.users.setAccountPlan(accountId, plan);
-  if (!account) throw new UsageError(`no account ${accountId}`);
+  const project = await store.teams.updateProject(accountId, { plan });
+  if (!project) throw new UsageError(`no project ${accountId}`);
   // Key verifiers cache a key's plan for a few seconds (D20's bound), so the change is live within that.
-  console.log(`account ${account.id} is now on plan ${account.plan}`);
+  console.log(`project ${project.id} is now on plan ${project.plan}`);
 }
 
 /** A password from standard input (one trailing newline dropped), at least 10 characters as for sign-up. */
@@ -103,29 +108,25 @@ async function setPassword(store: Store, email: string): Promise<void> {
 }
 
 /**
- * Deletes an account with everything of it. A running server's key cache may accept the
- * account's keys for up to 2 seconds more; traces they bring in then belong to no account and
+ * Deletes a project with everything of it. A running server's key cache may accept the
+ * project's keys for up to 2 seconds more; traces they bring in then belong to no project and
  * are never shown (run the command again to sweep them).
  */
-async function deleteAccount(store: Store, accountId: string): Promise<void> {
-  if (!(await store.users.deleteAccount(accountId))) throw new UsageError(`no account ${accountId}`);
-  console.log(`deleted account ${accountId} with its users, sessions, keys and traces`);
+async function deleteAccount(store: Store, projectId: string): Promise<void> {
+  if (!(await store.teams.deleteProject(projectId))) throw new UsageError(`no project ${projectId}`);
+  console.log(`deleted project ${projectId} with its keys and traces`);
 }
 
-/** For installs with sign-up closed: the operator creates each account and its first user. */
+/** For installs with sign-up closed: the operator creates each user, with an organization and project of their own. */
 async function createAccount(store: Store, plans: Plans, email: string, plan: string): Promise<void> {
   if (!plans.has(plan)) throw new UsageError(`unknown plan ${plan}; configured: ${[...plans.keys()].join(", ")}`);
   const password = await passwordFromStdin();
   const normalized = normalizeEmail(email);
   if (!isDeliverableEmail(normalized)) throw new UsageError(`${normalized} is not an email address such as name@example.com`);
   try {
-    const { account } = await store.users.createUserWithAccount({
-      email: normalized,
-      passwordHash: await hashPassword(password),
-      accountName: normalized,
-      plan,
-    });
-    console.log(`created account ${account.id} (${plan}) for ${normalized}`);
+    const user = await store.users.createUser({ email: normalized, passwordHash: await hashPassword(password) });
+    const { project } = await store.teams.createOrganization({ name: normalized, ownerUserId: user.id, project: { name: "Default", plan } });
+    console.log(`created project ${project.id} (${plan}) for ${normalized}`);
   } catch (error) {
     if (error instanceof EmailTakenError) throw new UsageError(`a user with email ${normalized} exists already`);
     throw error;

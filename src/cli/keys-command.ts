@@ -3,16 +3,24 @@ import { parseCommandArgs, resolveConfig } from "../config/config.js";
 import { defaultMaxKeys, loadPlans } from "../config/plans.js";
 import { KeyLimitError } from "../store/key-store.js";
 import { openStore } from "../store/open-store.js";
-import type { AccountRecord, ApiKeyRecord } from "../store/records.js";
+import { isKeyScope, type ApiKeyRecord } from "../store/records.js";
+import type { ProjectRecord } from "../store/team-store.js";
 import type { Store } from "../store/store.js";
 import { UsageError } from "./usage-error.js";
 
-/** `calltrace keys create|list|revoke`, against whichever store is configured, while the server runs. */
+/**
+ * `calltrace keys create|list|revoke`, against whichever store is configured, while the server
+ * runs. A key belongs to the project `--project` names (`--account`, its older name), or else to
+ * the default project of its `--plan`, the same one every time, so that a read key and an ingest
+ * key made this way see the same traces.
+ */
 export async function keysCommand(argv: string[]): Promise<void> {
   const { values, positionals } = parseCommandArgs(argv, {
     plan: { type: "string" },
     name: { type: "string" },
     account: { type: "string" },
+    project: { type: "string" },
+    scope: { type: "string" },
     json: { type: "boolean" },
   });
   const config = resolveConfig(values);
@@ -38,37 +46,61 @@ export async function keysCommand(argv: string[]): Promise<void> {
 async function createKey(
   store: Store,
   plans: ReturnType<typeof loadPlans>,
-  options: { plan?: string; name?: string; account?: string; json?: boolean },
+  options: { plan?: string; name?: string; account?: string; project?: string; scope?: string; json?: boolean },
 ): Promise<void> {
   const name = options.name?.trim() ?? "";
   if (options.name !== undefined && !name) throw new UsageError("--name must not be blank");
-  let account: AccountRecord | undefined;
-  if (options.account !== undefined) {
-    account = await store.keys.getAccount(options.account);
-    if (!account) throw new UsageError(`no account ${options.account}`);
-    if (options.plan !== undefined && options.plan !== account.plan) {
-      throw new UsageError(`account ${account.id} is on plan ${account.plan}; a key takes its account's plan`);
-    }
-  } else {
-    if (options.plan === undefined) throw new UsageError(`keys create needs --plan (one of ${[...plans.keys()].join(", ")})`);
-    if (!plans.has(options.plan)) throw new UsageError(`unknown plan ${options.plan}; configured: ${[...plans.keys()].join(", ")}`);
-    account = await store.keys.createAccount({ name, plan: options.plan });
-  }
+  const scope = options.scope ?? "ingest";
+  if (!isKeyScope(scope)) throw new UsageError(`unknown scope ${scope}; one of ingest, read`);
+  const project = await keyProject(store, plans, options.project ?? options.account, options.plan);
   const minted = mintApiKey();
-  const maxKeys = plans.get(account.plan)?.maxKeys ?? defaultMaxKeys.free;
-  const key = await store.keys.createKey({ accountId: account.id, name, hash: minted.hash, prefix: minted.prefix, maxActive: maxKeys }).catch((error: unknown) => {
-    if (error instanceof KeyLimitError) {
-      throw new UsageError(`account ${account.id} has ${maxKeys} active keys, the most its plan ${account.plan} allows (max_keys); revoke one first`);
-    }
-    throw error;
+  const maxKeys = plans.get(project.plan)?.maxKeys ?? defaultMaxKeys.free;
+  const key = await store.keys
+    .createKey({ accountId: project.id, name, scope, hash: minted.hash, prefix: minted.prefix, maxActive: maxKeys })
+    .catch((error: unknown) => {
+      if (error instanceof KeyLimitError) {
+        throw new UsageError(`project ${project.id} has ${maxKeys} active keys, the most its plan ${project.plan} allows (max_keys); revoke one first`);
+      }
+      throw error;
+    });
+  await store.teams.appendAudit({
+    organizationId: project.organizationId,
+    projectId: project.id,
+    actor: "cli",
+    action: "key.create",
+    target: key.id,
+    details: { name, scope, prefix: key.prefix },
   });
   if (options.json) {
     console.log(
-      JSON.stringify({ id: key.id, key: minted.plaintext, prefix: key.prefix, plan: key.plan, name: key.name, account: key.accountId, created: key.createdAt.toISOString() }),
+      JSON.stringify({
+        id: key.id,
+        key: minted.plaintext,
+        prefix: key.prefix,
+        plan: key.plan,
+        scope: key.scope,
+        name: key.name,
+        project: key.accountId,
+        account: key.accountId,
+        created: key.createdAt.toISOString(),
+      }),
     );
   } else {
     console.log(minted.plaintext);
   }
+}
+
+/** The project `id` names, or the default project of `plan`. */
+export async function keyProject(store: Store, plans: ReturnType<typeof loadPlans>, id: string | undefined, plan: string | undefined): Promise<ProjectRecord> {
+  if (id !== undefined) {
+    const project = await store.teams.getProject(id);
+    if (!project) throw new UsageError(`no project ${id}`);
+    if (plan !== undefined && plan !== project.plan) throw new UsageError(`project ${project.id} is on plan ${project.plan}; a key takes its project's plan`);
+    return project;
+  }
+  if (plan === undefined) throw new UsageError(`keys create needs --plan (one of ${[...plans.keys()].join(", ")}) or --project`);
+  if (!plans.has(plan)) throw new UsageError(`unknown plan ${plan}; configured: ${[...plans.keys()].join(", ")}`);
+  return store.teams.defaultProject(plan);
 }
 
 async function listKeys(store: Store, json: boolean): Promise<void> {
@@ -77,8 +109,17 @@ async function listKeys(store: Store, json: boolean): Promise<void> {
     console.log(JSON.stringify(keys.map(publicKey)));
     return;
   }
-  const rows = keys.map((k) => [k.id, `ct_${k.prefix}…`, k.plan, k.revokedAt ? "revoked" : "active", k.createdAt.toISOString(), k.lastUsedAt?.toISOString() ?? "never", k.name]);
-  const header = ["ID", "PREFIX", "PLAN", "STATUS", "CREATED", "LAST USED", "NAME"];
+  const rows = keys.map((k) => [
+    k.id,
+    `ct_${k.prefix}…`,
+    k.plan,
+    k.scope,
+    k.revokedAt ? "revoked" : "active",
+    k.createdAt.toISOString(),
+    k.lastUsedAt?.toISOString() ?? "never",
+    k.name,
+  ]);
+  const header = ["ID", "PREFIX", "PLAN", "SCOPE", "STATUS", "CREATED", "LAST USED", "NAME"];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   for (const row of [header, ...rows]) console.log(row.map((cell, i) => cell.padEnd(widths[i]!)).join("  ").trimEnd());
 }
@@ -86,6 +127,17 @@ async function listKeys(store: Store, json: boolean): Promise<void> {
 async function revokeKey(store: Store, target: string): Promise<void> {
   const key = await store.keys.revokeKey(target);
   if (!key) throw new UsageError(`no key has the id or unique prefix ${JSON.stringify(target)}`);
+  const project = await store.teams.getProject(key.accountId);
+  if (project) {
+    await store.teams.appendAudit({
+      organizationId: project.organizationId,
+      projectId: project.id,
+      actor: "cli",
+      action: "key.revoke",
+      target: key.id,
+      details: { name: key.name, prefix: key.prefix },
+    });
+  }
   console.log(`revoked ${key.id} (ct_${key.prefix}…)`);
 }
 
@@ -95,7 +147,9 @@ function publicKey(key: ApiKeyRecord) {
     id: key.id,
     prefix: key.prefix,
     plan: key.plan,
+    scope: key.scope,
     name: key.name,
+    project: key.accountId,
     account: key.accountId,
     status: key.revokedAt ? "revoked" : "active",
     created: key.createdAt.toISOString(),

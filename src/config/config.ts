@@ -31,6 +31,8 @@ export interface Config {
   tlsKeyFile: string | undefined;
   /** Whether anyone may sign up in the dashboard; false for private installs. */
   signupOpen: boolean;
+  /** Calls a read key may make per minute (QueryService, GET /v1/traces, GET /v1/metrics, downloads). */
+  readPerMinute: number;
   /** Dashboard session lifetime in seconds. */
   sessionTtl: number;
   /** Log-in attempts for one email from one address per LOGIN_WINDOW; past it 429 until the window ends. */
@@ -85,6 +87,20 @@ export interface Config {
   directUnary: boolean;
   /** Read protobuf OTLP Exports with the OTLP reader (otlp-protobuf.ts); false: protobuf-es reads them all. */
   otlpReader: boolean;
+  /** The OpenID provider's issuer URL; set with the client id and secret, the dashboard offers single sign-on (docs/teams.md). */
+  oidcIssuer: string | undefined;
+  /** The client id registered at the OpenID provider. */
+  oidcClientId: string | undefined;
+  /** The client secret registered at the OpenID provider. */
+  oidcClientSecret: string | undefined;
+  /** The callback URL registered at the provider; unset: this server's own address + /auth/oidc/callback. */
+  oidcRedirectUrl: string | undefined;
+  /** SMTP server invitation links are mailed through (`smtp://user:pass@host:port`); unset: the dashboard shows the link to copy. */
+  smtpUrl: string | undefined;
+  /** The From address of invitation mail. */
+  smtpFrom: string;
+  /** This service's address as browsers reach it, for links in mail; unset: the address the request came to. */
+  publicUrl: string | undefined;
 }
 
 interface OptionSpec {
@@ -112,6 +128,7 @@ export const configOptions = {
   tlsCertFile: { env: "TLS_CERT_FILE", flag: "tls-cert-file", kind: "string", describe: "PEM certificate; with the key, serve TLS" },
   tlsKeyFile: { env: "TLS_KEY_FILE", flag: "tls-key-file", kind: "string", describe: "PEM private key for TLS" },
   signupOpen: { env: "SIGNUP_OPEN", flag: "signup-open", kind: "boolean", fallback: "true", describe: "allow dashboard sign-up (false for private installs)" },
+  readPerMinute: { env: "READ_PER_MINUTE", flag: "read-per-minute", kind: "integer", fallback: "300", describe: "calls per minute a read key may make to the read API" },
   sessionTtl: { env: "SESSION_TTL", flag: "session-ttl", kind: "integer", fallback: "604800", describe: "dashboard session lifetime in seconds" },
   loginMaxPerEmailAddress: { env: "LOGIN_MAX_PER_EMAIL_ADDRESS", flag: "login-max-per-email-address", kind: "integer", fallback: "5", describe: "log-in attempts for one email from one address per window (then 429)" },
   loginMaxPerAddress: { env: "LOGIN_MAX_PER_ADDRESS", flag: "login-max-per-address", kind: "integer", fallback: "50", describe: "log-in attempts from one address per window (then 429)" },
@@ -139,6 +156,13 @@ export const configOptions = {
   otlpMetadataAttributes: { env: "OTLP_METADATA_ATTRIBUTES", flag: "otlp-metadata-attributes", kind: "string", describe: "OTLP span attributes kept as trace metadata, comma-separated ([docs/otlp.md](docs/otlp.md))" },
   directUnary: { env: "DIRECT_UNARY", flag: "direct-unary", kind: "boolean", fallback: "true", describe: "answer protobuf gRPC and Connect ingest calls on the direct path (false: connect-es answers all)" },
   otlpReader: { env: "OTLP_READER", flag: "otlp-reader", kind: "boolean", fallback: "true", describe: "read protobuf OTLP Exports with calltrace's reader (false: protobuf-es reads all)" },
+  oidcIssuer: { env: "OIDC_ISSUER", flag: "oidc-issuer", kind: "string", describe: "OpenID Connect issuer URL for single sign-on ([docs/teams.md](docs/teams.md#single-sign-on)); unset: no SSO" },
+  oidcClientId: { env: "OIDC_CLIENT_ID", flag: "oidc-client-id", kind: "string", describe: "client id registered at the OpenID provider (with OIDC_ISSUER)" },
+  oidcClientSecret: { env: "OIDC_CLIENT_SECRET", flag: "oidc-client-secret", kind: "string", describe: "client secret registered at the OpenID provider (with OIDC_ISSUER)" },
+  oidcRedirectUrl: { env: "OIDC_REDIRECT_URL", flag: "oidc-redirect-url", kind: "string", describe: "callback URL registered at the provider (unset: this server's address + `/auth/oidc/callback`)" },
+  smtpUrl: { env: "SMTP_URL", flag: "smtp-url", kind: "string", describe: "SMTP server that mails invitation links, e.g. `smtp://user:pass@host:587` (unset: the dashboard shows the link to copy)" },
+  smtpFrom: { env: "SMTP_FROM", flag: "smtp-from", kind: "string", fallback: "calltrace <calltrace@localhost>", describe: "From address of invitation mail (with SMTP_URL)" },
+  publicUrl: { env: "PUBLIC_URL", flag: "public-url", kind: "string", describe: "the address browsers reach this service at, for links in mail (unset: the address each request came to)" },
 } as const satisfies Record<keyof Config, OptionSpec>;
 
 export class ConfigError extends Error {}

@@ -15,6 +15,7 @@ import {
   RevokeKeyResponseSchema,
   SessionInfoSchema,
   type ApiKey,
+  KeyScope,
 } from "../../gen/calltrace/v1/account_service_pb.js";
 import { TraceFilterSchema } from "../../gen/calltrace/v1/query_pb.js";
 import { mintApiKey } from "../auth/api-key.js";
@@ -23,7 +24,11 @@ import type { Logger } from "../log/logger.js";
 import { KeyLimitError, type KeyStore } from "../store/key-store.js";
 import { isActiveKey, type ApiKeyRecord } from "../store/records.js";
 import type { TraceReader } from "../store/trace-reader.js";
+import type { TeamStore } from "../store/team-store.js";
 import type { UserStore } from "../store/user-store.js";
+import { projectAccess, userAccess } from "../teams/access.js";
+import type { AuditTrail } from "../teams/audit-trail.js";
+import type { ProjectDeletion } from "../teams/project-deletion.js";
 import { clientAddress } from "./auth-service.js";
 import { calendarMonth } from "./calendar-month.js";
 import type { HashingGate } from "./hashing-gate.js";
@@ -31,11 +36,13 @@ import type { PasswordCheck } from "./password-check.js";
 import { hashPassword } from "./password-hash.js";
 import { setCookies } from "./response-cookies.js";
 import { sessionIdOf, type Sessions, type SignedIn } from "./sessions.js";
-import { signedIn } from "./signed-in.js";
 
 export interface AccountServiceDeps {
   keys: KeyStore;
   users: UserStore;
+  teams: TeamStore;
+  audit: AuditTrail;
+  deletion: ProjectDeletion;
   reader: TraceReader;
   plans: Plans;
   sessions: Sessions;
@@ -48,16 +55,9 @@ export interface AccountServiceDeps {
   now?: () => Date;
 }
 
-/**
- * After an account is deleted, traces its keys sent just before (still in a write queue, or
- * accepted by another instance whose key cache had not yet expired) may land; one more sweep
- * after this long removes them.
- */
-const stragglerSweepMs = 15_000;
-
 const blankName = () => new ConnectError("name: must not be blank", Code.InvalidArgument);
 
-/** AccountService: the caller's plan, usage and keys, and the signed-in user's password, sessions and account. */
+/** AccountService: a project's plan, usage and keys, and the signed-in user's password, sessions and account. */
 export function accountService(deps: AccountServiceDeps): ServiceImpl<typeof AccountService> {
   const { keys, users, reader, plans, now = () => new Date() } = deps;
   /** Traces this calendar month (UTC), the window of the monthly quota (D11). */
@@ -66,16 +66,14 @@ export function accountService(deps: AccountServiceDeps): ServiceImpl<typeof Acc
     const filter = create(TraceFilterSchema, { since: timestampFromDate(start), until: timestampFromDate(end), keyId });
     return (await reader.usageTotals(accountId, filter)).calls;
   };
-  const ownKey = async (accountId: string, keyId: string) => {
-    const key = (await keys.listKeys(accountId)).find((k) => k.id === keyId);
-    if (!key) throw new ConnectError("no such key in this account", Code.NotFound);
+  const ownKey = async (projectId: string, keyId: string) => {
+    const key = (await keys.listKeys(projectId)).find((k) => k.id === keyId);
+    if (!key) throw new ConnectError(`no key with id ${JSON.stringify(keyId)}`, Code.NotFound);
     return key;
   };
-  const planOf = async (accountId: string) => {
-    const account = await keys.getAccount(accountId);
-    if (!account) throw new ConnectError("the account no longer exists", Code.NotFound);
-    const plan = plans.get(account.plan);
-    return { account, plan, maxKeys: plan?.maxKeys ?? defaultMaxKeys.free };
+  const planOf = (project: { plan: string }) => {
+    const plan = plans.get(project.plan);
+    return { plan, maxKeys: plan?.maxKeys ?? defaultMaxKeys.free };
   };
   /** The signed-in user's password, checked under the log-in limits; PERMISSION_DENIED when wrong. */
   const confirmPassword = async (context: HandlerContext, user: SignedIn, password: string) => {
@@ -91,13 +89,14 @@ export function accountService(deps: AccountServiceDeps): ServiceImpl<typeof Acc
 
   return {
     async getAccount(_request, context) {
-      const { accountId } = signedIn(context);
-      const { account, plan, maxKeys } = await planOf(accountId);
+      const { project } = projectAccess(context);
+      const accountId = project.id;
+      const { plan, maxKeys } = planOf(project);
       const at = now();
       return create(GetAccountResponseSchema, {
         accountId,
-        name: account.name,
-        plan: account.plan,
+        name: project.name,
+        plan: project.plan,
         planPerMinute: BigInt(plan?.perMinute ?? 0),
         planPerMonth: BigInt(plan?.perMonth ?? 0),
         callsThisMonth: await callsThisMonth(accountId),
@@ -107,45 +106,50 @@ export function accountService(deps: AccountServiceDeps): ServiceImpl<typeof Acc
       });
     },
     async listKeys(_request, context) {
-      const { accountId } = signedIn(context);
+      const accountId = projectAccess(context).project.id;
       const records = await keys.listKeys(accountId);
       const counts = await Promise.all(records.map((k) => callsThisMonth(accountId, k.id)));
       return create(ListKeysResponseSchema, { keys: records.map((k, i) => apiKey(k, counts[i]!)) });
     },
     async createKey(request, context) {
-      const { accountId } = signedIn(context);
+      const access = projectAccess(context);
+      const { project } = access;
       const name = trimmedName(request.name);
       const expiresAt = request.expiresAt ? timestampDate(request.expiresAt) : undefined;
       if (expiresAt && expiresAt.getTime() <= now().getTime())
         throw new ConnectError("expires_at: must be in the future", Code.InvalidArgument);
-      const { account, maxKeys } = await planOf(accountId);
+      const { maxKeys } = planOf(project);
+      const scope = request.scope === KeyScope.READ ? "read" : "ingest";
       const minted = mintApiKey();
       try {
-        const key = await keys.createKey({ accountId, name, hash: minted.hash, prefix: minted.prefix, expiresAt, maxActive: maxKeys });
+        const key = await keys.createKey({ accountId: project.id, name, scope, hash: minted.hash, prefix: minted.prefix, expiresAt, maxActive: maxKeys });
+        await deps.audit(access, "key.create", key.id, { name, scope, prefix: key.prefix });
         return create(CreateKeyResponseSchema, { key: apiKey(key, 0n), plaintext: minted.plaintext });
       } catch (error) {
-        if (error instanceof KeyLimitError) throw keyLimitReached(account.plan, maxKeys);
+        if (error instanceof KeyLimitError) throw keyLimitReached(project.plan, maxKeys);
         throw error;
       }
     },
     async revokeKey(request, context) {
-      const { accountId } = signedIn(context);
+      const access = projectAccess(context);
+      const accountId = access.project.id;
       const key = await ownKey(accountId, request.keyId);
       const revoked = key.revokedAt ? key : await keys.revokeKey(key.id);
-      if (!revoked) throw new ConnectError("no such key in this account", Code.NotFound);
+      if (!revoked) throw new ConnectError(`no key with id ${JSON.stringify(request.keyId)}`, Code.NotFound);
       deps.onKeysRevoked?.([key.hash]);
+      if (!key.revokedAt) await deps.audit(access, "key.revoke", key.id, { name: key.name, prefix: key.prefix });
       return create(RevokeKeyResponseSchema, { key: apiKey(revoked, await callsThisMonth(accountId, key.id)) });
     },
     async renameKey(request, context) {
-      const { accountId } = signedIn(context);
+      const accountId = projectAccess(context).project.id;
       const name = trimmedName(request.name);
       const key = await ownKey(accountId, request.keyId);
       const renamed = await keys.renameKey(key.id, name);
-      if (!renamed) throw new ConnectError("no such key in this account", Code.NotFound);
+      if (!renamed) throw new ConnectError(`no key with id ${JSON.stringify(request.keyId)}`, Code.NotFound);
       return create(RenameKeyResponseSchema, { key: apiKey(renamed, await callsThisMonth(accountId, key.id)) });
     },
     async listSessions(_request, context) {
-      const user = signedIn(context);
+      const user = userAccess(context);
       const at = now().getTime();
       const live = (await users.listSessions(user.userId)).filter((s) => s.expiresAt.getTime() > at);
       return create(ListSessionsResponseSchema, {
@@ -161,13 +165,13 @@ export function accountService(deps: AccountServiceDeps): ServiceImpl<typeof Acc
       });
     },
     async logOutEverywhere(_request, context) {
-      const user = signedIn(context);
+      const user = userAccess(context);
       const ended = await users.deleteUserSessions(user.userId);
       setCookies(context, deps.sessions.clearCookies(deps.isSecure(context)));
       return create(LogOutEverywhereResponseSchema, { ended });
     },
     async changePassword(request, context) {
-      const user = signedIn(context);
+      const user = userAccess(context);
       await confirmPassword(context, user, request.currentPassword);
       const hash = await deps.gate.run("login", () => hashPassword(request.newPassword));
       await users.setPasswordHash(user.userId, hash);
@@ -175,27 +179,33 @@ export function accountService(deps: AccountServiceDeps): ServiceImpl<typeof Acc
       return create(ChangePasswordResponseSchema, { otherSessionsEnded: ended });
     },
     async deleteAccount(request, context) {
-      const user = signedIn(context);
+      const user = userAccess(context);
       await confirmPassword(context, user, request.password);
-      const accountKeys = await keys.listKeys(user.accountId);
-      await users.deleteAccount(user.accountId);
-      deps.onKeysRevoked?.(accountKeys.map((k) => k.hash));
-      setTimeout(() => {
-        users
-          .deleteAccount(user.accountId)
-          .catch((error: unknown) => deps.logger?.warn({ err: error }, "second sweep of a deleted account failed"));
-      }, stragglerSweepMs).unref();
-      deps.logger?.info({ accountId: user.accountId, keys: accountKeys.length }, "account deleted");
+      const organizations = await deps.teams.organizationsOf(user.userId);
+      const alone: string[] = [];
+      for (const { organization, role } of organizations) {
+        const members = await deps.teams.listMembers(organization.id);
+        if (members.length === 1) alone.push(organization.id);
+        else if (role === "owner" && members.filter((m) => m.role === "owner").length === 1) {
+          throw new ConnectError(
+            `you are the last owner of ${organization.name}, which has other members: transfer the ownership first`,
+            Code.FailedPrecondition,
+          );
+        }
+      }
+      for (const organizationId of alone) await deps.deletion.deleteOrganization(organizationId);
+      await users.deleteUser(user.userId);
+      deps.logger?.info({ userId: user.userId, organizations: alone.length }, "user deleted");
       setCookies(context, deps.sessions.clearCookies(deps.isSecure(context)));
       return create(DeleteAccountResponseSchema);
     },
   };
 }
 
-/** The refusal when an account holds as many active keys as its plan allows. */
+/** The refusal when a project holds as many active keys as its plan allows. */
 export function keyLimitReached(plan: string, maxKeys: number): ConnectError {
   return new ConnectError(
-    `the ${plan} plan allows ${maxKeys} active keys per account; revoke a key you no longer use, or move to a larger plan`,
+    `the ${plan} plan allows ${maxKeys} active keys per project; revoke a key you no longer use, or move to a larger plan`,
     Code.FailedPrecondition,
   );
 }
@@ -211,5 +221,6 @@ function apiKey(key: ApiKeyRecord, callsThisMonth: bigint): ApiKey {
     ...(key.revokedAt ? { revokedAt: timestampFromDate(key.revokedAt) } : {}),
     ...(key.expiresAt ? { expiresAt: timestampFromDate(key.expiresAt) } : {}),
     callsThisMonth,
+    scope: key.scope === "read" ? KeyScope.READ : KeyScope.INGEST,
   });
 }

@@ -24,11 +24,20 @@ export interface CookieOptions {
   httpOnly: boolean;
   /** Sent over TLS only. */
   secure: boolean;
+  /** Lax lets a cookie come back on a top-level navigation from another site (an SSO provider's redirect). */
+  sameSite?: "Strict" | "Lax";
+  /** Sent only with requests under this path; "/" by default. */
+  path?: string;
 }
 
-/** A `Set-Cookie` value scoped to the whole site, never sent on cross-site requests (SameSite=Strict). */
+/** A `Set-Cookie` value, by default scoped to the whole site and never sent on cross-site requests (SameSite=Strict). */
 export function setCookie(name: string, value: string, options: CookieOptions): string {
-  const parts = [`${name}=${encodeURIComponent(value)}`, "Path=/", `Max-Age=${options.maxAge}`, "SameSite=Strict"];
+  const parts = [
+    `${name}=${encodeURIComponent(value)}`,
+    `Path=${options.path ?? "/"}`,
+    `Max-Age=${options.maxAge}`,
+    `SameSite=${options.sameSite ?? "Strict"}`,
+  ];
   if (options.httpOnly) parts.push("HttpOnly");
   if (options.secure) parts.push("Secure");
   return parts.join("; ");

@@ -8,25 +8,48 @@ import type { Plans } from "../config/plans.js";
 import type { Logger } from "../log/logger.js";
 import { sendJson } from "../server/json-response.js";
 import type { NodeRequest, NodeResponse } from "../server/node-types.js";
+import type { KeyVerifier } from "../auth/key-verifier.js";
+import type { RateLimiter } from "../limits/rate-limiter.js";
 import type { KeyStore } from "../store/key-store.js";
+import type { TeamStore } from "../store/team-store.js";
 import type { TraceReader } from "../store/trace-reader.js";
 import type { UserStore } from "../store/user-store.js";
+import { accessInterceptor, type AccessDeps } from "../teams/access-interceptor.js";
+import { readApi, type ReadApi } from "../read-api/read-api.js";
+import { auditTrail } from "../teams/audit-trail.js";
+import type { InvitationMailer } from "../teams/invitations.js";
+import { projectDeletion } from "../teams/project-deletion.js";
+import { readLimit } from "../teams/read-limit.js";
+import { teamService } from "../teams/team-service.js";
+import { TeamService } from "../../gen/calltrace/v1/team_service_pb.js";
+import { oidcRoutes } from "../sso/oidc-routes.js";
+import type { OidcSettings } from "../sso/oidc-settings.js";
 import { accountService } from "./account-service.js";
+import { auditDownload } from "./audit-download.js";
 import { authService } from "./auth-service.js";
+import { attemptWindow } from "./attempt-window.js";
 import { createHashingGate } from "./hashing-gate.js";
 import { createLoginThrottle } from "./login-throttle.js";
 import { createPasswordCheck } from "./password-check.js";
 import { queryService } from "./query-service.js";
-import { sessionInterceptor } from "./session-interceptor.js";
 import { createSessions } from "./sessions.js";
 import { createSignupLimit } from "./signup-limit.js";
 import { staticAssets } from "./static-assets.js";
 import { traceDownload } from "./trace-download.js";
+import { unexpectedErrors } from "./unexpected-errors.js";
 import { validationInterceptor } from "./validation-interceptor.js";
 
 export interface DashboardOptions {
   keys: KeyStore;
   users: UserStore;
+  teams: TeamStore;
+  /** Checks read keys (the same cache as ingest: a revoked key stops within its 2 s). */
+  verifier: KeyVerifier;
+  /** Counts read keys' calls (READ_PER_MINUTE). */
+  limiter: RateLimiter;
+  readPerMinute: number;
+  /** RETENTION_DAYS, the most a project may keep its traces. */
+  retentionDays: number;
   reader: TraceReader;
   plans: Plans;
   /** Whether anyone may sign up (SIGNUP_OPEN). */
@@ -40,6 +63,12 @@ export interface DashboardOptions {
   webRoot?: string;
   /** The log-in, sign-up and hashing limits (docs/dashboard.md). */
   limits: DashboardLimits;
+  /** Single sign-on (OIDC_*); undefined: none. */
+  oidc?: OidcSettings | undefined;
+  /** Mails invitation links (SMTP_URL); undefined: the dashboard shows them to copy. */
+  mailer?: InvitationMailer | undefined;
+  /** Where links in mail point (PUBLIC_URL); undefined: the address the request came to. */
+  publicUrl?: string | undefined;
   /** Told the hashes of keys revoked or deleted here, so this process's key cache forgets them at once. */
   onKeysRevoked?: (hashes: string[]) => void;
   now?: () => Date;
@@ -60,10 +89,12 @@ export type DashboardLimits = Pick<
 
 /** The web dashboard: its Connect services and the paths the web app is served from. */
 export interface Dashboard {
-  /** Registers AuthService, AccountService and QueryService. */
+  /** Registers AuthService, AccountService, QueryService and TeamService. */
   routes(router: ConnectRouter): void;
-  /** Serves `/`, `/app/...` and the downloads; false for a path it does not own. */
+  /** Serves `/`, `/app/...`, the downloads (traces, audit log) and single sign-on's `/auth/oidc/...`; false for a path it does not own. */
   serve(req: NodeRequest, res: NodeResponse): boolean;
+  /** GET /v1/traces and /v1/metrics, let in as QueryService is (a read key or a session). */
+  readApi: ReadApi;
 }
 
 const mount = "/app/";
@@ -75,10 +106,20 @@ export function createDashboard(options: DashboardOptions): Dashboard {
   const isSecure = (context: HandlerContext) =>
     context.url.startsWith("https:") || (options.trustProxy && context.requestHeader.get("x-forwarded-proto") === "https");
   const signupPlan = options.plans.has("free") ? "free" : [...options.plans.keys()][0]!;
-  // The session is checked before the request is validated: strangers learn nothing about the API.
-  const guarded = { interceptors: [sessionInterceptor(sessions), validationInterceptor()] };
+  const access: AccessDeps = {
+    sessions,
+    teams: options.teams,
+    verifier: options.verifier,
+    limitRead: readLimit(options.limiter, options.readPerMinute),
+  };
+  // Access is decided before the request is validated: strangers learn nothing about the API.
+  const faults = unexpectedErrors(options.logger);
+  const guarded = { interceptors: [faults, accessInterceptor(access), validationInterceptor()] };
   const assets = staticAssets(options.webRoot ?? defaultWebRoot, mount);
-  const download = traceDownload(options.reader, sessions);
+  const download = traceDownload(options.reader, access);
+  const auditExport = auditDownload(options.teams, access);
+  const audit = auditTrail(options.teams);
+  const deletion = projectDeletion({ teams: options.teams, keys: options.keys, onKeysRevoked: options.onKeysRevoked, logger: options.logger });
   const { limits } = options;
   const gate = createHashingGate({ concurrency: limits.passwordHashConcurrency });
   const throttle = createLoginThrottle({
@@ -90,28 +131,46 @@ export function createDashboard(options: DashboardOptions): Dashboard {
   });
   const checkPassword = createPasswordCheck(throttle, gate);
   const signupLimit = createSignupLimit({ perAddress: limits.signupMaxPerAddress, total: limits.signupMaxTotal, windowSeconds: limits.signupWindow });
+  const sso =
+    options.oidc &&
+    oidcRoutes({
+      settings: options.oidc,
+      users: options.users,
+      teams: options.teams,
+      sessions,
+      signupPlan,
+      trustProxy: options.trustProxy,
+      logger: options.logger,
+      home: mount,
+    });
 
   return {
+    readApi: readApi(options.reader, access),
     routes(router) {
       router.service(
         AuthService,
         authService({
           users: options.users,
+          teams: options.teams,
           sessions,
           checkPassword,
           signupLimit,
           gate,
           signupOpen: options.signupOpen,
           signupPlan,
+          ssoEnabled: sso !== undefined,
           isSecure,
         }),
-        { interceptors: [validationInterceptor()] },
+        { interceptors: [faults, validationInterceptor()] },
       );
       router.service(
         AccountService,
         accountService({
           keys: options.keys,
           users: options.users,
+          teams: options.teams,
+          audit,
+          deletion,
           reader: options.reader,
           plans: options.plans,
           sessions,
@@ -125,6 +184,21 @@ export function createDashboard(options: DashboardOptions): Dashboard {
         guarded,
       );
       router.service(QueryService, queryService(options.reader), guarded);
+      router.service(
+        TeamService,
+        teamService({
+          teams: options.teams,
+          users: options.users,
+          plans: options.plans,
+          audit,
+          deletion,
+          retentionDays: options.retentionDays,
+          mailer: options.mailer,
+          publicUrl: options.publicUrl,
+          tokenAttempts: attemptWindow(limits.loginMaxPerAddress, limits.loginWindow),
+        }),
+        guarded,
+      );
     },
     serve(req, res) {
       const url = new URL(req.url ?? "/", "http://localhost");
@@ -134,16 +208,18 @@ export function createDashboard(options: DashboardOptions): Dashboard {
         return true;
       }
       const format = /^\/app\/export\/traces\.(csv|jsonl)$/.exec(url.pathname)?.[1] as "csv" | "jsonl" | undefined;
-      if (format && req.method === "GET") {
+      const auditLog = url.pathname === "/app/export/audit.jsonl";
+      if ((format || auditLog) && req.method === "GET") {
         const host = req.headers.host ?? req.headers[":authority"];
         const absolute = new URL(url.pathname + url.search, `http://${typeof host === "string" ? host : "localhost"}`);
-        download(req, res, absolute, format).catch((error: unknown) => {
-          options.logger.error({ err: error }, "trace download failed");
+        (format ? download(req, res, absolute, format) : auditExport(req, res, absolute)).catch((error: unknown) => {
+          options.logger.error({ err: error }, format ? "trace download failed" : "audit download failed");
           if (!res.headersSent) sendJson(res, 500, { error: "Internal error" });
           else res.destroy();
         });
         return true;
       }
+      if (sso?.(req, res, url)) return true;
       if (url.pathname === "/app" || url.pathname.startsWith(mount)) {
         assets(req, res, url.pathname === "/app" ? mount : url.pathname);
         return true;

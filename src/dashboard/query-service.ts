@@ -1,6 +1,6 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
-import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
+import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
 import { TraceFilterSchema, type TraceFilter } from "../../gen/calltrace/v1/query_pb.js";
 import {
   GetLatencyHistogramResponseSchema,
@@ -20,19 +20,22 @@ import { groupDimension } from "../store/group-dimension.js";
 import { InvalidCursorError, traceSort } from "../store/trace-cursor.js";
 import type { TraceReader } from "../store/trace-reader.js";
 import { maxHours } from "../store/usage-reader.js";
-import { signedIn } from "./signed-in.js";
+import { projectAccess } from "../teams/access.js";
+import { projectFilter } from "../teams/project-retention.js";
 
 const defaultPageSize = 50;
 const defaultGroupLimit = 100;
 
-/** QueryService: the store's reads, each for the caller's own account and no other. */
+/** QueryService: the store's reads, each for the one project the access interceptor let the caller read. */
 export function queryService(reader: TraceReader): ServiceImpl<typeof QueryService> {
-  const filterOf = (request: { filter?: TraceFilter }) => request.filter ?? create(TraceFilterSchema);
+  const filterOf = (request: { filter?: TraceFilter }, context: HandlerContext) =>
+    projectFilter(projectAccess(context).project, request.filter ?? create(TraceFilterSchema));
+  const projectOf = (context: HandlerContext) => projectAccess(context).project.id;
   return {
     async listTraces(request, context) {
-      const { accountId } = signedIn(context);
+      const accountId = projectOf(context);
       try {
-        const page = await reader.listTraces(accountId, filterOf(request), {
+        const page = await reader.listTraces(accountId, filterOf(request, context), {
           pageSize: request.pageSize || defaultPageSize,
           ...(request.cursor ? { cursor: request.cursor } : {}),
           sort: traceSort(request.order, request.ascending),
@@ -44,38 +47,38 @@ export function queryService(reader: TraceReader): ServiceImpl<typeof QueryServi
       }
     },
     async getUsageTotals(request, context) {
-      const totals = await reader.usageTotals(signedIn(context).accountId, filterOf(request));
+      const totals = await reader.usageTotals(projectOf(context), filterOf(request, context));
       return create(GetUsageTotalsResponseSchema, { totals });
     },
     async getUsageByModel(request, context) {
-      const models = await reader.usageByModel(signedIn(context).accountId, filterOf(request));
+      const models = await reader.usageByModel(projectOf(context), filterOf(request, context));
       return create(GetUsageByModelResponseSchema, { models });
     },
     async getUsageByDay(request, context) {
-      const days = await reader.usageByDay(signedIn(context).accountId, filterOf(request));
+      const days = await reader.usageByDay(projectOf(context), filterOf(request, context));
       return create(GetUsageByDayResponseSchema, { days });
     },
     async getUsageByDayTotals(request, context) {
-      const days = await reader.usageByDayTotals(signedIn(context).accountId, filterOf(request));
+      const days = await reader.usageByDayTotals(projectOf(context), filterOf(request, context));
       return create(GetUsageByDayTotalsResponseSchema, { days });
     },
     async getUsageByHourTotals(request, context) {
-      const { accountId } = signedIn(context);
-      const filter = filterOf(request);
-      const since = filter.since && timestampMs(filter.since);
-      const until = filter.until ? timestampMs(filter.until) : Date.now();
+      const asked = request.filter;
+      const since = asked?.since && timestampMs(asked.since);
+      const until = asked?.until ? timestampMs(asked.until) : Date.now();
       if (since === undefined) throw new ConnectError("filter.since: required for usage by hour", Code.InvalidArgument);
       if (until - since > maxHours * 3_600_000) {
         throw new ConnectError(`filter: usage by hour covers at most ${maxHours} hours from since to until (or now)`, Code.InvalidArgument);
       }
-      return create(GetUsageByHourTotalsResponseSchema, { hours: await reader.usageByHourTotals(accountId, filter) });
+      const hours = await reader.usageByHourTotals(projectOf(context), filterOf(request, context));
+      return create(GetUsageByHourTotalsResponseSchema, { hours });
     },
     async getUsageByCountry(request, context) {
-      const countries = await reader.usageByCountry(signedIn(context).accountId, filterOf(request));
+      const countries = await reader.usageByCountry(projectOf(context), filterOf(request, context));
       return create(GetUsageByCountryResponseSchema, { countries });
     },
     async getTrace(request, context) {
-      const trace = await reader.getTrace(signedIn(context).accountId, request.id);
+      const trace = await reader.getTrace(projectOf(context), request.id);
       // Another account's trace is as unknown as one that never existed.
       if (!trace) throw new ConnectError(`no trace with id ${JSON.stringify(request.id)}`, Code.NotFound);
       return create(GetTraceResponseSchema, { trace });
@@ -83,8 +86,8 @@ export function queryService(reader: TraceReader): ServiceImpl<typeof QueryServi
     async getUsageByGroup(request, context) {
       const dimension = groupDimension(request.dimension, request.metadataKey);
       const { groups, totalGroups } = await reader.usageByGroup(
-        signedIn(context).accountId,
-        filterOf(request),
+        projectOf(context),
+        filterOf(request, context),
         dimension,
         request.limit || defaultGroupLimit,
       );
@@ -92,11 +95,11 @@ export function queryService(reader: TraceReader): ServiceImpl<typeof QueryServi
     },
     async getUsageByGroupAndDay(request, context) {
       const dimension = groupDimension(request.dimension, request.metadataKey);
-      const days = await reader.usageByGroupAndDay(signedIn(context).accountId, filterOf(request), dimension, request.values);
+      const days = await reader.usageByGroupAndDay(projectOf(context), filterOf(request, context), dimension, request.values);
       return create(GetUsageByGroupAndDayResponseSchema, { days });
     },
     async getLatencyHistogram(request, context) {
-      const buckets = await reader.latencyHistogram(signedIn(context).accountId, filterOf(request));
+      const buckets = await reader.latencyHistogram(projectOf(context), filterOf(request, context));
       return create(GetLatencyHistogramResponseSchema, { buckets });
     },
   };

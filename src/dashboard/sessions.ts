@@ -6,7 +6,6 @@ import { readCookie, setCookie } from "./cookies.js";
 /** The signed-in user behind a request. */
 export interface SignedIn {
   userId: string;
-  accountId: string;
   email: string;
   tokenHash: string;
 }
@@ -26,7 +25,7 @@ export interface SessionsOptions {
 
 export interface Sessions {
   /** Starts a session for the user from a browser (its User-Agent); answers the two Set-Cookie values. */
-  start(user: { id: string; accountId: string }, secure: boolean, userAgent?: string | null): Promise<string[]>;
+  start(user: { id: string }, secure: boolean, userAgent?: string | null): Promise<string[]>;
   /**
    * The signed-in user of a request: UNAUTHENTICATED without a live session; with `requireCsrf`,
    * PERMISSION_DENIED unless the `x-csrf-token` header carries the session's CSRF token.
@@ -68,7 +67,7 @@ export function createSessions(users: UserStore, options: SessionsOptions): Sess
     }
     const user = await users.getUser(session.userId);
     if (!user) return undefined;
-    return { signedIn: { userId: user.id, accountId: session.accountId, email: user.email, tokenHash }, token };
+    return { signedIn: { userId: user.id, email: user.email, tokenHash }, token };
   }
 
   return {
@@ -80,7 +79,6 @@ export function createSessions(users: UserStore, options: SessionsOptions): Sess
       await users.createSession({
         tokenHash: sha256(token),
         userId: user.id,
-        accountId: user.accountId,
         createdAt,
         expiresAt,
         userAgent: (userAgent ?? "").slice(0, 200),

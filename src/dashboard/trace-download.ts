@@ -8,8 +8,8 @@ import { downloadLines, type DownloadFormat } from "../download/trace-lines.js";
 import { sendJson } from "../server/json-response.js";
 import type { NodeRequest, NodeResponse } from "../server/node-types.js";
 import type { TraceReader } from "../store/trace-reader.js";
-import { assertSameOrigin } from "./same-origin.js";
-import type { Sessions } from "./sessions.js";
+import { authorize, type AccessDeps } from "../teams/access-interceptor.js";
+import { projectFilter } from "../teams/project-retention.js";
 
 const validator = createValidator();
 
@@ -18,23 +18,33 @@ const pageSize = 500;
 
 /**
  * `GET /app/export/traces.csv|jsonl?since&until&key_id&provider&model&status&user&tag...`: the
- * signed-in account's traces matching the filter (filterFromQuery), newest first, streamed page by page so a download of
- * millions of rows never sits in memory. A GET without side effects behind a SameSite=Strict
- * cookie, so it needs no CSRF token and a browser link can start it.
+ * traces of the project named by `project` matching the filter (filterFromQuery), newest first,
+ * streamed page by page so a download of millions of rows never sits in memory. A GET without
+ * side effects behind a SameSite=Strict cookie, so it needs no CSRF token and a browser link can
+ * start it; a read key (`Authorization: Bearer`) may download its own project's traces too.
  */
-export function traceDownload(reader: TraceReader, sessions: Sessions) {
+export function traceDownload(reader: TraceReader, access: AccessDeps) {
   return async (req: NodeRequest, res: NodeResponse, url: URL, format: DownloadFormat): Promise<void> => {
     const header = webHeaders(req);
     let accountId: string;
     let filter: TraceFilter;
+    let limitHeaders: Record<string, string>;
     try {
-      assertSameOrigin(header, url.href);
-      accountId = (await sessions.authenticate(header, false)).accountId;
-      filter = filterFromQuery(url.searchParams);
+      const granted = await authorize(
+        access,
+        { kind: "project", permission: "project.read", readKey: true },
+        header,
+        url.href,
+        { projectId: url.searchParams.get("project") ?? "" },
+        false,
+      );
+      if (granted.access.kind !== "project") throw new ConnectError("project: required", Code.InvalidArgument);
+      accountId = granted.access.project.id;
+      limitHeaders = granted.headers;
+      filter = projectFilter(granted.access.project, filterFromQuery(url.searchParams));
     } catch (error) {
       const code = error instanceof ConnectError ? error.code : Code.InvalidArgument;
-      const status = code === Code.Unauthenticated ? 401 : code === Code.PermissionDenied ? 403 : 400;
-      sendJson(res, status, { error: (error as Error).message });
+      sendJson(res, httpStatusOf(code), { error: error instanceof ConnectError ? error.rawMessage : (error as Error).message });
       return;
     }
     const stamp = new Date().toISOString().slice(0, 19).replace(/[:T]/g, "-");
@@ -43,6 +53,7 @@ export function traceDownload(reader: TraceReader, sessions: Sessions) {
       "content-disposition": `attachment; filename="calltrace-traces-${stamp}.${format}"`,
       "cache-control": "no-store",
       "x-content-type-options": "nosniff",
+      ...limitHeaders,
     });
     for await (const line of downloadLines(pages(reader, accountId, filter), format)) {
       if (res.destroyed) return;
@@ -60,6 +71,23 @@ async function* pages(reader: TraceReader, accountId: string, filter: TraceFilte
     cursor = page.nextCursor || undefined;
   } while (cursor);
 }
+
+/** The query parameters filterFromQuery reads besides `since` and `until` (and `meta.<key>`). */
+export const filterParams = [
+  "key_id",
+  "provider",
+  "model",
+  "status",
+  "user",
+  "session",
+  "tag",
+  "env",
+  "service",
+  "otlp",
+  "q",
+  "model_contains",
+  "error",
+];
 
 /**
  * The query's filter: `since` and `until` in ISO 8601, `key_id`, `provider`, `model` and `status`
@@ -101,8 +129,25 @@ export function filterFromQuery(query: URLSearchParams): TraceFilter {
   return filter;
 }
 
+
+/** The HTTP status of a refusal of a dashboard route. */
+export function httpStatusOf(code: Code): number {
+  switch (code) {
+    case Code.Unauthenticated:
+      return 401;
+    case Code.PermissionDenied:
+      return 403;
+    case Code.NotFound:
+      return 404;
+    case Code.ResourceExhausted:
+      return 429;
+    default:
+      return 400;
+  }
+}
+
 /** A Node request's headers as fetch Headers (HTTP/2 pseudo-headers left out). */
-function webHeaders(req: NodeRequest): Headers {
+export function webHeaders(req: NodeRequest): Headers {
   const headers = new Headers();
   for (const [name, value] of Object.entries(req.headers)) {
     if (name.startsWith(":") || value === undefined) continue;

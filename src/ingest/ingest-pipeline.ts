@@ -265,7 +265,8 @@ export function createIngestPipeline(deps: IngestPipelineDeps): IngestPipeline {
         throw storeUnavailable(unavailableRetryAfter);
       }
       const plan = key && deps.plans.get(key.plan);
-      if (!key || !plan || presentedKey === undefined) {
+      // A read key sends no traces, and learns no more here than an unknown key would (docs/teams.md).
+      if (!key || !plan || presentedKey === undefined || key.scope !== "ingest") {
         const wait = await deps.authFailures.failed(clientAddress);
         throw wait === undefined ? invalidApiKey() : authRateLimited(wait);
       }

@@ -1,4 +1,10 @@
+import { getOption } from "@bufbuild/protobuf";
+import { type FieldRules, field as fieldRules } from "@bufbuild/protovalidate/gen/buf/validate/validate_pb.js";
+import { TraceFilterSchema } from "../../gen/calltrace/v1/query_pb.js";
 import { TraceSchema } from "../../gen/calltrace/v1/trace_pb.js";
+import { filterParams } from "../dashboard/trace-download.js";
+import { groupByNames, maxGroups, maxTracesPerPage } from "../read-api/read-query.js";
+import { storedTraceJsonSchema } from "./stored-trace-schema.js";
 import { type JsonSchema, messageJsonSchema } from "./trace-json-schema.js";
 
 /** What the .proto comments say of each Trace field, in short (the names, types and rules come from the descriptor). */
@@ -85,9 +91,113 @@ const plainResponse = (description: string, schema: JsonSchema, headers: Record<
   content: json(schema),
 });
 
+const readLimitHeaders = {
+  "X-RateLimit-Limit": integerHeader("Reads allowed in the read key's 60-second window (READ_PER_MINUTE); absent for a dashboard session."),
+  "X-RateLimit-Remaining": integerHeader("Reads left in the window after this one."),
+  "X-RateLimit-Reset": integerHeader("Unix time in whole seconds when the window resets."),
+  "X-Request-Id": requestId,
+};
+
+/** What the dashboard's filters mean as query parameters (dashboard/trace-download.ts filterFromQuery). */
+const filterDescriptions: Record<string, string> = {
+  key_id: "Only traces sent with this API key id.",
+  provider: "Only this provider: `openai`, `anthropic` or `gemini`.",
+  model: "Only this model (exact match).",
+  status: "Only `success` or only `error`.",
+  user: "Only traces sent for this end user (exact match).",
+  session: "Only traces of this session (exact match).",
+  tag: "Only traces carrying this tag; repeat for several (every one must be carried).",
+  env: "Only traces from this environment (exact match).",
+  service: "Only traces of this service (the OTLP `service.name`, or else the metadata entry `service`).",
+  otlp: "Only the spans of this OTLP trace (32 lower-case hex digits).",
+  q: "Only traces whose model name contains this text, ignoring case.",
+  model_contains: "The same as `q`.",
+  error: "Only traces whose error message contains this text, ignoring case.",
+};
+
+/** The TraceFilter field each filter parameter sets (filterFromQuery). */
+const filterFields: Record<string, string> = {
+  key_id: "key_id",
+  provider: "provider",
+  model: "model",
+  status: "status",
+  user: "user_id",
+  session: "session_id",
+  tag: "tags",
+  env: "environment",
+  service: "service",
+  otlp: "otlp_trace_id",
+  q: "model_contains",
+  model_contains: "model_contains",
+  error: "error_contains",
+};
+
+/** A filter parameter's schema, its limits read off TraceFilter's rules so the two cannot drift. */
+function filterParamSchema(name: string): JsonSchema {
+  const field = TraceFilterSchema.fields.find((f) => f.name === filterFields[name]);
+  if (!field) throw new Error(`openapi: the filter parameter ${name} names no TraceFilter field`);
+  const rules = getOption(field, fieldRules).type;
+  const maxLength = (r: FieldRules["type"] | undefined) =>
+    r?.case === "string" && Object.hasOwn(r.value, "maxLen") ? { maxLength: Number(r.value.maxLen) } : {};
+  if (rules.case === "repeated") {
+    return { type: "array", items: { type: "string", ...maxLength(rules.value.items?.type) }, maxItems: Number(rules.value.maxItems) };
+  }
+  return { type: "string", ...maxLength(rules) };
+}
+
+const query = (name: string, description: string, schema: JsonSchema) => ({ name, in: "query", required: false, description, schema });
+
+/** The parameters both read routes take: the range, the project and the dashboard's filters. */
+const readParameters = [
+  query("from", "Inclusive lower bound on the receive time, an RFC 3339 date-time (for example `2026-01-31T00:00:00Z`).", {
+    type: "string",
+    format: "date-time",
+  }),
+  query("to", "Exclusive upper bound on the receive time, an RFC 3339 date-time; not before `from`.", {
+    type: "string",
+    format: "date-time",
+  }),
+  query("project", "The project to read: a read key reads its own (another id is 404); a dashboard session must name one.", {
+    type: "string",
+    maxLength: 64,
+  }),
+  ...filterParams.map((name) => ({
+    ...query(name, filterDescriptions[name]!, filterParamSchema(name)),
+    ...(name === "tag" ? { explode: true } : {}),
+  })),
+];
+
+/** The refusals both read routes answer. */
+const readRefusals = {
+  "400": plainResponse(
+    "A parameter is not valid (named in `details`): a time that is not RFC 3339, `from` after `to`, an unknown parameter, a bad `group_by`, `limit` or `cursor`.",
+    {
+      $ref: "#/components/schemas/ValidationError",
+    },
+    readLimitHeaders,
+  ),
+  "401": {
+    description: "No credentials, or an unknown, revoked or expired key: indistinguishable, as on ingest (D2).",
+    headers: { "WWW-Authenticate": { required: true, schema: { const: "Bearer" } }, "X-Request-Id": requestId },
+    content: json({ $ref: "#/components/schemas/Unauthorized" }),
+  },
+  "403": plainResponse("An ingest key (its scope is named), or a browser request from another site.", {
+    $ref: "#/components/schemas/Forbidden",
+  }),
+  "404": plainResponse("`project` names a project the caller cannot read (as if it did not exist).", {
+    $ref: "#/components/schemas/NotFound",
+  }),
+  "429": {
+    description: "The read key's per-minute read limit (READ_PER_MINUTE), counted apart from its ingest limit.",
+    headers: { ...readLimitHeaders, ...retryAfter },
+    content: json({ $ref: "#/components/schemas/RateLimited" }),
+  },
+};
+const readSecurity = [{ readKey: [] }, { session: [] }];
+
 /**
  * The OpenAPI 3.1 document of the REST surface: `POST /v1/traces` with every status and body of
- * the decisions (D1-D15), `/healthz` and `/readyz`. The Trace schema is derived from the
+ * the decisions (D1-D15), the read API (`GET /v1/traces`, `GET /v1/metrics`), `/healthz` and `/readyz`. The Trace schema is derived from the
  * contract's descriptor; the rest restates docs/decisions.md.
  */
 export function openApiDocument(): Record<string, unknown> {
@@ -104,6 +214,17 @@ export function openApiDocument(): Record<string, unknown> {
     components: {
       securitySchemes: {
         apiKey: { type: "http", scheme: "bearer", description: "An API key: `ct_` followed by at least 32 base62 characters (D18)." },
+        readKey: {
+          type: "http",
+          scheme: "bearer",
+          description: "An API key with the read scope (`calltrace keys create --scope read`); it reads its own project.",
+        },
+        session: {
+          type: "apiKey",
+          in: "cookie",
+          name: "ct_session",
+          description: "A dashboard session; the request names its project in `project`.",
+        },
       },
       schemas: {
         Trace: { title: "Trace", ...messageJsonSchema(TraceSchema, traceFieldDescriptions, traceRuleSchemas) },
@@ -121,6 +242,54 @@ export function openApiDocument(): Record<string, unknown> {
           required: ["error"],
           additionalProperties: false,
         },
+        StoredTrace: storedTraceJsonSchema(),
+        TracePage: {
+          type: "object",
+          properties: {
+            data: { type: "array", items: { $ref: "#/components/schemas/StoredTrace" } },
+            next_cursor: { type: ["string", "null"], description: "Pass as `cursor` for the next page; null on the last page." },
+          },
+          required: ["data", "next_cursor"],
+          additionalProperties: false,
+        },
+        Metrics: {
+          type: "object",
+          properties: {
+            data: { type: "array", items: { $ref: "#/components/schemas/MetricsRow" } },
+            total_groups: {
+              type: "integer",
+              minimum: 0,
+              description: "With an attribute `group_by`: how many groups matched, of which `data` holds the first `limit`.",
+            },
+          },
+          required: ["data"],
+          additionalProperties: false,
+        },
+        MetricsRow: {
+          type: "object",
+          properties: {
+            group: {
+              type: ["string", "null"],
+              description:
+                "The group's value (a model, a UTC day as YYYY-MM-DD, a user id, ...; empty for traces without one); null for the total row.",
+            },
+            calls: { type: "integer", minimum: 0 },
+            errors: { type: "integer", minimum: 0 },
+            cost_usd: { type: "number", minimum: 0, description: "The sum of the clients' `cost_usd`." },
+            tokens_in: { type: "integer", minimum: 0 },
+            tokens_out: { type: "integer", minimum: 0 },
+            p50_latency_ms: {
+              type: "integer",
+              minimum: 0,
+              description: "Median latency, from latency buckets at most 5 % wide, never below the true value; 0 without calls.",
+            },
+            p95_latency_ms: { type: "integer", minimum: 0, description: "95th percentile latency, read like `p50_latency_ms`." },
+          },
+          required: ["group", "calls", "errors", "cost_usd", "tokens_in", "tokens_out", "p50_latency_ms", "p95_latency_ms"],
+          additionalProperties: false,
+        },
+        Forbidden: errorBody("Forbidden", "message"),
+        NotFound: errorBody("Not found", "message"),
         RequestTimeout: {
           type: "object",
           properties: { error: { const: "Request timeout" } },
@@ -197,6 +366,59 @@ export function openApiDocument(): Record<string, unknown> {
               headers: { ...rateLimitHeaders(false), ...retryAfter },
               content: json({ $ref: "#/components/schemas/ServiceUnavailable" }),
             },
+          },
+        },
+        get: {
+          operationId: "listTraces",
+          summary: "Read traces",
+          description:
+            "A page of the project's traces, newest first, each as the JSONL download writes it; follow `next_cursor` until it is null. Filters are the dashboard's; a project's own retention narrows every read.",
+          security: readSecurity,
+          parameters: [
+            ...readParameters,
+            query("cursor", "The previous page's `next_cursor`; absent for the first page.", {
+              type: "string",
+              minLength: 1,
+              maxLength: 512,
+            }),
+            query(`limit`, `Traces per page, 1 to ${maxTracesPerPage}; 100 when absent.`, {
+              type: "integer",
+              minimum: 1,
+              maximum: maxTracesPerPage,
+            }),
+          ],
+          responses: {
+            "200": plainResponse("A page of traces.", { $ref: "#/components/schemas/TracePage" }, readLimitHeaders),
+            ...readRefusals,
+          },
+        },
+      },
+      "/v1/metrics": {
+        get: {
+          operationId: "getMetrics",
+          summary: "Read usage figures",
+          description:
+            "Calls, errors, cost, tokens and p50/p95 latency of the project's traces: one total row without `group_by`, else one row per group, highest spend first (per day: by day). Read from the store's roll-ups, the same figures as the dashboard's.",
+          security: readSecurity,
+          parameters: [
+            ...readParameters,
+            query(
+              "group_by",
+              `One of ${groupByNames.join(", ")}, or \`metadata.<key>\` for one metadata key's values. Absent: one total row.`,
+              {
+                type: "string",
+                anyOf: [{ enum: [...groupByNames] }, { pattern: "^metadata\\.[A-Za-z0-9_.-]{1,64}$" }],
+              },
+            ),
+            query("limit", `Most groups answered, 1 to ${maxGroups}; ${maxGroups} when absent (not for \`day\`).`, {
+              type: "integer",
+              minimum: 1,
+              maximum: maxGroups,
+            }),
+          ],
+          responses: {
+            "200": plainResponse("The figures.", { $ref: "#/components/schemas/Metrics" }, readLimitHeaders),
+            ...readRefusals,
           },
         },
       },

@@ -96,6 +96,11 @@ export function createRequestHandler(options: RequestHandlerOptions) {
     onError: (_req, res, error) => logRpcFailure(res.getHeader("x-request-id"), error),
   });
   const documents = { "/openapi.json": openApiJson() };
+  /** The read API lives with the dashboard's sessions and read keys; without a dashboard there is none. */
+  const read = (req: NodeRequest, res: NodeResponse, common: HeaderFields, route: "traces" | "metrics") => {
+    if (!options.dashboard) return sendJson(res, 404, { error: "Not found" }, common);
+    return options.dashboard.readApi[route](req, res, common);
+  };
 
   /** Counts and logs a request once it is over: at info level when it was refused or failed, at debug level otherwise. */
   const record = (
@@ -117,10 +122,12 @@ export function createRequestHandler(options: RequestHandlerOptions) {
   const handle = (req: NodeRequest, res: NodeResponse): void => {
     const started = performance.now();
     const requestId = requestIdOf(req.headers["x-request-id"]);
+    // Every later layer (an RPC's interceptors, its log lines) reads the one id the response carries.
+    req.headers["x-request-id"] = requestId;
     const common = everyResponse(requestId, req.socket);
     const path = pathOf(req.url ?? "/");
     // The REST edge writes them with its own headers, in one writeHead (json-response).
-    if (path !== "/v1/traces") for (const name in common) res.setHeader(name, common[name]!);
+    if (!restPaths.has(path)) for (const name in common) res.setHeader(name, common[name]!);
     const protocol = protocolOf(req, path);
 
     res.once("close", () => {
@@ -131,7 +138,12 @@ export function createRequestHandler(options: RequestHandlerOptions) {
     const handled = (() => {
       switch (path) {
         case "/v1/traces":
-          return rest(req, res, common);
+          if (req.method === "POST") return rest(req, res, common);
+          if (req.method === "GET") return read(req, res, common, "traces");
+          return sendJson(res, 405, { error: "Method not allowed" }, { ...common, allow: "GET, POST" });
+        case "/v1/metrics":
+          if (req.method === "GET") return read(req, res, common, "metrics");
+          return sendJson(res, 405, { error: "Method not allowed" }, { ...common, allow: "GET" });
         case "/healthz":
         case "/readyz":
         case "/openapi.json":
@@ -212,9 +224,12 @@ function everyResponse(requestId: string, socket: unknown): HeaderFields {
   return headers;
 }
 
+/** The REST API's paths: their responses carry the common headers in their own writeHead. */
+const restPaths = new Set(["/v1/traces", "/v1/metrics"]);
+
 /** Which protocol a request speaks, from its path and content type (for metrics and logs). */
 function protocolOf(req: NodeRequest, path: string): RequestProtocol {
-  if (path === "/v1/traces") return "rest";
+  if (restPaths.has(path)) return "rest";
   const contentType = String(req.headers["content-type"] ?? "").toLowerCase();
   if (contentType.startsWith("application/grpc-web")) return "grpc-web";
   if (contentType.startsWith("application/grpc")) return "grpc";

@@ -38,10 +38,6 @@ export function restIngest(pipeline: IngestPipeline, otlp: OtlpIngest, options: 
   const otlpMaxBodyBytes = options.otlpMaxBodyBytes ?? options.maxBodyBytes;
   /** `common`: the headers every response carries (request id, ...), written with the response's own in one writeHead. */
   return async (req: NodeRequest, res: NodeResponse, common: HeaderFields): Promise<void> => {
-    if (req.method !== "POST") {
-      sendJson(res, 405, { error: "Method not allowed" }, { ...common, allow: "POST" });
-      return;
-    }
     let admission: Admission | undefined;
     let accepting = false;
     const address = clientAddress(req.headers, req.socket?.remoteAddress, options.trustProxy);

@@ -1,31 +1,33 @@
-import type { AccountRecord, ApiKeyRecord } from "./records.js";
+import type { ApiKeyRecord, KeyScope } from "./records.js";
 
-/** Thrown by createKey when the account already has `maxActive` active keys. */
+/** Thrown by createKey when the project already has `maxActive` active keys. */
 export class KeyLimitError extends Error {
   constructor(readonly maxActive: number) {
-    super(`the account has ${maxActive} active keys already`);
+    super(`the project has ${maxActive} active keys already`);
   }
 }
 
 export interface NewKey {
+  /** The project the key belongs to. */
   accountId: string;
   name: string;
+  /** "ingest" when absent. */
+  scope?: KeyScope | undefined;
   hash: string;
   prefix: string;
   expiresAt?: Date | undefined;
-  /** Refuse (KeyLimitError) when the account has this many active keys already, however many are created at once. */
+  /** Refuse (KeyLimitError) when the project has this many active keys already, however many are created at once. */
   maxActive?: number | undefined;
 }
 
-/** Accounts and their API keys. Implemented by every store adapter. */
+/** Projects' API keys. Implemented by every store adapter. */
 export interface KeyStore {
-  createAccount(input: { name: string; plan: string }): Promise<AccountRecord>;
-  getAccount(id: string): Promise<AccountRecord | undefined>;
   /** Stores a key by its hash and visible prefix. */
   createKey(input: NewKey): Promise<ApiKeyRecord>;
   /** The key with this SHA-256, revoked or not; a store that can wait on a server gives up after `timeoutMs`. */
   findKeyByHash(hash: string, timeoutMs?: number): Promise<ApiKeyRecord | undefined>;
-  listKeys(accountId?: string): Promise<ApiKeyRecord[]>;
+  /** The keys of one project (or of all), oldest first. */
+  listKeys(projectId?: string): Promise<ApiKeyRecord[]>;
   /** Revokes the key whose id or visible prefix is given; undefined when none matches. */
   revokeKey(idOrPrefix: string): Promise<ApiKeyRecord | undefined>;
   /** Renames the key with this id; undefined when there is none. */

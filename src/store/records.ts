@@ -1,17 +1,18 @@
-/** An account owns keys; its plan sets their limits (D19). */
-export interface AccountRecord {
-  id: string;
-  name: string;
-  plan: string;
-  createdAt: Date;
+/** What a key may do: send traces (every key made before scopes existed), or read them. */
+export type KeyScope = "ingest" | "read";
+
+export function isKeyScope(value: string): value is KeyScope {
+  return value === "ingest" || value === "read";
 }
 
 /** An API key as stored: never the plaintext (D18). */
 export interface ApiKeyRecord {
   id: string;
+  /** The key's project (called the account where traces are concerned; docs/teams.md). */
   accountId: string;
-  /** The owning account's plan, resolved when the key is read. */
+  /** The project's plan, resolved when the key is read. */
   plan: string;
+  scope: KeyScope;
   name: string;
   /** The first characters after `ct_`, kept to tell keys apart. */
   prefix: string;

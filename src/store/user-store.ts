@@ -1,13 +1,10 @@
-import type { AccountRecord } from "./records.js";
-
-/** A person who signs in to the dashboard; each user belongs to one account. */
+/** A person who signs in to the dashboard; what they may see comes from their memberships (team-store.ts). */
 export interface UserRecord {
   id: string;
   /** Lower-cased and trimmed; unique across the store. */
   email: string;
-  /** A self-describing scrypt hash (see src/dashboard/password-hash.ts); never the password. */
+  /** A self-describing scrypt hash (see src/dashboard/password-hash.ts); "" for a user who signs in only with SSO. */
   passwordHash: string;
-  accountId: string;
   createdAt: Date;
 }
 
@@ -15,34 +12,23 @@ export interface UserRecord {
 export interface SessionRecord {
   tokenHash: string;
   userId: string;
-  accountId: string;
   createdAt: Date;
   expiresAt: Date;
   /** The browser's User-Agent at log-in, cut short; "" when unknown. */
   userAgent: string;
 }
 
-/** An account with the emails of its users, for `calltrace accounts list`. */
-export interface AccountSummary extends AccountRecord {
-  emails: string[];
-}
-
-/** Thrown by createUserWithAccount when the email is already taken. */
+/** Thrown by createUser when the email is already taken. */
 export class EmailTakenError extends Error {
   constructor() {
     super("a user with this email exists already");
   }
 }
 
-/** Dashboard users, their sessions, and account administration. Implemented by every store adapter. */
+/** Dashboard users and their sessions. Implemented by every store adapter. */
 export interface UserStore {
-  /** Sign-up: a new account on `plan` and its first user, both or neither. */
-  createUserWithAccount(input: {
-    email: string;
-    passwordHash: string;
-    accountName: string;
-    plan: string;
-  }): Promise<{ user: UserRecord; account: AccountRecord }>;
+  /** EmailTakenError when the email is registered already. */
+  createUser(input: { email: string; passwordHash: string }): Promise<UserRecord>;
   findUserByEmail(email: string): Promise<UserRecord | undefined>;
   getUser(id: string): Promise<UserRecord | undefined>;
   createSession(session: SessionRecord): Promise<void>;
@@ -57,14 +43,6 @@ export interface UserStore {
   deleteUserSessions(userId: string, keepTokenHash?: string): Promise<number>;
   /** Replaces the user's password hash; false when there is no such user. */
   setPasswordHash(userId: string, passwordHash: string): Promise<boolean>;
-  /**
-   * Deletes the account and everything of it: users, sessions, keys, traces and every roll-up
-   * or other record that names the account or its keys. False when there was no such account
-   * (the rest is deleted all the same, so it can be run again to sweep stragglers).
-   */
-  deleteAccount(accountId: string): Promise<boolean>;
-  /** Every account, oldest first, with its users' emails. */
-  listAccounts(): Promise<AccountSummary[]>;
-  /** Moves an account to another plan; undefined when there is no such account. */
-  setAccountPlan(accountId: string, plan: string): Promise<AccountRecord | undefined>;
+  /** Deletes the user, their sessions and memberships (the caller keeps every organization an owner first). */
+  deleteUser(userId: string): Promise<boolean>;
 }

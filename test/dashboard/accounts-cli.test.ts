@@ -19,7 +19,7 @@ describe("calltrace accounts", () => {
       encoding: "utf8",
     });
     expect(created.status, created.stderr).toBe(0);
-    const accountId = /created account (acc_\S+) \(free\) for owner@example.com/.exec(created.stdout)?.[1];
+    const accountId = /created project (prj_\S+) \(free\) for owner@example.com/.exec(created.stdout)?.[1];
     expect(accountId).toBeDefined();
 
     const listed = JSON.parse(runCli(["accounts", "list", "--json"], env)) as {
@@ -30,7 +30,7 @@ describe("calltrace accounts", () => {
     }[];
     expect(listed).toEqual([expect.objectContaining({ id: accountId, plan: "free", emails: ["owner@example.com"], active_keys: 0 })]);
 
-    expect(runCli(["accounts", "set-plan", accountId!, "pro"], env)).toContain(`account ${accountId} is now on plan pro`);
+    expect(runCli(["accounts", "set-plan", accountId!, "pro"], env)).toContain(`project ${accountId} is now on plan pro`);
     expect(runCli(["accounts", "list"], env)).toMatch(new RegExp(`${accountId}\\s+pro\\s+0\\s+\\S+\\s+owner@example.com`));
 
     const unknownPlan = runCliRaw(["accounts", "set-plan", accountId!, "platinum"], env);
@@ -38,18 +38,18 @@ describe("calltrace accounts", () => {
     expect(unknownPlan.stderr).toContain("unknown plan platinum; configured: free, pro");
     const unknownAccount = runCliRaw(["accounts", "set-plan", "acc_nope", "pro"], env);
     expect(unknownAccount.status).toBe(2);
-    expect(unknownAccount.stderr).toContain("no account acc_nope");
+    expect(unknownAccount.stderr).toContain("no project acc_nope");
   });
 
   it("set-password replaces a user's password and ends their sessions; delete removes the account with its keys and traces", async () => {
     const dataDir = tempDir();
     const env = { DATA_DIR: dataDir };
     const created = withStdin(["accounts", "create", "--email", "lost@example.com", "--password-stdin"], env, "the first password\n");
-    const accountId = /created account (acc_\S+)/.exec(created.stdout)![1]!;
+    const accountId = /created project (prj_\S+)/.exec(created.stdout)![1]!;
     const store = openSqliteStore(dataDir);
     try {
       const user = (await store.users.findUserByEmail("lost@example.com"))!;
-      await store.users.createSession({ tokenHash: "t1", userId: user.id, accountId, createdAt: new Date(), expiresAt: new Date(Date.now() + 60_000), userAgent: "" });
+      await store.users.createSession({ tokenHash: "t1", userId: user.id, createdAt: new Date(), expiresAt: new Date(Date.now() + 60_000), userAgent: "" });
 
       expect(runCliRaw(["accounts", "set-password", "lost@example.com"], env).stderr).toContain("--password-stdin");
       expect(withStdin(["accounts", "set-password", "nobody@example.com", "--password-stdin"], env, "a new password here").stderr).toContain("no user with email nobody@example.com");
@@ -62,11 +62,10 @@ describe("calltrace accounts", () => {
       const key = runCli(["keys", "create", "--account", accountId, "--name", "doomed"], env).trim();
       expect(key).toMatch(/^ct_/);
       expect(runCliRaw(["accounts", "delete", accountId], env).stderr).toContain("--yes");
-      expect(runCli(["accounts", "delete", accountId, "--yes"], env)).toContain(`deleted account ${accountId}`);
-      expect(await store.keys.getAccount(accountId)).toBeUndefined();
-      expect(await store.users.findUserByEmail("lost@example.com")).toBeUndefined();
+      expect(runCli(["accounts", "delete", accountId, "--yes"], env)).toContain(`deleted project ${accountId}`);
+      expect(await store.teams.getProject(accountId)).toBeUndefined();
       expect(await store.keys.listKeys(accountId)).toEqual([]);
-      expect(runCliRaw(["accounts", "delete", accountId, "--yes"], env).stderr).toContain(`no account ${accountId}`);
+      expect(runCliRaw(["accounts", "delete", accountId, "--yes"], env).stderr).toContain(`no project ${accountId}`);
     } finally {
       await store.close();
     }
@@ -78,12 +77,12 @@ describe("calltrace accounts", () => {
     spawnSync("sh", ["-c", `echo '{"free":{"per_minute":10,"per_month":100,"max_keys":2}}' > ${plansFile}`]);
     const env = { DATA_DIR: dataDir, PLANS_FILE: plansFile };
     const created = withStdin(["accounts", "create", "--email", "few@example.com", "--password-stdin"], env, "long enough password");
-    const accountId = /created account (acc_\S+)/.exec(created.stdout)![1]!;
+    const accountId = /created project (prj_\S+)/.exec(created.stdout)![1]!;
     expect(runCliRaw(["keys", "create", "--account", accountId, "--name", "   "], env).stderr).toContain("--name must not be blank");
     runCli(["keys", "create", "--account", accountId, "--name", "one"], env);
     runCli(["keys", "create", "--account", accountId, "--name", "two"], env);
     const third = runCliRaw(["keys", "create", "--account", accountId, "--name", "three"], env);
     expect(third.status).toBe(2);
-    expect(third.stderr).toContain(`account ${accountId} has 2 active keys, the most its plan free allows (max_keys); revoke one first`);
+    expect(third.stderr).toContain(`project ${accountId} has 2 active keys, the most its plan free allows (max_keys); revoke one first`);
   });
 });

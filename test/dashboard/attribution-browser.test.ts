@@ -1,6 +1,6 @@
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { openDashboardBrowser, signUpWithKey, type DashboardBrowser } from "../support/browser.js";
+import { openDashboardBrowser, projectApp, signUpWithKey, type DashboardBrowser } from "../support/browser.js";
 import { postTrace, traceBody } from "../support/test-service.js";
 
 const longError = `invalid_request_error: ${"the prompt is too long for this model; ".repeat(40)}end of message`;
@@ -16,11 +16,14 @@ describe("attribution in a real browser", { timeout: 90_000 }, () => {
   let page: Page;
   let shot: DashboardBrowser["shot"];
   let key = "";
+  /** The signed-up user's project's pages, /app/p/<id>/. */
+  let app = "";
 
   beforeAll(async () => {
     browser = await openDashboardBrowser();
     ({ service, page, shot } = browser);
     key = await signUpWithKey(page, service.url, "grace@example.com", "attribution");
+    app = projectApp(page);
     const traces: Record<string, unknown>[] = [
       {
         user_id: "acme",
@@ -100,7 +103,7 @@ describe("attribution in a real browser", { timeout: 90_000 }, () => {
     await costly.click();
     const panel = page.locator("[data-trace-detail]");
     await expect.poll(() => panel.locator("[data-field=error]").textContent()).toBe(longError);
-    expect(new URL(page.url()).pathname).toBe("/app/traces");
+    expect(page.url().split("?")[0]).toBe(`${app}traces`);
     expect(new URL(page.url()).searchParams.get("trace")).toBe(await panel.getAttribute("data-trace-detail"));
     expect(await panel.locator("[data-field=cost]").textContent()).toContain("$4.25");
     expect(await panel.locator("[data-field=tags]").textContent()).toBe("Tagscheckoutbeta");
@@ -122,7 +125,7 @@ describe("attribution in a real browser", { timeout: 90_000 }, () => {
   });
 
   it("sorts the traces by cost and latency, searches model and error text, and shows optional columns", async () => {
-    await page.goto(`${service.url}/app/traces`);
+    await page.goto(`${app}traces`);
     const rows = page.locator("table.traces tbody tr");
     await expect.poll(() => rows.count()).toBe(6);
     const costs = async () => (await rows.locator("td:nth-child(7)").allTextContents()).map((t) => t.trim());
@@ -158,7 +161,7 @@ describe("attribution in a real browser", { timeout: 90_000 }, () => {
   });
 
   it("opens a trace from the keyboard and gives focus back to its row on Escape", async () => {
-    await page.goto(`${service.url}/app/traces`);
+    await page.goto(`${app}traces`);
     const first = page.locator("table.traces tbody tr").first();
     await expect.poll(() => first.getAttribute("data-trace-id")).toBeTruthy();
     const id = (await first.getAttribute("data-trace-id"))!;
@@ -200,7 +203,7 @@ describe("attribution in a real browser", { timeout: 90_000 }, () => {
     await page.selectOption("select[name=range]", "30d");
     await expect.poll(() => spend.textContent()).toBe("$8.21");
     // An attribute filter from the address bar narrows the overview too, and shows as a chip.
-    await page.goto(`${service.url}/app/?range=30d&user=globex`);
+    await page.goto(`${app}?range=30d&user=globex`);
     await expect.poll(() => spend.textContent()).toBe("$2.00");
     expect(await page.locator(".chips").textContent()).toContain("user: globex");
   });

@@ -1,6 +1,6 @@
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { openDashboardBrowser, signUpWithKey, type DashboardBrowser } from "../support/browser.js";
+import { openDashboardBrowser, projectApp, signUpWithKey, type DashboardBrowser } from "../support/browser.js";
 import { postTrace, traceBody } from "../support/test-service.js";
 const password = "correct horse battery";
 const longModel = `model-${"x".repeat(250)}`;
@@ -15,11 +15,14 @@ describe("dashboard in a real browser: layout, state, accessibility and formatti
   let page: Page;
   let shot: DashboardBrowser["shot"];
   let key = "";
+  /** The signed-up user's project's pages, /app/p/<id>/. */
+  let app = "";
 
   beforeAll(async () => {
     browser = await openDashboardBrowser(["--trust-proxy"]);
     ({ service, page, shot } = browser);
     key = await signUpWithKey(page, service.url, "grace@example.com", "fixes");
+    app = projectApp(page);
     const traces: Record<string, unknown>[] = [
       { provider: "openai", model: "shared-model", cost_usd: 10, latency_ms: 100 },
       { provider: "anthropic", model: "shared-model", cost_usd: 3, latency_ms: 200 },
@@ -37,7 +40,7 @@ describe("dashboard in a real browser: layout, state, accessibility and formatti
   });
 
   const overview = async () => {
-    await page.goto(`${service.url}/app/`);
+    await page.goto(app);
     await expect.poll(() => page.locator("[data-tile=total-calls] strong").textContent()).toBe("4");
   };
 
@@ -55,10 +58,10 @@ describe("dashboard in a real browser: layout, state, accessibility and formatti
 
   it("5: 7 days means whole UTC days, today included, on every page, and every page says so", async () => {
     for (const path of ["", "traces?range=7d", "geography?range=7d"]) {
-      await page.goto(`${service.url}/app/${path}`);
+      await page.goto(`${app}${path}`);
       await expect.poll(() => page.getByText("7, 30 and 90 days are whole UTC days, today included").count()).toBeGreaterThan(0);
     }
-    await page.goto(`${service.url}/app/traces?range=7d`);
+    await page.goto(`${app}traces?range=7d`);
     const href = (await page.getByRole("link", { name: "Download CSV" }).getAttribute("href"))!;
     const since = new URL(href, service.url).searchParams.get("since");
     const today = Math.floor(Date.now() / 86_400_000) * 86_400_000;
@@ -66,7 +69,7 @@ describe("dashboard in a real browser: layout, state, accessibility and formatti
   });
 
   it("6: a 256-character model name is cut short in the table and legends, whole on hover and on keyboard focus", async () => {
-    await page.goto(`${service.url}/app/traces`);
+    await page.goto(`${app}traces`);
     const cell = page.locator(`table.traces td.model .truncate[title="${longModel}"]`);
     await expect.poll(() => cell.count()).toBe(1);
     expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(1400);
@@ -86,8 +89,8 @@ describe("dashboard in a real browser: layout, state, accessibility and formatti
   it("7: usable at 375 and 360 px: no sideways page, Log out and every page link on screen, tables scroll in their card, the map fills the width", async () => {
     for (const width of [375, 360]) {
       await page.setViewportSize({ width, height: 800 });
-      for (const path of ["", "attribution", "traces", "geography", "settings"]) {
-        await page.goto(`${service.url}/app/${path}`);
+      for (const path of ["", "attribution", "traces", "geography", "settings", "members", "audit"]) {
+        await page.goto(`${app}${path}`);
         await page.locator("main h1").first().waitFor();
         await page.waitForLoadState("networkidle");
         const wide = await page.evaluate(
@@ -118,22 +121,28 @@ describe("dashboard in a real browser: layout, state, accessibility and formatti
     await page.setViewportSize({ width: 1400, height: 900 });
   });
 
-  it("8: a malformed range falls back with a notice instead of a blank page; an unknown route gets a not-found page", async () => {
+  it("8: a malformed range falls back with a notice instead of a blank page; an unknown route or project gets a not-found page", async () => {
     const errors: string[] = [];
     page.on("pageerror", (e) => errors.push(e.message));
-    await page.goto(`${service.url}/app/traces?range=custom&from=garbage&status=weird`);
+    await page.goto(`${app}traces?range=custom&from=garbage&status=weird`);
     await expect.poll(() => page.locator("[data-url-notice]").textContent()).toContain('"garbage" is not a time (from)');
     expect(await page.locator("[data-url-notice]").textContent()).toContain('unknown status "weird"');
     await expect.poll(() => page.locator("table.traces tbody tr").count()).toBe(4);
-    await page.goto(`${service.url}/app/geography?range=forever`);
+    await page.goto(`${app}geography?range=forever`);
     await expect.poll(() => page.locator("[data-url-notice]").textContent()).toContain('unknown time range "forever"');
-    await page.goto(`${service.url}/app/nope`);
+    await page.goto(`${app}nope`);
     await expect.poll(() => page.locator("[data-not-found] h1").textContent()).toBe("Page not found");
+    // A link from before projects opens that page of the user's project, its query kept.
+    await page.goto(`${service.url}/app/traces?range=7d`);
+    await expect.poll(() => page.url()).toBe(`${app}traces?range=7d`);
+    // A project the user may not see, as one that does not exist, is not found.
+    await page.goto(`${service.url}/app/p/no-such-project/traces`);
+    await expect.poll(() => page.locator("[data-not-found] h1").textContent()).toBe("Project not found");
     expect(errors).toEqual([]);
   });
 
   it("11: toggles say whether they are pressed; revoking moves focus sensibly; charts have a table view; loading and errors are shown; dark mode follows the system", async () => {
-    await page.goto(`${service.url}/app/geography`);
+    await page.goto(`${app}geography`);
     const pressed = () => page.locator(".segmented button[aria-pressed=true]").allTextContents();
     await expect.poll(pressed).toEqual(["Calls"]);
     await page.getByRole("button", { name: "Spend" }).click();
@@ -141,7 +150,7 @@ describe("dashboard in a real browser: layout, state, accessibility and formatti
     await overview();
     expect(await page.locator("details.chart-table").count()).toBe(5);
 
-    await page.goto(`${service.url}/app/settings`);
+    await page.goto(`${app}settings`);
     await page.fill("input[name=key-name]", "to-revoke");
     await page.getByRole("button", { name: "Create key" }).click();
     await page.getByRole("button", { name: "Done" }).click();
@@ -162,7 +171,7 @@ describe("dashboard in a real browser: layout, state, accessibility and formatti
       await new Promise((r) => setTimeout(r, 1500));
       await route.abort();
     });
-    await page.goto(`${service.url}/app/traces`);
+    await page.goto(`${app}traces`);
     await expect.poll(() => page.locator("[role=status].loading").textContent()).toBe("Loading traces…");
     await expect.poll(() => page.locator("[role=alert]").first().textContent(), { timeout: 10_000 }).toContain("Could not load traces");
     await page.unroute("**/calltrace.v1.QueryService/ListTraces");
@@ -170,7 +179,7 @@ describe("dashboard in a real browser: layout, state, accessibility and formatti
       await new Promise((r) => setTimeout(r, 1500));
       await route.abort();
     });
-    await page.goto(`${service.url}/app/attribution`);
+    await page.goto(`${app}attribution`);
     await expect.poll(() => page.locator("[role=status].loading").first().textContent()).toBe("Loading the groups…");
     await expect.poll(() => page.locator("[role=alert]").first().textContent(), { timeout: 10_000 }).toContain("Could not load the groups");
     await page.unroute("**/calltrace.v1.QueryService/GetUsageByGroup");
@@ -184,7 +193,7 @@ describe("dashboard in a real browser: layout, state, accessibility and formatti
   });
 
   it("12: one money formatter, plain and precise; times labelled UTC; percentiles marked as estimates; the axis label is not clipped", async () => {
-    await page.goto(`${service.url}/app/traces`);
+    await page.goto(`${app}traces`);
     await expect.poll(() => page.locator("table.traces tbody tr").count()).toBe(4);
     const costs = await page.locator("table.traces tbody tr td:nth-child(7)").allTextContents();
     expect(costs).toEqual(["$123,456.79", "$0.0000004", "$3.00", "$10.00"]);
@@ -200,7 +209,7 @@ describe("dashboard in a real browser: layout, state, accessibility and formatti
   });
 
   it("12: the model filter finds any model containing the text, in any case, in the table and the download", async () => {
-    await page.goto(`${service.url}/app/traces`);
+    await page.goto(`${app}traces`);
     const rows = page.locator("table.traces tbody tr");
     await expect.poll(() => rows.count()).toBeGreaterThanOrEqual(4);
     await page.fill("input[name=model]", "SHARED");
@@ -212,7 +221,7 @@ describe("dashboard in a real browser: layout, state, accessibility and formatti
   });
 
   it('12: a key\'s "Last used" refreshes without a reload', async () => {
-    await page.goto(`${service.url}/app/settings`);
+    await page.goto(`${app}settings`);
     await page.fill("input[name=key-name]", "watched");
     await page.getByRole("button", { name: "Create key" }).click();
     const watched = await page.locator("#new-key").inputValue();
@@ -224,7 +233,7 @@ describe("dashboard in a real browser: layout, state, accessibility and formatti
   });
 
   it("account: the key limit is shown and enforced in the page; password change and deletion work from Settings", async () => {
-    await page.goto(`${service.url}/app/settings`);
+    await page.goto(`${app}settings`);
     await expect.poll(() => page.locator("[data-key-count]").textContent()).toMatch(/^\d+ of 10 active keys in use\.$/);
     await page.fill("input[name=current-password]", password);
     await page.fill("input[name=new-password]", "an even better password");

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { openDashboardBrowser, type DashboardBrowser } from "../support/browser.js";
+import { openDashboardBrowser, projectPage, type DashboardBrowser } from "../support/browser.js";
 import { postTrace, traceBody } from "../support/test-service.js";
 
 /** Client addresses whose countries the bundled IP database knows (checked in ingest tests too). */
@@ -40,6 +40,9 @@ describe("dashboard in a real browser", { timeout: 60_000 }, () => {
     await page.fill("input[name=email]", "ada@example.com");
     await page.fill("input[name=password]", "correct horse battery");
     await page.getByRole("button", { name: "Create account" }).click();
+    // The dashboard opens the new user's project, named in the URL and in the header's picker.
+    await page.waitForURL(projectPage);
+    expect(await page.locator("select[name=project] option:checked").textContent()).toBe("ada@example.com / Default");
     await page.getByRole("link", { name: "Settings · API keys" }).click();
     await page.fill("input[name=key-name]", "browser-test");
     await page.getByRole("button", { name: "Create key" }).click();

@@ -1,3 +1,6 @@
+/** The calls that act on one project. */
+const projectScoped = /^(QueryService\/|AccountService\/(GetAccount|ListKeys|CreateKey|RevokeKey|RenameKey)$)/;
+
 /** A JSON answer whose shape each test checks for itself. */
 // biome-ignore lint/suspicious/noExplicitAny: tests read answers as loosely as JSON is
 export type Json = Record<string, any>;
@@ -17,6 +20,12 @@ export interface Answer {
 export class DashboardClient {
   readonly cookies = new Map<string, string>();
   readonly setCookieHeaders: string[] = [];
+  /**
+   * The project that calls of QueryService and AccountService's key calls name when their body
+   * names none, as the web app names the one in its address: the signed-in user's first project
+   * after signUp or logIn.
+   */
+  project = "";
 
   constructor(readonly baseUrl: string) {}
 
@@ -31,7 +40,9 @@ export class DashboardClient {
     if (csrf) headers["x-csrf-token"] = decodeURIComponent(csrf);
     if (options.origin) headers.origin = options.origin;
     if (options.forwardedFor) headers["x-forwarded-for"] = options.forwardedFor;
-    const res = await fetch(`${this.baseUrl}/calltrace.v1.${method}`, { method: "POST", headers, body: JSON.stringify(body) });
+    const named = this.project && projectScoped.test(method) && typeof body === "object" && body !== null && !("projectId" in body);
+    const sent = named ? { ...body, projectId: this.project } : body;
+    const res = await fetch(`${this.baseUrl}/calltrace.v1.${method}`, { method: "POST", headers, body: JSON.stringify(sent) });
     for (const cookie of res.headers.getSetCookie()) {
       this.setCookieHeaders.push(cookie);
       const [pair] = cookie.split(";");
@@ -42,7 +53,10 @@ export class DashboardClient {
       else this.cookies.set(name, value);
     }
     const text = await res.text();
-    return { status: res.status, body: text ? (JSON.parse(text) as Answer["body"]) : {}, headers: res.headers };
+    const answer: Answer = { status: res.status, body: text ? (JSON.parse(text) as Answer["body"]) : {}, headers: res.headers };
+    const session = (answer.body as Json).session as Json | undefined;
+    if (/^AuthService\/(SignUp|LogIn)$/.test(method) && answer.status === 200 && session?.accountId) this.project = session.accountId;
+    return answer;
   }
 
   /** Calls and insists on success. */
@@ -56,9 +70,11 @@ export class DashboardClient {
     return this.ok("AuthService/SignUp", { email, password });
   }
 
-  /** GETs a path with this client's cookies. */
+  /** GETs a path with this client's cookies; a trace download names the client's project when the path names none. */
   get(path: string, headers: Record<string, string> = {}): Promise<Response> {
     const cookie = [...this.cookies].map(([k, v]) => `${k}=${v}`).join("; ");
-    return fetch(`${this.baseUrl}${path}`, { headers: { ...(cookie ? { cookie } : {}), ...headers }, redirect: "manual" });
+    const url = new URL(path, this.baseUrl);
+    if (this.project && url.pathname.startsWith("/app/export/traces.") && !url.searchParams.has("project")) url.searchParams.set("project", this.project);
+    return fetch(url, { headers: { ...(cookie ? { cookie } : {}), ...headers }, redirect: "manual" });
   }
 }

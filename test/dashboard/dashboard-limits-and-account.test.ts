@@ -164,7 +164,7 @@ describe("dashboard limits: keys per plan", () => {
     const answers = await Promise.all(Array.from({ length: 30 }, (_, i) => client.call("AccountService/CreateKey", { name: `k${i}` })));
     expect(codes(answers)).toEqual({ ok: 10, failed_precondition: 20 });
     const refused = answers.find((a) => a.status !== 200)!;
-    expect(refused.body.message).toContain("the free plan allows 10 active keys per account");
+    expect(refused.body.message).toContain("the free plan allows 10 active keys per project");
     const account = await client.ok("AccountService/GetAccount");
     expect(account).toMatchObject({ planMaxKeys: "10", activeKeys: "10" });
     const first = answers.find((a) => a.status === 200)!.body as { key: { id: string } };
@@ -305,7 +305,7 @@ describe("dashboard: account management", () => {
     for (const [k, v] of stolen) replay.cookies.set(k, v);
     expect((await replay.call("AccountService/ListKeys")).status).toBe(401);
     expect((await new DashboardClient(service.url).call("AuthService/LogIn", { email: "doomed@example.com", password })).status).toBe(401);
-    const accounts = await service.store.users.listAccounts();
+    const accounts = await service.store.teams.projectSummaries();
     expect(accounts.map((a) => a.emails[0])).toEqual(["survivor@example.com"]);
     const left: string[] = [];
     for await (const t of service.store.exportTraces({})) left.push(t.accountId);

@@ -1,7 +1,7 @@
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { seriousAxeViolations } from "../support/axe.js";
-import { openDashboardBrowser, signUpWithKey, type DashboardBrowser } from "../support/browser.js";
+import { openDashboardBrowser, projectApp, signUpWithKey, type DashboardBrowser } from "../support/browser.js";
 import { postTrace, traceBody } from "../support/test-service.js";
 
 /**
@@ -14,11 +14,14 @@ describe("dashboard in a real browser: the lead's audit", { timeout: 120_000 }, 
   let service: DashboardBrowser["service"];
   let page: Page;
   let key = "";
+  /** The signed-up user's project's pages, /app/p/<id>/. */
+  let app = "";
 
   beforeAll(async () => {
     browser = await openDashboardBrowser();
     ({ service, page } = browser);
     key = await signUpWithKey(page, service.url, "lead@example.com", "audit");
+    app = projectApp(page);
     // o3 is the cheapest model overall (third by spend), the only one under `q=o3`.
     const traces: Record<string, unknown>[] = [
       {
@@ -59,7 +62,7 @@ describe("dashboard in a real browser: the lead's audit", { timeout: 120_000 }, 
 
   const open = async (path: string, width = 1440) => {
     await page.setViewportSize({ width, height: 900 });
-    await page.goto(`${service.url}/app/${path}`);
+    await page.goto(`${app}${path}`);
     await page.locator("main h1").first().waitFor();
     await page.waitForLoadState("networkidle");
   };
@@ -188,6 +191,8 @@ describe("dashboard in a real browser: the lead's audit", { timeout: 120_000 }, 
       `traces?trace=${traceId}`,
       "geography",
       "settings",
+      "members",
+      "audit",
     ];
     const found: Record<string, unknown> = {};
     for (const [width, colorScheme] of [

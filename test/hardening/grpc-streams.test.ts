@@ -232,7 +232,7 @@ describe("graceful shutdown", () => {
 /** A key on the pro plan in the store under `dataDir`. */
 async function proKey(dataDir: string): Promise<string> {
   const store = openSqliteStore(dataDir);
-  const account = await store.keys.createAccount({ name: "shutdown", plan: "pro" });
+  const account = (await store.teams.createOrganization({ name: "shutdown", project: { name: "shutdown", plan: "pro" } })).project;
   const minted = mintApiKey();
   await store.keys.createKey({ accountId: account.id, name: "shutdown", hash: minted.hash, prefix: minted.prefix });
   await store.close();

@@ -41,7 +41,7 @@ beforeAll(async () => {
   const keys = openSqliteStore(dataDir);
   Object.assign(store, { close: () => keys.close() });
   const mint = async (plan: string) => {
-    const account = await keys.keys.createAccount({ name: "t", plan });
+    const account = (await keys.teams.createOrganization({ name: "t", project: { name: "t", plan: plan } })).project;
     const minted = mintApiKey();
     await keys.keys.createKey({ accountId: account.id, name: "t", hash: minted.hash, prefix: minted.prefix });
     return minted.plaintext;

@@ -378,10 +378,10 @@ describe("other paths and methods (D15)", () => {
     expect(response.status).toBe(404);
     expect(await response.json()).toEqual({ error: "Not found" });
   });
-  it("GET /v1/traces is 405 with Allow: POST", async () => {
-    const response = await fetch(`${service.url}/v1/traces`);
+  it("PUT /v1/traces is 405 with Allow: GET, POST (GET is the read API)", async () => {
+    const response = await fetch(`${service.url}/v1/traces`, { method: "PUT" });
     expect(response.status).toBe(405);
-    expect(response.headers.get("allow")).toBe("POST");
+    expect(response.headers.get("allow")).toBe("GET, POST");
   });
   it("GET /healthz and /readyz answer 200", async () => {
     expect((await fetch(`${service.url}/healthz`)).status).toBe(200);

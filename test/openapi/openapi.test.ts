@@ -116,8 +116,9 @@ describe("every documented response is what the service answers", () => {
 
   it("405 with Allow for methods the document does not list", async () => {
     for (const [method, path, allow] of [
-      ["GET", "/v1/traces", "POST"],
-      ["PUT", "/v1/traces", "POST"],
+      ["DELETE", "/v1/traces", "GET, POST"],
+      ["PUT", "/v1/traces", "GET, POST"],
+      ["POST", "/v1/metrics", "GET"],
       ["POST", "/healthz", "GET, HEAD"],
       ["DELETE", "/readyz", "GET, HEAD"],
       ["PATCH", "/openapi.json", "GET, HEAD"],

@@ -18,7 +18,7 @@ beforeAll(async () => {
   const uri = mongo.freshUri();
   service = await startTestService({ mongodbUri: uri });
   store = await openMongoStore(uri);
-  const account = await store.keys.createAccount({ name: "otlp", plan: "pro" });
+  const account = (await store.teams.createOrganization({ name: "otlp", project: { name: "otlp", plan: "pro" } })).project;
   const minted = mintApiKey();
   await store.keys.createKey({ accountId: account.id, name: "otlp", hash: minted.hash, prefix: minted.prefix });
   key = minted.plaintext;

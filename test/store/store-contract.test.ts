@@ -5,59 +5,16 @@ import { toJsonString } from "@bufbuild/protobuf";
 import { TraceFilterSchema, type TraceFilter } from "../../gen/calltrace/v1/query_pb.js";
 import { PriceCheck, StoredTraceSchema, type StoredTrace, TraceSource } from "../../gen/calltrace/v1/trace_pb.js";
 import { histogramBoundsMs } from "../../src/store/latency-bucket.js";
-import { openMongoStore } from "../../src/store/mongo/mongo-store.js";
-import { openSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import type { Store } from "../../src/store/store.js";
 import { InvalidCursorError } from "../../src/store/trace-cursor.js";
 import type { TraceWrite } from "../../src/store/trace-store.js";
 import { KeyLimitError } from "../../src/store/key-store.js";
 import { EmailTakenError } from "../../src/store/user-store.js";
-import { startMongoTestServer, type MongoTestServer } from "../support/ferretdb.js";
 import { expectedTotals } from "../support/expected-usage.js";
-import { tempDir } from "../support/temp-dir.js";
+import { storeAdapters } from "../support/store-adapters.js";
 
-/**
- * One contract for every store adapter: the same tests, unchanged, against the embedded store
- * and the MongoDB store (FerretDB here, or MONGODB_URI's server, where the ordinary-collection
- * mode runs too). A new adapter joins by adding a line to `adapters`.
- */
-type Open = (options?: { retentionDays?: number }) => Promise<{ store: Store; reopen: () => Promise<Store> }>;
-
-let mongo: MongoTestServer;
-beforeAll(async () => {
-  mongo = await startMongoTestServer();
-});
-afterAll(async () => {
-  await mongo?.close();
-});
-
-const adapters: [string, Open][] = [
-  [
-    "embedded (SQLite)",
-    async (options) => {
-      const dir = tempDir();
-      return { store: openSqliteStore(dir, options), reopen: async () => openSqliteStore(dir, options) };
-    },
-  ],
-  [
-    "MongoDB",
-    async (options) => {
-      const uri = mongo.freshUri();
-      return { store: await openMongoStore(uri, options), reopen: () => openMongoStore(uri, options) };
-    },
-  ],
-];
-if (process.env.MONGODB_URI) {
-  // FerretDB has only this mode; a real MongoDB runs both.
-  adapters.push([
-    "MongoDB, ordinary collection",
-    async (options) => {
-      const uri = mongo.freshUri();
-      const o = { ...options, timeSeries: false };
-      return { store: await openMongoStore(uri, o), reopen: () => openMongoStore(uri, o) };
-    },
-  ]);
-}
+/** One contract for every store adapter (test/support/store-adapters.ts): the same tests, unchanged. */
+const adapters = storeAdapters();
 
 const hour = 3_600_000;
 const day = 24 * hour;
@@ -498,13 +455,14 @@ describe.each(adapters)("store contract: %s", (_name, open) => {
     }
   });
 
-  it("creates accounts and keys, finds keys by hash with their account's plan, lists and revokes them", async () => {
-    const account = await store.keys.createAccount({ name: "Acme", plan: "pro" });
-    expect(await store.keys.getAccount(account.id)).toEqual(account);
-    expect(await store.keys.getAccount("acc_missing")).toBeUndefined();
+  it("creates projects and keys, finds keys by hash with their project's plan and scope, lists and revokes them", async () => {
+    const account = (await store.teams.createOrganization({ name: "Acme", project: { name: "Acme", plan: "pro" } })).project;
+    expect(await store.teams.getProject(account.id)).toEqual(account);
+    expect(await store.teams.getProject("acc_missing")).toBeUndefined();
     const k1 = await store.keys.createKey({ accountId: account.id, name: "prod", hash: `h1-${account.id}`, prefix: `p1${account.id}` });
-    const k2 = await store.keys.createKey({ accountId: account.id, name: "dev", hash: `h2-${account.id}`, prefix: `p2${account.id}` });
-    expect(k1).toMatchObject({ accountId: account.id, plan: "pro", name: "prod", revokedAt: undefined, lastUsedAt: undefined });
+    const k2 = await store.keys.createKey({ accountId: account.id, name: "dev", scope: "read", hash: `h2-${account.id}`, prefix: `p2${account.id}` });
+    expect(k1).toMatchObject({ accountId: account.id, plan: "pro", scope: "ingest", name: "prod", revokedAt: undefined, lastUsedAt: undefined });
+    expect(await store.keys.findKeyByHash(`h2-${account.id}`)).toMatchObject({ id: k2.id, scope: "read" });
     expect(await store.keys.findKeyByHash(`h1-${account.id}`)).toEqual(k1);
     expect(await store.keys.findKeyByHash("nope")).toBeUndefined();
     await expect(store.keys.createKey({ accountId: account.id, name: "dup", hash: `h1-${account.id}`, prefix: "x" })).rejects.toThrow();
@@ -522,22 +480,21 @@ describe.each(adapters)("store contract: %s", (_name, open) => {
     expect((await store.keys.revokeKey(k1.id))!.revokedAt).toBeInstanceOf(Date);
   });
 
-  it("signs users up with their account, refuses a taken email, and keeps sessions", async () => {
+  it("creates users, refuses a taken email, and keeps sessions", async () => {
     const email = `ann-${Date.now()}@example.com`;
-    const { user, account } = await store.users.createUserWithAccount({ email, passwordHash: "scrypt$x", accountName: "Ann", plan: "free" });
+    const user = await store.users.createUser({ email, passwordHash: "scrypt$x" });
     expect(await store.users.findUserByEmail(email)).toEqual(user);
-    expect(await store.keys.getAccount(account.id)).toEqual(account);
-    await expect(store.users.createUserWithAccount({ email, passwordHash: "y", accountName: "Other", plan: "free" })).rejects.toBeInstanceOf(EmailTakenError);
-    const session = { tokenHash: `t-${email}`, userId: user.id, accountId: account.id, createdAt: new Date(), expiresAt: new Date(Date.now() - 1000), userAgent: "" };
+    expect(await store.users.getUser(user.id)).toEqual(user);
+    await expect(store.users.createUser({ email, passwordHash: "y" })).rejects.toBeInstanceOf(EmailTakenError);
+    const session = { tokenHash: `t-${email}`, userId: user.id, createdAt: new Date(), expiresAt: new Date(Date.now() - 1000), userAgent: "" };
     await store.users.createSession(session);
     expect(await store.users.findSession(session.tokenHash)).toEqual(session);
     await store.users.deleteExpiredSessions(new Date());
     expect(await store.users.findSession(session.tokenHash)).toBeUndefined();
-    expect((await store.users.setAccountPlan(account.id, "pro"))!.plan).toBe("pro");
   });
 
   it("creates no more active keys than the limit however many are created at once; revoked and expired keys do not count", async () => {
-    const account = await store.keys.createAccount({ name: "limited", plan: "free" });
+    const account = (await store.teams.createOrganization({ name: "limited", project: { name: "limited", plan: "free" } })).project;
     const attempt = (i: number) =>
       store.keys.createKey({ accountId: account.id, name: `k${i}`, hash: `lim-${account.id}-${i}`, prefix: `l${i}`, maxActive: 3 }).then(
         (k) => k,
@@ -551,7 +508,7 @@ describe.each(adapters)("store contract: %s", (_name, open) => {
     expect(await attempt(100)).not.toBe("refused");
     expect(await attempt(101)).toBe("refused");
 
-    const other = await store.keys.createAccount({ name: "expiring", plan: "free" });
+    const other = (await store.teams.createOrganization({ name: "expiring", project: { name: "expiring", plan: "free" } })).project;
     const soon = new Date(Date.now() + 300);
     const expiring = await store.keys.createKey({ accountId: other.id, name: "short", hash: `exp-${other.id}`, prefix: "e1", expiresAt: soon, maxActive: 1 });
     expect(expiring.expiresAt).toEqual(soon);
@@ -564,10 +521,10 @@ describe.each(adapters)("store contract: %s", (_name, open) => {
   });
 
   it("lists a user's sessions, ends the others or all, and changes the password hash", async () => {
-    const { user, account } = await store.users.createUserWithAccount({ email: `sess-${Date.now()}@example.com`, passwordHash: "old", accountName: "S", plan: "free" });
+    const user = await store.users.createUser({ email: `sess-${Date.now()}@example.com`, passwordHash: "old" });
     const at = Date.now();
     for (const [i, agent] of ["Firefox", "Chromium", "curl"].entries()) {
-      await store.users.createSession({ tokenHash: `s${i}-${user.id}`, userId: user.id, accountId: account.id, createdAt: new Date(at + i), expiresAt: new Date(at + day), userAgent: agent });
+      await store.users.createSession({ tokenHash: `s${i}-${user.id}`, userId: user.id, createdAt: new Date(at + i), expiresAt: new Date(at + day), userAgent: agent });
     }
     expect((await store.users.listSessions(user.id)).map((s) => s.userAgent)).toEqual(["curl", "Chromium", "Firefox"]);
     expect(await store.users.deleteUserSessions(user.id, `s1-${user.id}`)).toBe(2);
@@ -579,11 +536,11 @@ describe.each(adapters)("store contract: %s", (_name, open) => {
     expect(await store.users.setPasswordHash("usr_none", "x")).toBe(false);
   });
 
-  it("deletes an account with its users, sessions, keys, traces and daily roll-ups, and nothing of another account", async () => {
+  it("deletes a project with its keys, traces and daily roll-ups, and nothing of another project", async () => {
     const make = async (name: string) => {
-      const { user, account } = await store.users.createUserWithAccount({ email: `${name}-${Date.now()}@example.com`, passwordHash: "h", accountName: name, plan: "free" });
+      const user = await store.users.createUser({ email: `${name}-${Date.now()}@example.com`, passwordHash: "h" });
+      const { project: account } = await store.teams.createOrganization({ name, ownerUserId: user.id, project: { name, plan: "free" } });
       const key = await store.keys.createKey({ accountId: account.id, name, hash: `del-${account.id}`, prefix: "d" });
-      await store.users.createSession({ tokenHash: `del-${user.id}`, userId: user.id, accountId: account.id, createdAt: new Date(), expiresAt: new Date(Date.now() + day), userAgent: "" });
       // Whole days in the past are read from the roll-ups, today from the traces.
       const writes = [5 * day, 2 * day, 1000].map((ago) => write(trace({ accountId: account.id, keyId: key.id, at: Date.now() - ago, userId: "end-user" })));
       await store.writeBatch(writes);
@@ -594,10 +551,8 @@ describe.each(adapters)("store contract: %s", (_name, open) => {
     const everything = create(TraceFilterSchema, { since: timestampFromMs(Date.now() - 10 * day) });
     expect((await store.usageTotals(gone.account.id, everything)).calls).toBe(3n);
 
-    expect(await store.users.deleteAccount(gone.account.id)).toBe(true);
-    expect(await store.keys.getAccount(gone.account.id)).toBeUndefined();
-    expect(await store.users.getUser(gone.user.id)).toBeUndefined();
-    expect(await store.users.findSession(`del-${gone.user.id}`)).toBeUndefined();
+    expect(await store.teams.deleteProject(gone.account.id)).toBe(true);
+    expect(await store.teams.getProject(gone.account.id)).toBeUndefined();
     expect(await store.keys.findKeyByHash(`del-${gone.account.id}`)).toBeUndefined();
     expect((await store.listTraces(gone.account.id, everything, { pageSize: 10 })).traces).toEqual([]);
     expect((await store.usageTotals(gone.account.id, everything)).calls).toBe(0n);
@@ -609,7 +564,7 @@ describe.each(adapters)("store contract: %s", (_name, open) => {
     const exported: StoredTrace[] = [];
     for await (const t of store.exportTraces({ accountId: gone.account.id })) exported.push(t);
     expect(exported).toEqual([]);
-    expect(await store.users.deleteAccount(gone.account.id)).toBe(false);
+    expect(await store.teams.deleteProject(gone.account.id)).toBe(false);
 
     expect((await store.usageTotals(kept.account.id, everything)).calls).toBe(3n);
     expect(await store.users.getUser(kept.user.id)).toBeDefined();

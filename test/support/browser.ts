@@ -72,8 +72,20 @@ export async function signUpWithKey(page: Page, url: string, email: string, keyN
   await page.fill("input[name=email]", email);
   await page.fill("input[name=password]", "correct horse battery");
   await page.getByRole("button", { name: "Create account" }).click();
+  await page.waitForURL(projectPage);
   await page.getByRole("link", { name: "Settings · API keys" }).click();
   await page.fill("input[name=key-name]", keyName);
   await page.getByRole("button", { name: "Create key" }).click();
   return page.locator("#new-key").inputValue();
+}
+
+/** A project's dashboard pages: /app/p/<projectId>/... */
+export const projectPage = /\/app\/p\/[^/]+\//;
+
+/** The root of the pages of the project the page shows, such as `http://127.0.0.1:1234/app/p/<id>/`. */
+export function projectApp(page: Page): string {
+  const url = new URL(page.url());
+  const root = /^\/app\/p\/[^/]+\//.exec(url.pathname)?.[0];
+  if (!root) throw new Error(`${page.url()} is no project's page`);
+  return url.origin + root;
 }

@@ -10,6 +10,8 @@ export const goTools = {
   "protoc-gen-go": "go install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12",
   "protoc-gen-go-grpc": "go install google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.2",
   "protoc-gen-connect-go": "go install connectrpc.com/connect/cmd/protoc-gen-connect-go@v1.21.1",
+  // The SMTP server invitation mail is sent to (test/teams/invitation-mail.test.ts).
+  mailpit: "go install github.com/axllent/mailpit@v1.33.1",
 } as const;
 
 /** GOPATH/bin, where `go install` puts tools. */

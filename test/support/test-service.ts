@@ -41,7 +41,7 @@ export async function startTestService(overrides: Partial<Config> & { plans?: Re
     config,
     store,
     async createKey(plan = "free") {
-      const account = await store.keys.createAccount({ name: "test", plan });
+      const account = (await store.teams.createOrganization({ name: "test", project: { name: "test", plan: plan } })).project;
       const minted = mintApiKey();
       const record = await store.keys.createKey({ accountId: account.id, name: "test", hash: minted.hash, prefix: minted.prefix });
       return { key: minted.plaintext, id: record.id, accountId: account.id };

@@ -3,6 +3,8 @@ import { createConnectTransport } from "@connectrpc/connect-web";
 import { AccountService } from "../../gen/calltrace/v1/account_service_pb.js";
 import { AuthService } from "../../gen/calltrace/v1/auth_service_pb.js";
 import { QueryService } from "../../gen/calltrace/v1/query_service_pb.js";
+import { TeamService } from "../../gen/calltrace/v1/team_service_pb.js";
+import { currentProjectId } from "./router.js";
 
 /** Echoes the session's CSRF token (a readable cookie set at log-in) in the header the server checks. */
 const csrf: Interceptor = (next) => (req) => {
@@ -38,11 +40,24 @@ const signedOut: Interceptor = (next) => async (req) => {
   }
 };
 
-const transport = createConnectTransport({ baseUrl: location.origin, interceptors: [signedOut, csrf] });
+/**
+ * Every request with a `project_id` left empty reads or changes the project of the current URL
+ * (/app/p/<id>/...), so no page has to pass it and none can forget it.
+ */
+const project: Interceptor = (next) => (req) => {
+  if (!req.stream && "projectId" in req.method.input.field) {
+    const message = req.message as { projectId?: string };
+    if (message.projectId === "") message.projectId = currentProjectId();
+  }
+  return next(req);
+};
+
+const transport = createConnectTransport({ baseUrl: location.origin, interceptors: [signedOut, csrf, project] });
 
 export const auth = createClient(AuthService, transport);
 export const account = createClient(AccountService, transport);
 export const query = createClient(QueryService, transport);
+export const team = createClient(TeamService, transport);
 
 /** A readable message for an error from any call. */
 export function messageOf(error: unknown): string {

@@ -3,18 +3,53 @@ import { useEffect, useState } from "preact/hooks";
 /** The app's routes live under /app/; the server answers index.html for all of them. */
 export const base = "/app/";
 
-export function navigate(path: string): void {
+/** A project's pages live under /app/p/<projectId>/, so a shared link opens the same project. */
+const projectPath = /^\/app\/p\/([^/]+)(\/.*)?$/;
+
+/** Where the current URL is: its project (empty outside one), the page's path within it, and its query. */
+export interface Location {
+  projectId: string;
+  path: string;
+  query: URLSearchParams;
+}
+
+function readLocation(): Location {
+  const query = new URLSearchParams(location.search);
+  const inProject = projectPath.exec(location.pathname);
+  if (inProject) return { projectId: decodePart(inProject[1]!), path: inProject[2] || "/", query };
+  return { projectId: "", path: location.pathname.slice(base.length - 1) || "/", query };
+}
+
+function decodePart(part: string): string {
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    return part;
+  }
+}
+
+/** The project named by the current URL; "" outside one. */
+export function currentProjectId(): string {
+  return readLocation().projectId;
+}
+
+/** The root of a project's pages (the current one by default), ending in "/". */
+export function projectBase(projectId = currentProjectId()): string {
+  return `${base}p/${encodeURIComponent(projectId)}/`;
+}
+
+export function navigate(path: string, replace = false): void {
   if (location.pathname + location.search === path) return;
-  history.pushState(null, "", path);
+  if (replace) history.replaceState(null, "", path);
+  else history.pushState(null, "", path);
   dispatchEvent(new PopStateEvent("popstate"));
 }
 
 /** The current location, re-rendering on navigation. */
-export function useLocation(): { path: string; query: URLSearchParams } {
-  const read = () => ({ path: location.pathname.slice(base.length - 1) || "/", query: new URLSearchParams(location.search) });
-  const [loc, setLoc] = useState(read);
+export function useLocation(): Location {
+  const [loc, setLoc] = useState(readLocation);
   useEffect(() => {
-    const update = () => setLoc(read());
+    const update = () => setLoc(readLocation());
     addEventListener("popstate", update);
     return () => removeEventListener("popstate", update);
   }, []);

@@ -2,8 +2,8 @@
 // @generated from file calltrace/v1/account_service.proto (package calltrace.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
-import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
+import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_buf_validate_validate } from "@bufbuild/protovalidate/gen/buf/validate/validate_pb.js";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
@@ -13,12 +13,16 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file calltrace/v1/account_service.proto.
  */
 export const file_calltrace_v1_account_service: GenFile = /*@__PURE__*/
-  fileDesc("CiJjYWxsdHJhY2UvdjEvYWNjb3VudF9zZXJ2aWNlLnByb3RvEgxjYWxsdHJhY2UudjEiEwoRR2V0QWNjb3VudFJlcXVlc3Qi8AEKEkdldEFjY291bnRSZXNwb25zZRISCgphY2NvdW50X2lkGAEgASgJEgwKBG5hbWUYAiABKAkSDAoEcGxhbhgDIAEoCRIXCg9wbGFuX3Blcl9taW51dGUYBCABKAMSFgoOcGxhbl9wZXJfbW9udGgYBSABKAMSGAoQY2FsbHNfdGhpc19tb250aBgGIAEoAxIzCg9tb250aF9yZXNldHNfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhUKDXBsYW5fbWF4X2tleXMYCCABKAMSEwoLYWN0aXZlX2tleXMYCSABKAMijgIKBkFwaUtleRIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEg4KBnByZWZpeBgDIAEoCRIuCgpjcmVhdGVkX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIwCgxsYXN0X3VzZWRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnJldm9rZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhgKEGNhbGxzX3RoaXNfbW9udGgYByABKAMSLgoKZXhwaXJlc19hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiEQoPTGlzdEtleXNSZXF1ZXN0IjYKEExpc3RLZXlzUmVzcG9uc2USIgoEa2V5cxgBIAMoCzIULmNhbGx0cmFjZS52MS5BcGlLZXkiXAoQQ3JlYXRlS2V5UmVxdWVzdBIYCgRuYW1lGAEgASgJQgq6SAfIAQFyAhhkEi4KCmV4cGlyZXNfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIkkKEUNyZWF0ZUtleVJlc3BvbnNlEiEKA2tleRgBIAEoCzIULmNhbGx0cmFjZS52MS5BcGlLZXkSEQoJcGxhaW50ZXh0GAIgASgJIioKEFJldm9rZUtleVJlcXVlc3QSFgoGa2V5X2lkGAEgASgJQga6SAPIAQEiNgoRUmV2b2tlS2V5UmVzcG9uc2USIQoDa2V5GAEgASgLMhQuY2FsbHRyYWNlLnYxLkFwaUtleSJEChBSZW5hbWVLZXlSZXF1ZXN0EhYKBmtleV9pZBgBIAEoCUIGukgDyAEBEhgKBG5hbWUYAiABKAlCCrpIB8gBAXICGGQiNgoRUmVuYW1lS2V5UmVzcG9uc2USIQoDa2V5GAEgASgLMhQuY2FsbHRyYWNlLnYxLkFwaUtleSIVChNMaXN0U2Vzc2lvbnNSZXF1ZXN0Ip4BCgtTZXNzaW9uSW5mbxIKCgJpZBgBIAEoCRIuCgpjcmVhdGVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpleHBpcmVzX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIPCgdjdXJyZW50GAQgASgIEhIKCnVzZXJfYWdlbnQYBSABKAkiQwoUTGlzdFNlc3Npb25zUmVzcG9uc2USKwoIc2Vzc2lvbnMYASADKAsyGS5jYWxsdHJhY2UudjEuU2Vzc2lvbkluZm8iGQoXTG9nT3V0RXZlcnl3aGVyZVJlcXVlc3QiKQoYTG9nT3V0RXZlcnl3aGVyZVJlc3BvbnNlEg0KBWVuZGVkGAEgASgFIl0KFUNoYW5nZVBhc3N3b3JkUmVxdWVzdBIiChBjdXJyZW50X3Bhc3N3b3JkGAEgASgJQgi6SAVyAxiACBIgCgxuZXdfcGFzc3dvcmQYAiABKAlCCrpIB3IFEAoYgAgiNgoWQ2hhbmdlUGFzc3dvcmRSZXNwb25zZRIcChRvdGhlcl9zZXNzaW9uc19lbmRlZBgBIAEoBSIyChREZWxldGVBY2NvdW50UmVxdWVzdBIaCghwYXNzd29yZBgBIAEoCUIIukgFcgMYgAgiFwoVRGVsZXRlQWNjb3VudFJlc3BvbnNlMocGCg5BY2NvdW50U2VydmljZRJPCgpHZXRBY2NvdW50Eh8uY2FsbHRyYWNlLnYxLkdldEFjY291bnRSZXF1ZXN0GiAuY2FsbHRyYWNlLnYxLkdldEFjY291bnRSZXNwb25zZRJJCghMaXN0S2V5cxIdLmNhbGx0cmFjZS52MS5MaXN0S2V5c1JlcXVlc3QaHi5jYWxsdHJhY2UudjEuTGlzdEtleXNSZXNwb25zZRJMCglDcmVhdGVLZXkSHi5jYWxsdHJhY2UudjEuQ3JlYXRlS2V5UmVxdWVzdBofLmNhbGx0cmFjZS52MS5DcmVhdGVLZXlSZXNwb25zZRJMCglSZXZva2VLZXkSHi5jYWxsdHJhY2UudjEuUmV2b2tlS2V5UmVxdWVzdBofLmNhbGx0cmFjZS52MS5SZXZva2VLZXlSZXNwb25zZRJMCglSZW5hbWVLZXkSHi5jYWxsdHJhY2UudjEuUmVuYW1lS2V5UmVxdWVzdBofLmNhbGx0cmFjZS52MS5SZW5hbWVLZXlSZXNwb25zZRJVCgxMaXN0U2Vzc2lvbnMSIS5jYWxsdHJhY2UudjEuTGlzdFNlc3Npb25zUmVxdWVzdBoiLmNhbGx0cmFjZS52MS5MaXN0U2Vzc2lvbnNSZXNwb25zZRJhChBMb2dPdXRFdmVyeXdoZXJlEiUuY2FsbHRyYWNlLnYxLkxvZ091dEV2ZXJ5d2hlcmVSZXF1ZXN0GiYuY2FsbHRyYWNlLnYxLkxvZ091dEV2ZXJ5d2hlcmVSZXNwb25zZRJbCg5DaGFuZ2VQYXNzd29yZBIjLmNhbGx0cmFjZS52MS5DaGFuZ2VQYXNzd29yZFJlcXVlc3QaJC5jYWxsdHJhY2UudjEuQ2hhbmdlUGFzc3dvcmRSZXNwb25zZRJYCg1EZWxldGVBY2NvdW50EiIuY2FsbHRyYWNlLnYxLkRlbGV0ZUFjY291bnRSZXF1ZXN0GiMuY2FsbHRyYWNlLnYxLkRlbGV0ZUFjY291bnRSZXNwb25zZUJSChBkZXYuY2FsbHRyYWNlLnYxUAFaLWNhbGx0cmFjZS5kZXYvZ2VuL2dvL2NhbGx0cmFjZS92MTtjYWxsdHJhY2V2MaoCDENhbGx0cmFjZS5WMWIGcHJvdG8z", [file_buf_validate_validate, file_google_protobuf_timestamp]);
+  fileDesc("CiJjYWxsdHJhY2UvdjEvYWNjb3VudF9zZXJ2aWNlLnByb3RvEgxjYWxsdHJhY2UudjEiMwoRR2V0QWNjb3VudFJlcXVlc3QSHgoKcHJvamVjdF9pZBgPIAEoCUIKukgHyAEBcgIYQCLwAQoSR2V0QWNjb3VudFJlc3BvbnNlEhIKCmFjY291bnRfaWQYASABKAkSDAoEbmFtZRgCIAEoCRIMCgRwbGFuGAMgASgJEhcKD3BsYW5fcGVyX21pbnV0ZRgEIAEoAxIWCg5wbGFuX3Blcl9tb250aBgFIAEoAxIYChBjYWxsc190aGlzX21vbnRoGAYgASgDEjMKD21vbnRoX3Jlc2V0c19hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFQoNcGxhbl9tYXhfa2V5cxgIIAEoAxITCgthY3RpdmVfa2V5cxgJIAEoAyK1AgoGQXBpS2V5EgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSDgoGcHJlZml4GAMgASgJEi4KCmNyZWF0ZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjAKDGxhc3RfdXNlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKcmV2b2tlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASGAoQY2FsbHNfdGhpc19tb250aBgHIAEoAxIuCgpleHBpcmVzX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIlCgVzY29wZRgJIAEoDjIWLmNhbGx0cmFjZS52MS5LZXlTY29wZSIxCg9MaXN0S2V5c1JlcXVlc3QSHgoKcHJvamVjdF9pZBgPIAEoCUIKukgHyAEBcgIYQCI2ChBMaXN0S2V5c1Jlc3BvbnNlEiIKBGtleXMYASADKAsyFC5jYWxsdHJhY2UudjEuQXBpS2V5Iq0BChBDcmVhdGVLZXlSZXF1ZXN0EhgKBG5hbWUYASABKAlCCrpIB8gBAXICGGQSLgoKZXhwaXJlc19hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASHgoKcHJvamVjdF9pZBgPIAEoCUIKukgHyAEBcgIYQBIvCgVzY29wZRgDIAEoDjIWLmNhbGx0cmFjZS52MS5LZXlTY29wZUIIukgFggECEAEiSQoRQ3JlYXRlS2V5UmVzcG9uc2USIQoDa2V5GAEgASgLMhQuY2FsbHRyYWNlLnYxLkFwaUtleRIRCglwbGFpbnRleHQYAiABKAkiSgoQUmV2b2tlS2V5UmVxdWVzdBIWCgZrZXlfaWQYASABKAlCBrpIA8gBARIeCgpwcm9qZWN0X2lkGA8gASgJQgq6SAfIAQFyAhhAIjYKEVJldm9rZUtleVJlc3BvbnNlEiEKA2tleRgBIAEoCzIULmNhbGx0cmFjZS52MS5BcGlLZXkiZAoQUmVuYW1lS2V5UmVxdWVzdBIWCgZrZXlfaWQYASABKAlCBrpIA8gBARIYCgRuYW1lGAIgASgJQgq6SAfIAQFyAhhkEh4KCnByb2plY3RfaWQYDyABKAlCCrpIB8gBAXICGEAiNgoRUmVuYW1lS2V5UmVzcG9uc2USIQoDa2V5GAEgASgLMhQuY2FsbHRyYWNlLnYxLkFwaUtleSIVChNMaXN0U2Vzc2lvbnNSZXF1ZXN0Ip4BCgtTZXNzaW9uSW5mbxIKCgJpZBgBIAEoCRIuCgpjcmVhdGVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpleHBpcmVzX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIPCgdjdXJyZW50GAQgASgIEhIKCnVzZXJfYWdlbnQYBSABKAkiQwoUTGlzdFNlc3Npb25zUmVzcG9uc2USKwoIc2Vzc2lvbnMYASADKAsyGS5jYWxsdHJhY2UudjEuU2Vzc2lvbkluZm8iGQoXTG9nT3V0RXZlcnl3aGVyZVJlcXVlc3QiKQoYTG9nT3V0RXZlcnl3aGVyZVJlc3BvbnNlEg0KBWVuZGVkGAEgASgFIl0KFUNoYW5nZVBhc3N3b3JkUmVxdWVzdBIiChBjdXJyZW50X3Bhc3N3b3JkGAEgASgJQgi6SAVyAxiACBIgCgxuZXdfcGFzc3dvcmQYAiABKAlCCrpIB3IFEAoYgAgiNgoWQ2hhbmdlUGFzc3dvcmRSZXNwb25zZRIcChRvdGhlcl9zZXNzaW9uc19lbmRlZBgBIAEoBSIyChREZWxldGVBY2NvdW50UmVxdWVzdBIaCghwYXNzd29yZBgBIAEoCUIIukgFcgMYgAgiFwoVRGVsZXRlQWNjb3VudFJlc3BvbnNlKk8KCEtleVNjb3BlEhkKFUtFWV9TQ09QRV9VTlNQRUNJRklFRBAAEhQKEEtFWV9TQ09QRV9JTkdFU1QQARISCg5LRVlfU0NPUEVfUkVBRBACMocGCg5BY2NvdW50U2VydmljZRJPCgpHZXRBY2NvdW50Eh8uY2FsbHRyYWNlLnYxLkdldEFjY291bnRSZXF1ZXN0GiAuY2FsbHRyYWNlLnYxLkdldEFjY291bnRSZXNwb25zZRJJCghMaXN0S2V5cxIdLmNhbGx0cmFjZS52MS5MaXN0S2V5c1JlcXVlc3QaHi5jYWxsdHJhY2UudjEuTGlzdEtleXNSZXNwb25zZRJMCglDcmVhdGVLZXkSHi5jYWxsdHJhY2UudjEuQ3JlYXRlS2V5UmVxdWVzdBofLmNhbGx0cmFjZS52MS5DcmVhdGVLZXlSZXNwb25zZRJMCglSZXZva2VLZXkSHi5jYWxsdHJhY2UudjEuUmV2b2tlS2V5UmVxdWVzdBofLmNhbGx0cmFjZS52MS5SZXZva2VLZXlSZXNwb25zZRJMCglSZW5hbWVLZXkSHi5jYWxsdHJhY2UudjEuUmVuYW1lS2V5UmVxdWVzdBofLmNhbGx0cmFjZS52MS5SZW5hbWVLZXlSZXNwb25zZRJVCgxMaXN0U2Vzc2lvbnMSIS5jYWxsdHJhY2UudjEuTGlzdFNlc3Npb25zUmVxdWVzdBoiLmNhbGx0cmFjZS52MS5MaXN0U2Vzc2lvbnNSZXNwb25zZRJhChBMb2dPdXRFdmVyeXdoZXJlEiUuY2FsbHRyYWNlLnYxLkxvZ091dEV2ZXJ5d2hlcmVSZXF1ZXN0GiYuY2FsbHRyYWNlLnYxLkxvZ091dEV2ZXJ5d2hlcmVSZXNwb25zZRJbCg5DaGFuZ2VQYXNzd29yZBIjLmNhbGx0cmFjZS52MS5DaGFuZ2VQYXNzd29yZFJlcXVlc3QaJC5jYWxsdHJhY2UudjEuQ2hhbmdlUGFzc3dvcmRSZXNwb25zZRJYCg1EZWxldGVBY2NvdW50EiIuY2FsbHRyYWNlLnYxLkRlbGV0ZUFjY291bnRSZXF1ZXN0GiMuY2FsbHRyYWNlLnYxLkRlbGV0ZUFjY291bnRSZXNwb25zZUJSChBkZXYuY2FsbHRyYWNlLnYxUAFaLWNhbGx0cmFjZS5kZXYvZ2VuL2dvL2NhbGx0cmFjZS92MTtjYWxsdHJhY2V2MaoCDENhbGx0cmFjZS5WMWIGcHJvdG8z", [file_buf_validate_validate, file_google_protobuf_timestamp]);
 
 /**
  * @generated from message calltrace.v1.GetAccountRequest
  */
 export type GetAccountRequest = Message<"calltrace.v1.GetAccountRequest"> & {
+  /**
+   * @generated from field: string project_id = 15;
+   */
+  projectId: string;
 };
 
 /**
@@ -33,6 +37,8 @@ export const GetAccountRequestSchema: GenMessage<GetAccountRequest> = /*@__PURE_
  */
 export type GetAccountResponse = Message<"calltrace.v1.GetAccountResponse"> & {
   /**
+   * The project's id (projects keep the ids of the accounts they were).
+   *
    * @generated from field: string account_id = 1;
    */
   accountId: string;
@@ -152,6 +158,11 @@ export type ApiKey = Message<"calltrace.v1.ApiKey"> & {
    * @generated from field: google.protobuf.Timestamp expires_at = 8;
    */
   expiresAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: calltrace.v1.KeyScope scope = 9;
+   */
+  scope: KeyScope;
 };
 
 /**
@@ -165,6 +176,10 @@ export const ApiKeySchema: GenMessage<ApiKey> = /*@__PURE__*/
  * @generated from message calltrace.v1.ListKeysRequest
  */
 export type ListKeysRequest = Message<"calltrace.v1.ListKeysRequest"> & {
+  /**
+   * @generated from field: string project_id = 15;
+   */
+  projectId: string;
 };
 
 /**
@@ -208,6 +223,18 @@ export type CreateKeyRequest = Message<"calltrace.v1.CreateKeyRequest"> & {
    * @generated from field: google.protobuf.Timestamp expires_at = 2;
    */
   expiresAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: string project_id = 15;
+   */
+  projectId: string;
+
+  /**
+   * What the key may do; unset is KEY_SCOPE_INGEST.
+   *
+   * @generated from field: calltrace.v1.KeyScope scope = 3;
+   */
+  scope: KeyScope;
 };
 
 /**
@@ -253,6 +280,11 @@ export type RevokeKeyRequest = Message<"calltrace.v1.RevokeKeyRequest"> & {
    * @generated from field: string key_id = 1;
    */
   keyId: string;
+
+  /**
+   * @generated from field: string project_id = 15;
+   */
+  projectId: string;
 };
 
 /**
@@ -294,6 +326,11 @@ export type RenameKeyRequest = Message<"calltrace.v1.RenameKeyRequest"> & {
    * @generated from field: string name = 2;
    */
   name: string;
+
+  /**
+   * @generated from field: string project_id = 15;
+   */
+  projectId: string;
 };
 
 /**
@@ -503,11 +540,47 @@ export const DeleteAccountResponseSchema: GenMessage<DeleteAccountResponse> = /*
   messageDesc(file_calltrace_v1_account_service, 19);
 
 /**
- * AccountService is the dashboard's settings: the signed-in account's plan,
- * its usage this month, its API keys, and the signed-in user's password,
- * sessions and account. Every call needs the session cookie and the
- * `x-csrf-token` header (see AuthService) and acts on the caller's own
- * account only.
+ * KeyScope is what a key may do (docs/teams.md).
+ *
+ * @generated from enum calltrace.v1.KeyScope
+ */
+export enum KeyScope {
+  /**
+   * Every key made before scopes existed: an ingest key.
+   *
+   * @generated from enum value: KEY_SCOPE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Sends traces (POST /v1/traces, TraceService, OTLP); refused by the read API.
+   *
+   * @generated from enum value: KEY_SCOPE_INGEST = 1;
+   */
+  INGEST = 1,
+
+  /**
+   * Reads the project's traces and usage (QueryService, GET /v1/traces,
+   * GET /v1/metrics); refused by the ingest paths as an invalid key.
+   *
+   * @generated from enum value: KEY_SCOPE_READ = 2;
+   */
+  READ = 2,
+}
+
+/**
+ * Describes the enum calltrace.v1.KeyScope.
+ */
+export const KeyScopeSchema: GenEnum<KeyScope> = /*@__PURE__*/
+  enumDesc(file_calltrace_v1_account_service, 0);
+
+/**
+ * AccountService is the dashboard's settings: a project's plan, its usage
+ * this month and its API keys (named by `project_id`, with the roles of
+ * docs/teams.md: any member reads, members and above create and revoke keys),
+ * and the signed-in user's password, sessions and account. Every call needs
+ * the session cookie and the `x-csrf-token` header (see AuthService). A project
+ * the caller may not see answers NOT_FOUND, as an unknown one does.
  *
  * Key rotation (D20, docs/decisions.md#d20): create a new key, move
  * applications over to it, then revoke the old one.
@@ -602,10 +675,12 @@ export const AccountService: GenService<{
     output: typeof ChangePasswordResponseSchema;
   },
   /**
-   * DeleteAccount deletes the account once the password is checked (errors as
-   * for ChangePassword): its keys
-   * stop working at once, and its users, sessions, keys and traces (with every
-   * daily roll-up of them) are removed from the store. It cannot be undone.
+   * DeleteAccount deletes the signed-in user once the password is checked
+   * (errors as for ChangePassword), with their sessions and memberships; an
+   * organization of which they are the only member is deleted with its
+   * projects, keys and traces (its keys stop working at once).
+   * FAILED_PRECONDITION when they are the last owner of an organization that
+   * has other members: transfer the ownership first. It cannot be undone.
    *
    * @generated from rpc calltrace.v1.AccountService.DeleteAccount
    */

@@ -11,12 +11,20 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file calltrace/v1/auth_service.proto.
  */
 export const file_calltrace_v1_auth_service: GenFile = /*@__PURE__*/
-  fileDesc("Ch9jYWxsdHJhY2UvdjEvYXV0aF9zZXJ2aWNlLnByb3RvEgxjYWxsdHJhY2UudjEiSAoNU2lnblVwUmVxdWVzdBIZCgVlbWFpbBgBIAEoCUIKukgHcgUY/gFgARIcCghwYXNzd29yZBgCIAEoCUIKukgHcgUQChiACCI4Cg5TaWduVXBSZXNwb25zZRImCgdzZXNzaW9uGAEgASgLMhUuY2FsbHRyYWNlLnYxLlNlc3Npb24iQwoMTG9nSW5SZXF1ZXN0EhcKBWVtYWlsGAEgASgJQgi6SAVyAxj+ARIaCghwYXNzd29yZBgCIAEoCUIIukgFcgMYgAgiNwoNTG9nSW5SZXNwb25zZRImCgdzZXNzaW9uGAEgASgLMhUuY2FsbHRyYWNlLnYxLlNlc3Npb24iDwoNTG9nT3V0UmVxdWVzdCIQCg5Mb2dPdXRSZXNwb25zZSITChFHZXRTZXNzaW9uUmVxdWVzdCJRChJHZXRTZXNzaW9uUmVzcG9uc2USJgoHc2Vzc2lvbhgBIAEoCzIVLmNhbGx0cmFjZS52MS5TZXNzaW9uEhMKC3NpZ251cF9vcGVuGAIgASgIIiwKB1Nlc3Npb24SDQoFZW1haWwYASABKAkSEgoKYWNjb3VudF9pZBgCIAEoCTKqAgoLQXV0aFNlcnZpY2USQwoGU2lnblVwEhsuY2FsbHRyYWNlLnYxLlNpZ25VcFJlcXVlc3QaHC5jYWxsdHJhY2UudjEuU2lnblVwUmVzcG9uc2USQAoFTG9nSW4SGi5jYWxsdHJhY2UudjEuTG9nSW5SZXF1ZXN0GhsuY2FsbHRyYWNlLnYxLkxvZ0luUmVzcG9uc2USQwoGTG9nT3V0EhsuY2FsbHRyYWNlLnYxLkxvZ091dFJlcXVlc3QaHC5jYWxsdHJhY2UudjEuTG9nT3V0UmVzcG9uc2USTwoKR2V0U2Vzc2lvbhIfLmNhbGx0cmFjZS52MS5HZXRTZXNzaW9uUmVxdWVzdBogLmNhbGx0cmFjZS52MS5HZXRTZXNzaW9uUmVzcG9uc2VCUgoQZGV2LmNhbGx0cmFjZS52MVABWi1jYWxsdHJhY2UuZGV2L2dlbi9nby9jYWxsdHJhY2UvdjE7Y2FsbHRyYWNldjGqAgxDYWxsdHJhY2UuVjFiBnByb3RvMw", [file_buf_validate_validate]);
+  fileDesc("Ch9jYWxsdHJhY2UvdjEvYXV0aF9zZXJ2aWNlLnByb3RvEgxjYWxsdHJhY2UudjEibAoNU2lnblVwUmVxdWVzdBIiChBpbnZpdGF0aW9uX3Rva2VuGAMgASgJQgi6SAVyAxiAARIZCgVlbWFpbBgBIAEoCUIKukgHcgUY/gFgARIcCghwYXNzd29yZBgCIAEoCUIKukgHcgUQChiACCI4Cg5TaWduVXBSZXNwb25zZRImCgdzZXNzaW9uGAEgASgLMhUuY2FsbHRyYWNlLnYxLlNlc3Npb24iQwoMTG9nSW5SZXF1ZXN0EhcKBWVtYWlsGAEgASgJQgi6SAVyAxj+ARIaCghwYXNzd29yZBgCIAEoCUIIukgFcgMYgAgiNwoNTG9nSW5SZXNwb25zZRImCgdzZXNzaW9uGAEgASgLMhUuY2FsbHRyYWNlLnYxLlNlc3Npb24iDwoNTG9nT3V0UmVxdWVzdCIQCg5Mb2dPdXRSZXNwb25zZSITChFHZXRTZXNzaW9uUmVxdWVzdCJmChJHZXRTZXNzaW9uUmVzcG9uc2USJgoHc2Vzc2lvbhgBIAEoCzIVLmNhbGx0cmFjZS52MS5TZXNzaW9uEhMKC3NpZ251cF9vcGVuGAIgASgIEhMKC3Nzb19lbmFibGVkGAMgASgIIlMKB1Nlc3Npb24SDQoFZW1haWwYASABKAkSEgoKYWNjb3VudF9pZBgCIAEoCRIPCgd1c2VyX2lkGAMgASgJEhQKDGhhc19wYXNzd29yZBgEIAEoCDKqAgoLQXV0aFNlcnZpY2USQwoGU2lnblVwEhsuY2FsbHRyYWNlLnYxLlNpZ25VcFJlcXVlc3QaHC5jYWxsdHJhY2UudjEuU2lnblVwUmVzcG9uc2USQAoFTG9nSW4SGi5jYWxsdHJhY2UudjEuTG9nSW5SZXF1ZXN0GhsuY2FsbHRyYWNlLnYxLkxvZ0luUmVzcG9uc2USQwoGTG9nT3V0EhsuY2FsbHRyYWNlLnYxLkxvZ091dFJlcXVlc3QaHC5jYWxsdHJhY2UudjEuTG9nT3V0UmVzcG9uc2USTwoKR2V0U2Vzc2lvbhIfLmNhbGx0cmFjZS52MS5HZXRTZXNzaW9uUmVxdWVzdBogLmNhbGx0cmFjZS52MS5HZXRTZXNzaW9uUmVzcG9uc2VCUgoQZGV2LmNhbGx0cmFjZS52MVABWi1jYWxsdHJhY2UuZGV2L2dlbi9nby9jYWxsdHJhY2UvdjE7Y2FsbHRyYWNldjGqAgxDYWxsdHJhY2UuVjFiBnByb3RvMw", [file_buf_validate_validate]);
 
 /**
  * @generated from message calltrace.v1.SignUpRequest
  */
 export type SignUpRequest = Message<"calltrace.v1.SignUpRequest"> & {
+  /**
+   * An invitation link's token: the new user joins the inviting organization
+   * (the email must be the invited one) instead of getting one of their own.
+   *
+   * @generated from field: string invitation_token = 3;
+   */
+  invitationToken: string;
+
   /**
    * @generated from field: string email = 1;
    */
@@ -149,6 +157,14 @@ export type GetSessionResponse = Message<"calltrace.v1.GetSessionResponse"> & {
    * @generated from field: bool signup_open = 2;
    */
   signupOpen: boolean;
+
+  /**
+   * Whether single sign-on is configured (OIDC_ISSUER): the log-in page
+   * offers it at /auth/oidc/start.
+   *
+   * @generated from field: bool sso_enabled = 3;
+   */
+  ssoEnabled: boolean;
 };
 
 /**
@@ -170,9 +186,24 @@ export type Session = Message<"calltrace.v1.Session"> & {
   email: string;
 
   /**
+   * The first project the user may see (the dashboard's default); empty when
+   * they belong to no organization.
+   *
    * @generated from field: string account_id = 2;
    */
   accountId: string;
+
+  /**
+   * @generated from field: string user_id = 3;
+   */
+  userId: string;
+
+  /**
+   * Whether the user has a password (false for one who signs in with SSO only).
+   *
+   * @generated from field: bool has_password = 4;
+   */
+  hasPassword: boolean;
 };
 
 /**

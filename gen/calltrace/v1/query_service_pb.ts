@@ -15,7 +15,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file calltrace/v1/query_service.proto.
  */
 export const file_calltrace_v1_query_service: GenFile = /*@__PURE__*/
-  fileDesc("CiBjYWxsdHJhY2UvdjEvcXVlcnlfc2VydmljZS5wcm90bxIMY2FsbHRyYWNlLnYxIr0BChFMaXN0VHJhY2VzUmVxdWVzdBIpCgZmaWx0ZXIYASABKAsyGS5jYWxsdHJhY2UudjEuVHJhY2VGaWx0ZXISHQoJcGFnZV9zaXplGAIgASgFQgq6SAcaBRj0AygAEhgKBmN1cnNvchgDIAEoCUIIukgFcgMYgAQSMQoFb3JkZXIYBCABKA4yGC5jYWxsdHJhY2UudjEuVHJhY2VPcmRlckIIukgFggECEAESEQoJYXNjZW5kaW5nGAUgASgIIjsKEkxpc3RUcmFjZXNSZXNwb25zZRIlCgRwYWdlGAEgASgLMhcuY2FsbHRyYWNlLnYxLlRyYWNlUGFnZSJCChVHZXRVc2FnZVRvdGFsc1JlcXVlc3QSKQoGZmlsdGVyGAEgASgLMhkuY2FsbHRyYWNlLnYxLlRyYWNlRmlsdGVyIkMKFkdldFVzYWdlVG90YWxzUmVzcG9uc2USKQoGdG90YWxzGAEgASgLMhkuY2FsbHRyYWNlLnYxLlVzYWdlVG90YWxzIkMKFkdldFVzYWdlQnlNb2RlbFJlcXVlc3QSKQoGZmlsdGVyGAEgASgLMhkuY2FsbHRyYWNlLnYxLlRyYWNlRmlsdGVyIkMKF0dldFVzYWdlQnlNb2RlbFJlc3BvbnNlEigKBm1vZGVscxgBIAMoCzIYLmNhbGx0cmFjZS52MS5Nb2RlbFVzYWdlIkEKFEdldFVzYWdlQnlEYXlSZXF1ZXN0EikKBmZpbHRlchgBIAEoCzIZLmNhbGx0cmFjZS52MS5UcmFjZUZpbHRlciJCChVHZXRVc2FnZUJ5RGF5UmVzcG9uc2USKQoEZGF5cxgBIAMoCzIbLmNhbGx0cmFjZS52MS5EYXlNb2RlbFVzYWdlIkUKGEdldFVzYWdlQnlDb3VudHJ5UmVxdWVzdBIpCgZmaWx0ZXIYASABKAsyGS5jYWxsdHJhY2UudjEuVHJhY2VGaWx0ZXIiSgoZR2V0VXNhZ2VCeUNvdW50cnlSZXNwb25zZRItCgljb3VudHJpZXMYASADKAsyGi5jYWxsdHJhY2UudjEuQ291bnRyeVVzYWdlIkcKGkdldExhdGVuY3lIaXN0b2dyYW1SZXF1ZXN0EikKBmZpbHRlchgBIAEoCzIZLmNhbGx0cmFjZS52MS5UcmFjZUZpbHRlciJLChtHZXRMYXRlbmN5SGlzdG9ncmFtUmVzcG9uc2USLAoHYnVja2V0cxgBIAMoCzIbLmNhbGx0cmFjZS52MS5MYXRlbmN5QnVja2V0IuoCChZHZXRVc2FnZUJ5R3JvdXBSZXF1ZXN0EikKBmZpbHRlchgBIAEoCzIZLmNhbGx0cmFjZS52MS5UcmFjZUZpbHRlchI3CglkaW1lbnNpb24YAiABKA4yFy5jYWxsdHJhY2UudjEuRGltZW5zaW9uQgu6SAjIAQGCAQIQARIzCgxtZXRhZGF0YV9rZXkYAyABKAlCHbpIGnIYGEAyFF4oW0EtWmEtejAtOV8uLV0rKT8kEhkKBWxpbWl0GAQgASgFQgq6SAcaBRjoBygAOpsBukiXARqUAQoSZ3JvdXAubWV0YWRhdGFfa2V5EkptZXRhZGF0YV9rZXk6IHJlcXVpcmVkIHdoZW4gZGltZW5zaW9uIGlzIERJTUVOU0lPTl9NRVRBREFUQSwgYW5kIG9ubHkgdGhlbhoyKHRoaXMuZGltZW5zaW9uID09IDQpID09ICh0aGlzLm1ldGFkYXRhX2tleSAhPSAnJykiWQoXR2V0VXNhZ2VCeUdyb3VwUmVzcG9uc2USKAoGZ3JvdXBzGAEgAygLMhguY2FsbHRyYWNlLnYxLkdyb3VwVXNhZ2USFAoMdG90YWxfZ3JvdXBzGAIgASgDIvwCChxHZXRVc2FnZUJ5R3JvdXBBbmREYXlSZXF1ZXN0EikKBmZpbHRlchgBIAEoCzIZLmNhbGx0cmFjZS52MS5UcmFjZUZpbHRlchI3CglkaW1lbnNpb24YAiABKA4yFy5jYWxsdHJhY2UudjEuRGltZW5zaW9uQgu6SAjIAQGCAQIQARIzCgxtZXRhZGF0YV9rZXkYAyABKAlCHbpIGnIYGEAyFF4oW0EtWmEtejAtOV8uLV0rKT8kEiEKBnZhbHVlcxgEIAMoCUIRukgOkgELCAEQFCIFcgMYgAQ6nwG6SJsBGpgBChZncm91cF9kYXkubWV0YWRhdGFfa2V5EkptZXRhZGF0YV9rZXk6IHJlcXVpcmVkIHdoZW4gZGltZW5zaW9uIGlzIERJTUVOU0lPTl9NRVRBREFUQSwgYW5kIG9ubHkgdGhlbhoyKHRoaXMuZGltZW5zaW9uID09IDQpID09ICh0aGlzLm1ldGFkYXRhX2tleSAhPSAnJykiSgodR2V0VXNhZ2VCeUdyb3VwQW5kRGF5UmVzcG9uc2USKQoEZGF5cxgBIAMoCzIbLmNhbGx0cmFjZS52MS5EYXlHcm91cFVzYWdlIigKD0dldFRyYWNlUmVxdWVzdBIVCgJpZBgBIAEoCUIJukgGcgQQARhAIjwKEEdldFRyYWNlUmVzcG9uc2USKAoFdHJhY2UYASABKAsyGS5jYWxsdHJhY2UudjEuU3RvcmVkVHJhY2UiRwoaR2V0VXNhZ2VCeURheVRvdGFsc1JlcXVlc3QSKQoGZmlsdGVyGAEgASgLMhkuY2FsbHRyYWNlLnYxLlRyYWNlRmlsdGVyIkMKG0dldFVzYWdlQnlEYXlUb3RhbHNSZXNwb25zZRIkCgRkYXlzGAEgAygLMhYuY2FsbHRyYWNlLnYxLkRheVVzYWdlIlAKG0dldFVzYWdlQnlIb3VyVG90YWxzUmVxdWVzdBIxCgZmaWx0ZXIYASABKAsyGS5jYWxsdHJhY2UudjEuVHJhY2VGaWx0ZXJCBrpIA8gBASJGChxHZXRVc2FnZUJ5SG91clRvdGFsc1Jlc3BvbnNlEiYKBWhvdXJzGAEgAygLMhcuY2FsbHRyYWNlLnYxLkhvdXJVc2FnZTLACAoMUXVlcnlTZXJ2aWNlEk8KCkxpc3RUcmFjZXMSHy5jYWxsdHJhY2UudjEuTGlzdFRyYWNlc1JlcXVlc3QaIC5jYWxsdHJhY2UudjEuTGlzdFRyYWNlc1Jlc3BvbnNlElsKDkdldFVzYWdlVG90YWxzEiMuY2FsbHRyYWNlLnYxLkdldFVzYWdlVG90YWxzUmVxdWVzdBokLmNhbGx0cmFjZS52MS5HZXRVc2FnZVRvdGFsc1Jlc3BvbnNlEl4KD0dldFVzYWdlQnlNb2RlbBIkLmNhbGx0cmFjZS52MS5HZXRVc2FnZUJ5TW9kZWxSZXF1ZXN0GiUuY2FsbHRyYWNlLnYxLkdldFVzYWdlQnlNb2RlbFJlc3BvbnNlElgKDUdldFVzYWdlQnlEYXkSIi5jYWxsdHJhY2UudjEuR2V0VXNhZ2VCeURheVJlcXVlc3QaIy5jYWxsdHJhY2UudjEuR2V0VXNhZ2VCeURheVJlc3BvbnNlEmQKEUdldFVzYWdlQnlDb3VudHJ5EiYuY2FsbHRyYWNlLnYxLkdldFVzYWdlQnlDb3VudHJ5UmVxdWVzdBonLmNhbGx0cmFjZS52MS5HZXRVc2FnZUJ5Q291bnRyeVJlc3BvbnNlEmoKE0dldExhdGVuY3lIaXN0b2dyYW0SKC5jYWxsdHJhY2UudjEuR2V0TGF0ZW5jeUhpc3RvZ3JhbVJlcXVlc3QaKS5jYWxsdHJhY2UudjEuR2V0TGF0ZW5jeUhpc3RvZ3JhbVJlc3BvbnNlEl4KD0dldFVzYWdlQnlHcm91cBIkLmNhbGx0cmFjZS52MS5HZXRVc2FnZUJ5R3JvdXBSZXF1ZXN0GiUuY2FsbHRyYWNlLnYxLkdldFVzYWdlQnlHcm91cFJlc3BvbnNlEnAKFUdldFVzYWdlQnlHcm91cEFuZERheRIqLmNhbGx0cmFjZS52MS5HZXRVc2FnZUJ5R3JvdXBBbmREYXlSZXF1ZXN0GisuY2FsbHRyYWNlLnYxLkdldFVzYWdlQnlHcm91cEFuZERheVJlc3BvbnNlEkkKCEdldFRyYWNlEh0uY2FsbHRyYWNlLnYxLkdldFRyYWNlUmVxdWVzdBoeLmNhbGx0cmFjZS52MS5HZXRUcmFjZVJlc3BvbnNlEmoKE0dldFVzYWdlQnlEYXlUb3RhbHMSKC5jYWxsdHJhY2UudjEuR2V0VXNhZ2VCeURheVRvdGFsc1JlcXVlc3QaKS5jYWxsdHJhY2UudjEuR2V0VXNhZ2VCeURheVRvdGFsc1Jlc3BvbnNlEm0KFEdldFVzYWdlQnlIb3VyVG90YWxzEikuY2FsbHRyYWNlLnYxLkdldFVzYWdlQnlIb3VyVG90YWxzUmVxdWVzdBoqLmNhbGx0cmFjZS52MS5HZXRVc2FnZUJ5SG91clRvdGFsc1Jlc3BvbnNlQlIKEGRldi5jYWxsdHJhY2UudjFQAVotY2FsbHRyYWNlLmRldi9nZW4vZ28vY2FsbHRyYWNlL3YxO2NhbGx0cmFjZXYxqgIMQ2FsbHRyYWNlLlYxYgZwcm90bzM", [file_buf_validate_validate, file_calltrace_v1_query, file_calltrace_v1_trace]);
+  fileDesc("CiBjYWxsdHJhY2UvdjEvcXVlcnlfc2VydmljZS5wcm90bxIMY2FsbHRyYWNlLnYxItoBChFMaXN0VHJhY2VzUmVxdWVzdBIpCgZmaWx0ZXIYASABKAsyGS5jYWxsdHJhY2UudjEuVHJhY2VGaWx0ZXISHQoJcGFnZV9zaXplGAIgASgFQgq6SAcaBRj0AygAEhgKBmN1cnNvchgDIAEoCUIIukgFcgMYgAQSMQoFb3JkZXIYBCABKA4yGC5jYWxsdHJhY2UudjEuVHJhY2VPcmRlckIIukgFggECEAESEQoJYXNjZW5kaW5nGAUgASgIEhsKCnByb2plY3RfaWQYDyABKAlCB7pIBHICGEAiOwoSTGlzdFRyYWNlc1Jlc3BvbnNlEiUKBHBhZ2UYASABKAsyFy5jYWxsdHJhY2UudjEuVHJhY2VQYWdlIl8KFUdldFVzYWdlVG90YWxzUmVxdWVzdBIpCgZmaWx0ZXIYASABKAsyGS5jYWxsdHJhY2UudjEuVHJhY2VGaWx0ZXISGwoKcHJvamVjdF9pZBgPIAEoCUIHukgEcgIYQCJDChZHZXRVc2FnZVRvdGFsc1Jlc3BvbnNlEikKBnRvdGFscxgBIAEoCzIZLmNhbGx0cmFjZS52MS5Vc2FnZVRvdGFscyJgChZHZXRVc2FnZUJ5TW9kZWxSZXF1ZXN0EikKBmZpbHRlchgBIAEoCzIZLmNhbGx0cmFjZS52MS5UcmFjZUZpbHRlchIbCgpwcm9qZWN0X2lkGA8gASgJQge6SARyAhhAIkMKF0dldFVzYWdlQnlNb2RlbFJlc3BvbnNlEigKBm1vZGVscxgBIAMoCzIYLmNhbGx0cmFjZS52MS5Nb2RlbFVzYWdlIl4KFEdldFVzYWdlQnlEYXlSZXF1ZXN0EikKBmZpbHRlchgBIAEoCzIZLmNhbGx0cmFjZS52MS5UcmFjZUZpbHRlchIbCgpwcm9qZWN0X2lkGA8gASgJQge6SARyAhhAIkIKFUdldFVzYWdlQnlEYXlSZXNwb25zZRIpCgRkYXlzGAEgAygLMhsuY2FsbHRyYWNlLnYxLkRheU1vZGVsVXNhZ2UiYgoYR2V0VXNhZ2VCeUNvdW50cnlSZXF1ZXN0EikKBmZpbHRlchgBIAEoCzIZLmNhbGx0cmFjZS52MS5UcmFjZUZpbHRlchIbCgpwcm9qZWN0X2lkGA8gASgJQge6SARyAhhAIkoKGUdldFVzYWdlQnlDb3VudHJ5UmVzcG9uc2USLQoJY291bnRyaWVzGAEgAygLMhouY2FsbHRyYWNlLnYxLkNvdW50cnlVc2FnZSJkChpHZXRMYXRlbmN5SGlzdG9ncmFtUmVxdWVzdBIpCgZmaWx0ZXIYASABKAsyGS5jYWxsdHJhY2UudjEuVHJhY2VGaWx0ZXISGwoKcHJvamVjdF9pZBgPIAEoCUIHukgEcgIYQCJLChtHZXRMYXRlbmN5SGlzdG9ncmFtUmVzcG9uc2USLAoHYnVja2V0cxgBIAMoCzIbLmNhbGx0cmFjZS52MS5MYXRlbmN5QnVja2V0IocDChZHZXRVc2FnZUJ5R3JvdXBSZXF1ZXN0EikKBmZpbHRlchgBIAEoCzIZLmNhbGx0cmFjZS52MS5UcmFjZUZpbHRlchI3CglkaW1lbnNpb24YAiABKA4yFy5jYWxsdHJhY2UudjEuRGltZW5zaW9uQgu6SAjIAQGCAQIQARIzCgxtZXRhZGF0YV9rZXkYAyABKAlCHbpIGnIYGEAyFF4oW0EtWmEtejAtOV8uLV0rKT8kEhkKBWxpbWl0GAQgASgFQgq6SAcaBRjoBygAEhsKCnByb2plY3RfaWQYDyABKAlCB7pIBHICGEA6mwG6SJcBGpQBChJncm91cC5tZXRhZGF0YV9rZXkSSm1ldGFkYXRhX2tleTogcmVxdWlyZWQgd2hlbiBkaW1lbnNpb24gaXMgRElNRU5TSU9OX01FVEFEQVRBLCBhbmQgb25seSB0aGVuGjIodGhpcy5kaW1lbnNpb24gPT0gNCkgPT0gKHRoaXMubWV0YWRhdGFfa2V5ICE9ICcnKSJZChdHZXRVc2FnZUJ5R3JvdXBSZXNwb25zZRIoCgZncm91cHMYASADKAsyGC5jYWxsdHJhY2UudjEuR3JvdXBVc2FnZRIUCgx0b3RhbF9ncm91cHMYAiABKAMimQMKHEdldFVzYWdlQnlHcm91cEFuZERheVJlcXVlc3QSKQoGZmlsdGVyGAEgASgLMhkuY2FsbHRyYWNlLnYxLlRyYWNlRmlsdGVyEjcKCWRpbWVuc2lvbhgCIAEoDjIXLmNhbGx0cmFjZS52MS5EaW1lbnNpb25CC7pICMgBAYIBAhABEjMKDG1ldGFkYXRhX2tleRgDIAEoCUIdukgachgYQDIUXihbQS1aYS16MC05Xy4tXSspPyQSIQoGdmFsdWVzGAQgAygJQhG6SA6SAQsIARAUIgVyAxiABBIbCgpwcm9qZWN0X2lkGA8gASgJQge6SARyAhhAOp8BukibARqYAQoWZ3JvdXBfZGF5Lm1ldGFkYXRhX2tleRJKbWV0YWRhdGFfa2V5OiByZXF1aXJlZCB3aGVuIGRpbWVuc2lvbiBpcyBESU1FTlNJT05fTUVUQURBVEEsIGFuZCBvbmx5IHRoZW4aMih0aGlzLmRpbWVuc2lvbiA9PSA0KSA9PSAodGhpcy5tZXRhZGF0YV9rZXkgIT0gJycpIkoKHUdldFVzYWdlQnlHcm91cEFuZERheVJlc3BvbnNlEikKBGRheXMYASADKAsyGy5jYWxsdHJhY2UudjEuRGF5R3JvdXBVc2FnZSJFCg9HZXRUcmFjZVJlcXVlc3QSFQoCaWQYASABKAlCCbpIBnIEEAEYQBIbCgpwcm9qZWN0X2lkGA8gASgJQge6SARyAhhAIjwKEEdldFRyYWNlUmVzcG9uc2USKAoFdHJhY2UYASABKAsyGS5jYWxsdHJhY2UudjEuU3RvcmVkVHJhY2UiZAoaR2V0VXNhZ2VCeURheVRvdGFsc1JlcXVlc3QSKQoGZmlsdGVyGAEgASgLMhkuY2FsbHRyYWNlLnYxLlRyYWNlRmlsdGVyEhsKCnByb2plY3RfaWQYDyABKAlCB7pIBHICGEAiQwobR2V0VXNhZ2VCeURheVRvdGFsc1Jlc3BvbnNlEiQKBGRheXMYASADKAsyFi5jYWxsdHJhY2UudjEuRGF5VXNhZ2UibQobR2V0VXNhZ2VCeUhvdXJUb3RhbHNSZXF1ZXN0EjEKBmZpbHRlchgBIAEoCzIZLmNhbGx0cmFjZS52MS5UcmFjZUZpbHRlckIGukgDyAEBEhsKCnByb2plY3RfaWQYDyABKAlCB7pIBHICGEAiRgocR2V0VXNhZ2VCeUhvdXJUb3RhbHNSZXNwb25zZRImCgVob3VycxgBIAMoCzIXLmNhbGx0cmFjZS52MS5Ib3VyVXNhZ2UywAgKDFF1ZXJ5U2VydmljZRJPCgpMaXN0VHJhY2VzEh8uY2FsbHRyYWNlLnYxLkxpc3RUcmFjZXNSZXF1ZXN0GiAuY2FsbHRyYWNlLnYxLkxpc3RUcmFjZXNSZXNwb25zZRJbCg5HZXRVc2FnZVRvdGFscxIjLmNhbGx0cmFjZS52MS5HZXRVc2FnZVRvdGFsc1JlcXVlc3QaJC5jYWxsdHJhY2UudjEuR2V0VXNhZ2VUb3RhbHNSZXNwb25zZRJeCg9HZXRVc2FnZUJ5TW9kZWwSJC5jYWxsdHJhY2UudjEuR2V0VXNhZ2VCeU1vZGVsUmVxdWVzdBolLmNhbGx0cmFjZS52MS5HZXRVc2FnZUJ5TW9kZWxSZXNwb25zZRJYCg1HZXRVc2FnZUJ5RGF5EiIuY2FsbHRyYWNlLnYxLkdldFVzYWdlQnlEYXlSZXF1ZXN0GiMuY2FsbHRyYWNlLnYxLkdldFVzYWdlQnlEYXlSZXNwb25zZRJkChFHZXRVc2FnZUJ5Q291bnRyeRImLmNhbGx0cmFjZS52MS5HZXRVc2FnZUJ5Q291bnRyeVJlcXVlc3QaJy5jYWxsdHJhY2UudjEuR2V0VXNhZ2VCeUNvdW50cnlSZXNwb25zZRJqChNHZXRMYXRlbmN5SGlzdG9ncmFtEiguY2FsbHRyYWNlLnYxLkdldExhdGVuY3lIaXN0b2dyYW1SZXF1ZXN0GikuY2FsbHRyYWNlLnYxLkdldExhdGVuY3lIaXN0b2dyYW1SZXNwb25zZRJeCg9HZXRVc2FnZUJ5R3JvdXASJC5jYWxsdHJhY2UudjEuR2V0VXNhZ2VCeUdyb3VwUmVxdWVzdBolLmNhbGx0cmFjZS52MS5HZXRVc2FnZUJ5R3JvdXBSZXNwb25zZRJwChVHZXRVc2FnZUJ5R3JvdXBBbmREYXkSKi5jYWxsdHJhY2UudjEuR2V0VXNhZ2VCeUdyb3VwQW5kRGF5UmVxdWVzdBorLmNhbGx0cmFjZS52MS5HZXRVc2FnZUJ5R3JvdXBBbmREYXlSZXNwb25zZRJJCghHZXRUcmFjZRIdLmNhbGx0cmFjZS52MS5HZXRUcmFjZVJlcXVlc3QaHi5jYWxsdHJhY2UudjEuR2V0VHJhY2VSZXNwb25zZRJqChNHZXRVc2FnZUJ5RGF5VG90YWxzEiguY2FsbHRyYWNlLnYxLkdldFVzYWdlQnlEYXlUb3RhbHNSZXF1ZXN0GikuY2FsbHRyYWNlLnYxLkdldFVzYWdlQnlEYXlUb3RhbHNSZXNwb25zZRJtChRHZXRVc2FnZUJ5SG91clRvdGFscxIpLmNhbGx0cmFjZS52MS5HZXRVc2FnZUJ5SG91clRvdGFsc1JlcXVlc3QaKi5jYWxsdHJhY2UudjEuR2V0VXNhZ2VCeUhvdXJUb3RhbHNSZXNwb25zZUJSChBkZXYuY2FsbHRyYWNlLnYxUAFaLWNhbGx0cmFjZS5kZXYvZ2VuL2dvL2NhbGx0cmFjZS92MTtjYWxsdHJhY2V2MaoCDENhbGx0cmFjZS5WMWIGcHJvdG8z", [file_buf_validate_validate, file_calltrace_v1_query, file_calltrace_v1_trace]);
 
 /**
  * @generated from message calltrace.v1.ListTracesRequest
@@ -55,6 +55,13 @@ export type ListTracesRequest = Message<"calltrace.v1.ListTracesRequest"> & {
    * @generated from field: bool ascending = 5;
    */
   ascending: boolean;
+
+  /**
+   * The project to read; empty only for a read key, which reads its own.
+   *
+   * @generated from field: string project_id = 15;
+   */
+  projectId: string;
 };
 
 /**
@@ -89,6 +96,13 @@ export type GetUsageTotalsRequest = Message<"calltrace.v1.GetUsageTotalsRequest"
    * @generated from field: calltrace.v1.TraceFilter filter = 1;
    */
   filter?: TraceFilter | undefined;
+
+  /**
+   * The project to read; empty only for a read key, which reads its own.
+   *
+   * @generated from field: string project_id = 15;
+   */
+  projectId: string;
 };
 
 /**
@@ -123,6 +137,13 @@ export type GetUsageByModelRequest = Message<"calltrace.v1.GetUsageByModelReques
    * @generated from field: calltrace.v1.TraceFilter filter = 1;
    */
   filter?: TraceFilter | undefined;
+
+  /**
+   * The project to read; empty only for a read key, which reads its own.
+   *
+   * @generated from field: string project_id = 15;
+   */
+  projectId: string;
 };
 
 /**
@@ -157,6 +178,13 @@ export type GetUsageByDayRequest = Message<"calltrace.v1.GetUsageByDayRequest"> 
    * @generated from field: calltrace.v1.TraceFilter filter = 1;
    */
   filter?: TraceFilter | undefined;
+
+  /**
+   * The project to read; empty only for a read key, which reads its own.
+   *
+   * @generated from field: string project_id = 15;
+   */
+  projectId: string;
 };
 
 /**
@@ -191,6 +219,13 @@ export type GetUsageByCountryRequest = Message<"calltrace.v1.GetUsageByCountryRe
    * @generated from field: calltrace.v1.TraceFilter filter = 1;
    */
   filter?: TraceFilter | undefined;
+
+  /**
+   * The project to read; empty only for a read key, which reads its own.
+   *
+   * @generated from field: string project_id = 15;
+   */
+  projectId: string;
 };
 
 /**
@@ -225,6 +260,13 @@ export type GetLatencyHistogramRequest = Message<"calltrace.v1.GetLatencyHistogr
    * @generated from field: calltrace.v1.TraceFilter filter = 1;
    */
   filter?: TraceFilter | undefined;
+
+  /**
+   * The project to read; empty only for a read key, which reads its own.
+   *
+   * @generated from field: string project_id = 15;
+   */
+  projectId: string;
 };
 
 /**
@@ -278,6 +320,13 @@ export type GetUsageByGroupRequest = Message<"calltrace.v1.GetUsageByGroupReques
    * @generated from field: int32 limit = 4;
    */
   limit: number;
+
+  /**
+   * The project to read; empty only for a read key, which reads its own.
+   *
+   * @generated from field: string project_id = 15;
+   */
+  projectId: string;
 };
 
 /**
@@ -338,6 +387,13 @@ export type GetUsageByGroupAndDayRequest = Message<"calltrace.v1.GetUsageByGroup
    * @generated from field: repeated string values = 4;
    */
   values: string[];
+
+  /**
+   * The project to read; empty only for a read key, which reads its own.
+   *
+   * @generated from field: string project_id = 15;
+   */
+  projectId: string;
 };
 
 /**
@@ -374,6 +430,13 @@ export type GetTraceRequest = Message<"calltrace.v1.GetTraceRequest"> & {
    * @generated from field: string id = 1;
    */
   id: string;
+
+  /**
+   * The project to read; empty only for a read key, which reads its own.
+   *
+   * @generated from field: string project_id = 15;
+   */
+  projectId: string;
 };
 
 /**
@@ -408,6 +471,13 @@ export type GetUsageByDayTotalsRequest = Message<"calltrace.v1.GetUsageByDayTota
    * @generated from field: calltrace.v1.TraceFilter filter = 1;
    */
   filter?: TraceFilter | undefined;
+
+  /**
+   * The project to read; empty only for a read key, which reads its own.
+   *
+   * @generated from field: string project_id = 15;
+   */
+  projectId: string;
 };
 
 /**
@@ -446,6 +516,13 @@ export type GetUsageByHourTotalsRequest = Message<"calltrace.v1.GetUsageByHourTo
    * @generated from field: calltrace.v1.TraceFilter filter = 1;
    */
   filter?: TraceFilter | undefined;
+
+  /**
+   * The project to read; empty only for a read key, which reads its own.
+   *
+   * @generated from field: string project_id = 15;
+   */
+  projectId: string;
 };
 
 /**
@@ -475,10 +552,15 @@ export const GetUsageByHourTotalsResponseSchema: GenMessage<GetUsageByHourTotals
   messageDesc(file_calltrace_v1_query_service, 21);
 
 /**
- * QueryService reads the signed-in account's traces and usage; the dashboard
- * uses it and so can other tools. Every call needs the session cookie and the
- * `x-csrf-token` header (see AuthService), and reads the caller's own account
- * only: a filter naming another account's key simply matches nothing.
+ * QueryService reads one project's traces and usage; the dashboard uses it and
+ * so can other tools. A call is authenticated either by a dashboard session
+ * (the session cookie and the `x-csrf-token` header, see AuthService), which
+ * may read every project of the organizations the user belongs to, or by a
+ * read-scoped API key (`authorization: Bearer ct_...`), which reads its own
+ * project only. Every request names the project in `project_id` (a read key
+ * may leave it empty for its own). A project the caller may not read answers
+ * NOT_FOUND exactly as one that does not exist; an ingest-scoped key answers
+ * PERMISSION_DENIED naming the scope it lacks (docs/teams.md).
  *
  * @generated from service calltrace.v1.QueryService
  */

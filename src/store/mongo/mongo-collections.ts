@@ -3,11 +3,65 @@ import { MongoServerError, type Collection, type Db, type Document, type IndexDe
 import { newTraceIdKey } from "../trace-id.js";
 import type { TraceDoc } from "./mongo-trace-doc.js";
 
+/** A project (the collection keeps the name of the accounts that became projects, D50). */
 export interface AccountDoc {
   _id: string;
   name: string;
   plan: string;
   createdAt: Date;
+  /** Absent only in a database not yet upgraded (mongo-teams-upgrade.ts). */
+  organizationId?: string;
+  retentionDays?: number;
+  timeZone?: string;
+}
+
+export interface OrganizationDoc {
+  _id: string;
+  name: string;
+  createdAt: Date;
+  joinDomain: string;
+  joinRole: string;
+}
+
+export interface MembershipDoc {
+  /** `<organization id>:<user id>`. */
+  _id: string;
+  organizationId: string;
+  userId: string;
+  role: string;
+  createdAt: Date;
+}
+
+export interface InvitationDoc {
+  _id: string;
+  organizationId: string;
+  email: string;
+  role: string;
+  tokenHash: string;
+  invitedBy: string;
+  createdAt: Date;
+  expiresAt: Date;
+  acceptedAt?: Date;
+  revokedAt?: Date;
+}
+
+/** An invitation's one use, under its id: accepting and revoking both insert it, so only one happens. */
+export interface InvitationUseDoc {
+  _id: string;
+  organizationId: string;
+  kind: "accepted" | "revoked";
+  at: Date;
+}
+
+export interface AuditDoc {
+  _id: string;
+  organizationId: string;
+  projectId: string;
+  actor: string;
+  action: string;
+  target: string;
+  details: Record<string, string>;
+  at: Date;
 }
 
 /** One of an account's `max_keys` slots, held by an active key (mongo-key-store.ts). */
@@ -28,6 +82,8 @@ export interface KeyDoc {
   revokedAt?: Date;
   lastUsedAt?: Date;
   expiresAt?: Date;
+  /** Absent for keys made before scopes: they are ingest keys. */
+  scope?: string;
 }
 
 /** One claimed Idempotency-Key (D14): which trace it was claimed for, and when. */
@@ -54,7 +110,8 @@ export interface UserDoc {
   _id: string;
   email: string;
   passwordHash: string;
-  accountId: string;
+  /** Only in a database not yet upgraded to teams (mongo-teams-upgrade.ts). */
+  accountId?: string;
   createdAt: Date;
 }
 
@@ -62,7 +119,6 @@ export interface SessionDoc {
   /** The session token's SHA-256. */
   _id: string;
   userId: string;
-  accountId: string;
   createdAt: Date;
   expiresAt: Date;
   userAgent?: string;
@@ -103,6 +159,11 @@ export interface MongoCollections {
   countingSince: Date;
   users: Collection<UserDoc>;
   sessions: Collection<SessionDoc>;
+  organizations: Collection<OrganizationDoc>;
+  memberships: Collection<MembershipDoc>;
+  invitations: Collection<InvitationDoc>;
+  invitationUses: Collection<InvitationUseDoc>;
+  audit: Collection<AuditDoc>;
   /** The key of this database's trace ids (src/store/trace-id.ts), made once by whichever instance starts first. */
   traceIdKey: Buffer;
   capabilities: MongoCapabilities;
@@ -157,22 +218,50 @@ export async function prepareMongoCollections(db: Db, options: PrepareOptions): 
   const traceCounts = db.collection<TraceCountDoc>("trace_counts", journaled);
   const users = db.collection<UserDoc>("users", journaled);
   const sessions = db.collection<SessionDoc>("sessions", journaled);
-  for (const name of ["accounts", "api_keys", "key_slots", "idempotency", "trace_counts", "users", "sessions"])
+  const organizations = db.collection<OrganizationDoc>("organizations", journaled);
+  const memberships = db.collection<MembershipDoc>("memberships", journaled);
+  const invitations = db.collection<InvitationDoc>("invitations", journaled);
+  const invitationUses = db.collection<InvitationUseDoc>("invitation_uses", journaled);
+  const audit = db.collection<AuditDoc>("audit_log", journaled);
+  for (const name of [
+    "accounts",
+    "api_keys",
+    "key_slots",
+    "idempotency",
+    "trace_counts",
+    "users",
+    "sessions",
+    "organizations",
+    "memberships",
+    "invitations",
+    "invitation_uses",
+    "audit_log",
+  ])
     await ensureCollection(db, name);
   await ensureIndexes(keys, [
     { key: { hash: 1 }, name: "hash", unique: true },
     { key: { accountId: 1 }, name: "account" },
     { key: { prefix: 1 }, name: "prefix" },
   ]);
-  await ensureIndexes(users, [
-    { key: { email: 1 }, name: "email", unique: true },
-    { key: { accountId: 1 }, name: "account" },
-  ]);
+  await ensureIndexes(users, [{ key: { email: 1 }, name: "email", unique: true }]);
   await ensureIndexes(sessions, [
     { key: { expiresAt: 1 }, name: "expires" },
     { key: { userId: 1 }, name: "user" },
   ]);
-  await ensureIndexes(accounts, [{ key: { createdAt: 1 }, name: "created" }]);
+  await ensureIndexes(accounts, [
+    { key: { createdAt: 1 }, name: "created" },
+    { key: { organizationId: 1, createdAt: 1 }, name: "organization" },
+  ]);
+  await ensureIndexes(organizations, [{ key: { joinDomain: 1 }, name: "join_domain" }]);
+  await ensureIndexes(memberships, [
+    { key: { organizationId: 1, createdAt: 1 }, name: "organization" },
+    { key: { userId: 1 }, name: "user" },
+  ]);
+  await ensureIndexes(invitations, [
+    { key: { tokenHash: 1 }, name: "token", unique: true },
+    { key: { organizationId: 1, createdAt: -1 }, name: "organization" },
+  ]);
+  await ensureIndexes(audit, [{ key: { organizationId: 1, at: -1, _id: -1 }, name: "organization_at" }]);
   await ensureIndexes(traceCounts, [{ key: { counter: 1 }, name: "counter" }]);
   await ensureTtlIndex(idempotency, "createdAt", options.idempotencyWindowSeconds);
 
@@ -192,6 +281,11 @@ export async function prepareMongoCollections(db: Db, options: PrepareOptions): 
     ),
     users,
     sessions,
+    organizations,
+    memberships,
+    invitations,
+    invitationUses,
+    audit,
     traceIdKey: Buffer.from(await ensureSetting(db, "trace_id_key", () => newTraceIdKey().toString("hex")), "hex"),
     capabilities: { timeSeries, ttl, manyAccumulators: await groupsComputeEveryAccumulator(db), atomicIncrements: await incrementsAreAtomic(db) },
   };

@@ -18,16 +18,7 @@ export function mongoKeyStore(c: MongoCollections, { timeoutMs }: { timeoutMs: n
   const one = async (doc: KeyDoc | null, timeoutMS?: number) => (doc ? (await withPlans([doc], timeoutMS))[0] : undefined);
 
   return {
-    async createAccount({ name, plan }) {
-      const account: AccountDoc = { _id: newId("acc"), name, plan, createdAt: new Date() };
-      await c.accounts.insertOne(account);
-      return toAccount(account);
-    },
-    async getAccount(id) {
-      const doc = await c.accounts.findOne({ _id: id });
-      return doc ? toAccount(doc) : undefined;
-    },
-    async createKey({ accountId, name, hash, prefix, expiresAt, maxActive }) {
+    async createKey({ accountId, name, scope, hash, prefix, expiresAt, maxActive }) {
       const now = new Date();
       if (maxActive !== undefined) {
         // Keys made before slots existed hold none: the count catches them.
@@ -38,7 +29,16 @@ export function mongoKeyStore(c: MongoCollections, { timeoutMs }: { timeoutMs: n
         });
         if (active >= maxActive) throw new KeyLimitError(maxActive);
       }
-      const doc: KeyDoc = { _id: newId("key"), accountId, name, prefix, hash, createdAt: now, ...(expiresAt ? { expiresAt } : {}) };
+      const doc: KeyDoc = {
+        _id: newId("key"),
+        accountId,
+        name,
+        prefix,
+        hash,
+        createdAt: now,
+        scope: scope ?? "ingest",
+        ...(expiresAt ? { expiresAt } : {}),
+      };
       await c.keys.insertOne(doc);
       if (maxActive !== undefined) {
         try {
@@ -101,16 +101,13 @@ async function takeKeySlot(c: MongoCollections, accountId: string, keyId: string
   throw new KeyLimitError(maxActive);
 }
 
-export function toAccount(doc: AccountDoc) {
-  return { id: doc._id, name: doc.name, plan: doc.plan, createdAt: doc.createdAt };
-}
-
 function toKey(doc: KeyDoc, account: AccountDoc | undefined): ApiKeyRecord {
   return {
     id: doc._id,
     accountId: doc.accountId,
     // A key whose account is gone has no plan, and so no limits: the pipeline refuses it.
     plan: account?.plan ?? "",
+    scope: doc.scope === "read" ? "read" : "ingest",
     name: doc.name,
     prefix: doc.prefix,
     hash: doc.hash,

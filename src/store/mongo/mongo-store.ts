@@ -9,6 +9,8 @@ import { objectIdIds, traceFromDoc } from "./mongo-trace-doc.js";
 import { mongoTraceReader, traceMatch } from "./mongo-trace-reader.js";
 import { mongoMonthlyTraceCount } from "./mongo-trace-counts.js";
 import { mongoTraceWriter } from "./mongo-trace-writer.js";
+import { mongoTeamStore } from "./mongo-team-store.js";
+import { upgradeToTeams } from "./mongo-teams-upgrade.js";
 import { mongoUserStore } from "./mongo-user-store.js";
 
 export interface MongoStoreOptions extends RetentionOptions {
@@ -52,6 +54,8 @@ export async function openMongoStore(uri: string, options: MongoStoreOptions = {
       timeSeries: options.timeSeries ?? true,
       idempotencyWindowSeconds: idempotencyWindowMs / 1000,
     });
+    await upgradeToTeams(c);
+    const teams = mongoTeamStore(c);
     options.onReady?.({ timeSeries: c.capabilities.timeSeries, serverExpiry: c.capabilities.ttl, oneAccumulatorPerGroup: !c.capabilities.manyAccumulators });
 
     const deleteExpired = async () => {
@@ -59,15 +63,23 @@ export async function openMongoStore(uri: string, options: MongoStoreOptions = {
       await c.idempotency.deleteMany({ createdAt: { $lt: new Date(now - idempotencyWindowMs) } });
       // A time-series collection expires its own buckets; deleting from one by time needs MongoDB 7.
       if (keepMs > 0 && !c.capabilities.timeSeries) await c.traces.deleteMany({ receivedAt: { $lt: new Date(now - keepMs) } });
+      // Projects that keep their traces for less (docs/teams.md). Where the server cannot delete from a
+      // time-series collection by time, reads still never return them (the project's retention narrows every read).
+      for (const project of await c.accounts.find({ retentionDays: { $gt: 0 } }).toArray()) {
+        await c.traces
+          .deleteMany({ "meta.accountId": project._id, receivedAt: { $lt: new Date(now - project.retentionDays! * 86_400_000) } })
+          .catch(() => {});
+      }
     };
-    const sweeper = c.capabilities.ttl ? undefined : setInterval(() => void deleteExpired().catch(() => {}), sweepIntervalMs).unref();
-    if (sweeper) void deleteExpired().catch(() => {});
+    const sweeper = setInterval(() => void deleteExpired().catch(() => {}), sweepIntervalMs).unref();
+    void deleteExpired().catch(() => {});
 
     return {
       ...mongoTraceReader(c, keepMs),
       monthlyTraceCount: mongoMonthlyTraceCount(c, writeTimeoutMs),
       keys: mongoKeyStore(c, { timeoutMs: writeTimeoutMs }),
       users: mongoUserStore(c),
+      teams,
       otlpSpans: mongoOtlpSpans(c),
       writeBatch: mongoTraceWriter(c, { idempotencyWindowMs, inFlightMs: 2 * writeTimeoutMs, timeoutMs: writeTimeoutMs, claimReadWaitMs: Math.min(250, writeTimeoutMs / 4) }),
       // A few batches at once: one whose retries need reads (or whose server is slow) holds up its

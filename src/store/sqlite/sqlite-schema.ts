@@ -259,13 +259,89 @@ const migrations: string[] = [
    CREATE UNIQUE INDEX traces_account_otlp_start_call ON traces(account_id, otlp_start_s, otlp_call_key) WHERE otlp_call_key IS NOT NULL;
    CREATE TABLE legacy_otlp_calls (until INTEGER NOT NULL);
    INSERT INTO legacy_otlp_calls
-     SELECT CAST(strftime('%s', 'now') AS INTEGER) * 1000 + 86400000 WHERE EXISTS (SELECT 1 FROM traces WHERE otlp_call_key IS NOT NULL);`,  // Billing modes (docs/pricing.md): the tier a call was billed at and the parts of its counts
+     SELECT CAST(strftime('%s', 'now') AS INTEGER) * 1000 + 86400000 WHERE EXISTS (SELECT 1 FROM traces WHERE otlp_call_key IS NOT NULL);`,
+  // Billing modes (docs/pricing.md): the tier a call was billed at and the parts of its counts
   // priced at their own rates. NULL where a trace does not say.
   `ALTER TABLE traces ADD COLUMN service_tier TEXT;
    ALTER TABLE traces ADD COLUMN tokens_cache_write_1h INTEGER;
    ALTER TABLE traces ADD COLUMN tokens_audio_in INTEGER;
    ALTER TABLE traces ADD COLUMN tokens_audio_out INTEGER;
    ALTER TABLE traces ADD COLUMN web_search_requests INTEGER;`,
+  // Teams (D50, docs/teams.md): each account becomes a project of an organization of its own, with
+  // the same id, so no trace, key or roll-up row is rewritten; its users become the organization's
+  // owners. Users and sessions lose the account (a rebuild: SQLite cannot drop a referenced column).
+  // Keys gain a scope; every key so far could only send traces.
+  `ALTER TABLE accounts RENAME TO projects;
+   ALTER TABLE projects ADD COLUMN organization_id TEXT NOT NULL DEFAULT '';
+   ALTER TABLE projects ADD COLUMN retention_days INTEGER;
+   ALTER TABLE projects ADD COLUMN time_zone TEXT NOT NULL DEFAULT '';
+   CREATE INDEX projects_organization ON projects(organization_id, created_at);
+   CREATE TABLE organizations (
+     id TEXT PRIMARY KEY,
+     name TEXT NOT NULL,
+     created_at INTEGER NOT NULL,
+     join_domain TEXT NOT NULL DEFAULT '',
+     join_role TEXT NOT NULL DEFAULT 'member'
+   );
+   CREATE INDEX organizations_join_domain ON organizations(join_domain) WHERE join_domain <> '';
+   CREATE TABLE memberships (
+     organization_id TEXT NOT NULL,
+     user_id TEXT NOT NULL,
+     role TEXT NOT NULL,
+     created_at INTEGER NOT NULL,
+     PRIMARY KEY (organization_id, user_id)
+   ) WITHOUT ROWID;
+   CREATE INDEX memberships_user ON memberships(user_id);
+   CREATE TABLE invitations (
+     id TEXT PRIMARY KEY,
+     organization_id TEXT NOT NULL,
+     email TEXT NOT NULL,
+     role TEXT NOT NULL,
+     token_hash TEXT NOT NULL UNIQUE,
+     invited_by TEXT NOT NULL,
+     created_at INTEGER NOT NULL,
+     expires_at INTEGER NOT NULL,
+     accepted_at INTEGER,
+     revoked_at INTEGER
+   );
+   CREATE INDEX invitations_organization ON invitations(organization_id, created_at);
+   CREATE TABLE audit_log (
+     seq INTEGER PRIMARY KEY,
+     id TEXT NOT NULL UNIQUE,
+     organization_id TEXT NOT NULL,
+     project_id TEXT NOT NULL,
+     actor TEXT NOT NULL,
+     action TEXT NOT NULL,
+     target TEXT NOT NULL,
+     details TEXT NOT NULL,
+     at INTEGER NOT NULL
+   );
+   CREATE INDEX audit_log_organization ON audit_log(organization_id, seq);
+   ALTER TABLE api_keys ADD COLUMN scope TEXT NOT NULL DEFAULT 'ingest';
+   INSERT INTO organizations (id, name, created_at) SELECT 'org_' || substr(id, 5), name, created_at FROM projects;
+   UPDATE projects SET organization_id = 'org_' || substr(id, 5);
+   INSERT INTO memberships SELECT 'org_' || substr(account_id, 5), id, 'owner', created_at FROM users;
+   CREATE TABLE users_teams (
+     id TEXT PRIMARY KEY,
+     email TEXT NOT NULL UNIQUE,
+     password_hash TEXT NOT NULL,
+     created_at INTEGER NOT NULL
+   );
+   INSERT INTO users_teams SELECT id, email, password_hash, created_at FROM users;
+   CREATE TABLE sessions_teams (
+     token_hash TEXT PRIMARY KEY,
+     user_id TEXT NOT NULL,
+     created_at INTEGER NOT NULL,
+     expires_at INTEGER NOT NULL,
+     user_agent TEXT NOT NULL DEFAULT ''
+   ) WITHOUT ROWID;
+   INSERT INTO sessions_teams SELECT token_hash, user_id, created_at, expires_at, user_agent FROM sessions;
+   DROP TABLE sessions;
+   DROP TABLE users;
+   ALTER TABLE users_teams RENAME TO users;
+   ALTER TABLE sessions_teams RENAME TO sessions;
+   CREATE INDEX sessions_expires ON sessions(expires_at);
+   CREATE INDEX sessions_user ON sessions(user_id);`,
 ];
 
 /** Brings the database to the current schema; safe to run from several processes at once. */

@@ -1,7 +1,7 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { KeyLimitError, type KeyStore, type NewKey } from "../key-store.js";
-import type { AccountRecord, ApiKeyRecord } from "../records.js";
+import type { ApiKeyRecord, KeyScope } from "../records.js";
 import type { Store } from "../store.js";
 import type { ModelCalls, TraceQuery } from "../trace-store.js";
 import { newId } from "../ids.js";
@@ -15,7 +15,11 @@ import { openSqliteDatabase } from "./sqlite-database.js";
 import { traceFromRow, type TraceRow } from "./sqlite-trace-row.js";
 import { dayMs } from "./sqlite-usage-rollup.js";
 import { sqliteWriterThread } from "./sqlite-writer-thread.js";
+import { createSqliteTeamStore } from "./sqlite-team-store.js";
 import { createSqliteUserStore } from "./sqlite-user-store.js";
+
+/** The daily roll-ups, each keyed by project (account_id) and day. */
+const rollupTables = ["usage_daily", "usage_country_daily", "latency_daily", "latency_daily_all", "group_daily", "group_latency_daily"];
 
 /** How often expired traces are deleted, besides once at start-up. */
 const sweepIntervalMs = 60 * 60 * 1000;
@@ -33,6 +37,7 @@ interface KeyRow {
   revoked_at: number | null;
   last_used_at: number | null;
   expires_at: number | null;
+  scope: string;
 }
 
 /**
@@ -53,13 +58,12 @@ export function openSqliteStore(dataDir: string, options: RetentionOptions = {})
   const ids = sequenceIds(db.prepare(`SELECT value FROM store_secrets WHERE name = 'trace_id_key'`).pluck().get() as Buffer);
 
   const statements = {
-    deleteExpiredTraces: db.prepare(`DELETE FROM traces WHERE received_at < ?`),
-    deleteExpiredDays: db.prepare(`DELETE FROM usage_daily WHERE day < ?`),
-    deleteExpiredCountryDays: db.prepare(`DELETE FROM usage_country_daily WHERE day < ?`),
-    deleteExpiredLatencyDays: db.prepare(`DELETE FROM latency_daily WHERE day < ?`),
-    deleteExpiredAllLatencyDays: db.prepare(`DELETE FROM latency_daily_all WHERE day < ?`),
-    deleteExpiredGroupDays: db.prepare(`DELETE FROM group_daily WHERE day < ?`),
-    deleteExpiredGroupLatencyDays: db.prepare(`DELETE FROM group_latency_daily WHERE day < ?`),
+    deleteExpiredTraces: db.prepare(`DELETE FROM traces WHERE received_at < @cutoff AND (@project IS NULL OR account_id = @project)`),
+    // Roll-ups of days that lie wholly before the cut-off, one statement per table.
+    deleteExpiredDays: rollupTables.map((table) =>
+      db.prepare(`DELETE FROM ${table} WHERE day < @day AND (@project IS NULL OR account_id = @project)`),
+    ),
+    projectsKeepingLess: db.prepare(`SELECT id, retention_days FROM projects WHERE retention_days > 0`),
     // Whole days from the daily roll-up, the part of the first day from the traces.
     modelCalls: db.prepare(
       `SELECT provider, model, SUM(calls) AS calls FROM usage_daily WHERE day >= @fromDay GROUP BY provider, model
@@ -71,41 +75,32 @@ export function openSqliteStore(dataDir: string, options: RetentionOptions = {})
          AND (@account_id IS NULL OR account_id = @account_id)
        ORDER BY seq LIMIT ${exportPageSize}`,
     ),
-    insertAccount: db.prepare(`INSERT INTO accounts (id, name, plan, created_at) VALUES (?, ?, ?, ?)`),
-    getAccount: db.prepare(`SELECT * FROM accounts WHERE id = ?`),
-    insertKey: db.prepare(`INSERT INTO api_keys (id, account_id, name, prefix, hash, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)`),
+    insertKey: db.prepare(
+      `INSERT INTO api_keys (id, account_id, name, prefix, hash, created_at, expires_at, scope) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+    ),
     activeKeys: db.prepare(
       `SELECT COUNT(*) FROM api_keys WHERE account_id = ? AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)`,
     ).pluck(),
     renameKey: db.prepare(`UPDATE api_keys SET name = ? WHERE id = ?`),
-    keyByHash: db.prepare(`SELECT k.*, a.plan FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.hash = ?`),
-    keyById: db.prepare(`SELECT k.*, a.plan FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.id = ?`),
-    keysByPrefix: db.prepare(`SELECT k.*, a.plan FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.prefix = ?`),
+    keyByHash: db.prepare(`SELECT k.*, a.plan FROM api_keys k JOIN projects a ON a.id = k.account_id WHERE k.hash = ?`),
+    keyById: db.prepare(`SELECT k.*, a.plan FROM api_keys k JOIN projects a ON a.id = k.account_id WHERE k.id = ?`),
+    keysByPrefix: db.prepare(`SELECT k.*, a.plan FROM api_keys k JOIN projects a ON a.id = k.account_id WHERE k.prefix = ?`),
     listKeys: db.prepare(
-      `SELECT k.*, a.plan FROM api_keys k JOIN accounts a ON a.id = k.account_id
+      `SELECT k.*, a.plan FROM api_keys k JOIN projects a ON a.id = k.account_id
        WHERE (@account_id IS NULL OR k.account_id = @account_id) ORDER BY k.created_at, k.id`,
     ),
     revokeKey: db.prepare(`UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`),
   };
 
-  const insertKey = db.transaction(({ accountId, name, hash, prefix, expiresAt, maxActive }: NewKey): KeyRow => {
+  const insertKey = db.transaction(({ accountId, name, scope, hash, prefix, expiresAt, maxActive }: NewKey): KeyRow => {
     const now = Date.now();
     if (maxActive !== undefined && (statements.activeKeys.get(accountId, now) as number) >= maxActive) throw new KeyLimitError(maxActive);
     const id = newId("key");
-    statements.insertKey.run(id, accountId, name, prefix, hash, now, expiresAt?.getTime() ?? null);
+    statements.insertKey.run(id, accountId, name, prefix, hash, now, expiresAt?.getTime() ?? null, scope ?? "ingest");
     return statements.keyById.get(id) as KeyRow;
   });
 
   const keys: KeyStore = {
-    async createAccount({ name, plan }) {
-      const account: AccountRecord = { id: newId("acc"), name, plan, createdAt: new Date() };
-      statements.insertAccount.run(account.id, account.name, account.plan, account.createdAt.getTime());
-      return account;
-    },
-    async getAccount(id) {
-      const row = statements.getAccount.get(id) as { id: string; name: string; plan: string; created_at: number } | undefined;
-      return row && { id: row.id, name: row.name, plan: row.plan, createdAt: new Date(row.created_at) };
-    },
     async createKey(input) {
       // IMMEDIATE: the count and the insert hold the write lock together, across processes too.
       return toKey(insertKey.immediate(input));
@@ -133,16 +128,16 @@ export function openSqliteStore(dataDir: string, options: RetentionOptions = {})
    * Past the retention period: traces, and roll-up days that lie wholly before the cut-off (the
    * cut-off's own day is read from the traces, so its roll-up row may stay).
    */
+  const deleteBefore = (cutoff: number, project: string | null) => {
+    statements.deleteExpiredTraces.run({ cutoff, project });
+    for (const statement of statements.deleteExpiredDays) statement.run({ day: Math.floor(cutoff / dayMs), project });
+  };
+  /** RETENTION_DAYS for every project, then the shorter retention some projects set (docs/teams.md). */
   const deleteExpired = db.transaction((now: number) => {
-    if (keepMs === 0) return;
-    const cutoff = now - keepMs;
-    statements.deleteExpiredTraces.run(cutoff);
-    statements.deleteExpiredDays.run(Math.floor(cutoff / dayMs));
-    statements.deleteExpiredCountryDays.run(Math.floor(cutoff / dayMs));
-    statements.deleteExpiredLatencyDays.run(Math.floor(cutoff / dayMs));
-    statements.deleteExpiredAllLatencyDays.run(Math.floor(cutoff / dayMs));
-    statements.deleteExpiredGroupDays.run(Math.floor(cutoff / dayMs));
-    statements.deleteExpiredGroupLatencyDays.run(Math.floor(cutoff / dayMs));
+    if (keepMs > 0) deleteBefore(now - keepMs, null);
+    for (const { id, retention_days } of statements.projectsKeepingLess.all() as Array<{ id: string; retention_days: number }>) {
+      deleteBefore(now - retention_days * dayMs, id);
+    }
   });
   deleteExpired(Date.now());
   const sweeper = setInterval(() => deleteExpired(Date.now()), sweepIntervalMs).unref();
@@ -151,6 +146,7 @@ export function openSqliteStore(dataDir: string, options: RetentionOptions = {})
     ...sqliteTraceReader(db, keepMs, ids),
     keys,
     users: createSqliteUserStore(db),
+    teams: createSqliteTeamStore(db),
     writeBatch(writes) {
       return writer.write(writes);
     },
@@ -208,6 +204,7 @@ function toKey(row: KeyRow): ApiKeyRecord {
     id: row.id,
     accountId: row.account_id,
     plan: row.plan,
+    scope: row.scope as KeyScope,
     name: row.name,
     prefix: row.prefix,
     hash: row.hash,

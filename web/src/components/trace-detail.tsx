@@ -3,7 +3,7 @@ import { useEffect, useRef } from "preact/hooks";
 import { PriceCheck, TraceSource, type StoredTrace } from "../../../gen/calltrace/v1/trace_pb.js";
 import { query } from "../api.js";
 import { count, dateTime, ms, usd } from "../format.js";
-import { base } from "../router.js";
+import { projectBase } from "../router.js";
 import { useQuery } from "../use-query.js";
 
 const priceChecks: Record<PriceCheck, string> = {
@@ -21,7 +21,7 @@ const sources: Record<TraceSource, string> = {
 };
 
 /** A link to the traces of everything matching `params`, over all time. */
-const tracesLink = (params: Record<string, string>) => `${base}traces?${new URLSearchParams({ range: "all", ...params })}`;
+const tracesLink = (params: Record<string, string>) => `${projectBase()}traces?${new URLSearchParams({ range: "all", ...params })}`;
 
 /**
  * Every field of one trace, beside the table it was opened from: the full error text, tags,

@@ -3,13 +3,29 @@ import { account, messageOf } from "../api.js";
 import { base } from "../router.js";
 import { dateTime } from "../format.js";
 import { QueryStatus } from "../components/query-status.js";
+import { useTeam } from "../team.js";
 import { useQuery } from "../use-query.js";
 
 /** After the session ends here: start the app over, at the log-in page. */
 const signedOut = () => location.assign(base);
 
-/** The signed-in user's own account: password, sessions, and deleting the account. */
+/**
+ * The signed-in user's own account: password, sessions, and deleting the account. Both the
+ * password change and the deletion ask for the password, so a user who signs in with single
+ * sign-on only (no password) is told so instead.
+ */
 export function AccountSecurity() {
+  const { session } = useTeam();
+  if (!session.hasPassword) {
+    return (
+      <>
+        <p class="card muted" data-sso-only>
+          You sign in with single sign-on: this user has no password to change, and deleting it from here needs one.
+        </p>
+        <Sessions />
+      </>
+    );
+  }
   return (
     <>
       <ChangePassword />
@@ -114,7 +130,8 @@ function DeleteAccount() {
       <summary>Delete this account…</summary>
       <form class="stack narrow" onSubmit={submit}>
         <p>
-          This deletes the account, its users and keys, and every trace it sent, for good. The keys stop working at once. It cannot be undone.
+          This deletes your user and takes you out of every organization. An organization whose only member you are is deleted with its
+          projects, keys and traces (its keys stop working at once); of one with other members, transfer the ownership first. It cannot be undone.
         </p>
         <label>
           Your password, to confirm

@@ -16,7 +16,7 @@ import {
 import { dayRange } from "../days.js";
 import { bounds, filtersFromQuery, filtersToQuery, traceFilter, type Filters } from "../filters.js";
 import { count, dateTime, ms, percent, usd, usdShort } from "../format.js";
-import { base, navigate, useLocation } from "../router.js";
+import { navigate, projectBase, useLocation } from "../router.js";
 import { QueryStatus } from "../components/query-status.js";
 import { useQuery } from "../use-query.js";
 
@@ -58,13 +58,13 @@ export function Attribution() {
   const keyNames = new Map((keys.data ?? []).map((k) => [k.id, k.name || `ct_${k.prefix}…`]));
   const label = (value: string) => (value === "" ? "(none)" : dim === "key" ? (keyNames.get(value) ?? value) : value);
   const go = (f: Filters, a: Attributes, d: DimensionId, key = "") =>
-    navigate(`${base}attribution?${joinQuery(filtersToQuery(f), attributesToQuery(a), `dim=${d}`, key ? `mkey=${encodeURIComponent(key)}` : "")}`);
+    navigate(`${projectBase()}attribution?${joinQuery(filtersToQuery(f), attributesToQuery(a), `dim=${d}`, key ? `mkey=${encodeURIComponent(key)}` : "")}`);
   const open = (value: string) => {
     const narrowed = attributesForGroup(attributes, dim, metadataKey, value);
     if (!narrowed) return;
     go(filters, narrowed, dim === "user" ? "tag" : "user");
   };
-  const tracesOf = (a: Attributes, extra = "") => `${base}traces?${joinQuery(filtersToQuery(filters), attributesToQuery(a), "order=cost", extra)}`;
+  const tracesOf = (a: Attributes, extra = "") => `${projectBase()}traces?${joinQuery(filtersToQuery(filters), attributesToQuery(a), "order=cost", extra)}`;
 
   const total = (groups.data?.groups ?? []).reduce((sum, g) => sum + (g.totals?.costUsd ?? 0), 0);
   const { since } = bounds(filters);

@@ -6,7 +6,7 @@ import { QueryStatus } from "../components/query-status.js";
 import { UrlNotice } from "../components/url-notice.js";
 import { filtersFromQuery, filtersToQuery, queryProblems, traceFilter, type Filters } from "../filters.js";
 import { count, percent, usd } from "../format.js";
-import { base, navigate, useLocation } from "../router.js";
+import { navigate, projectBase, useLocation } from "../router.js";
 import { useQuery } from "../use-query.js";
 
 const refreshMs = 5000;
@@ -20,7 +20,7 @@ export function Geography() {
   const names = useCountryNames();
   const keys = useQuery(async () => (await account.listKeys({})).keys, []);
   const countries = useQuery(async () => (await query.getUsageByCountry({ filter: traceFilter(filters) })).countries, [filterKey], refreshMs);
-  const change = (f: Filters) => navigate(`${base}geography?${filtersToQuery(f)}`);
+  const change = (f: Filters) => navigate(`${projectBase()}geography?${filtersToQuery(f)}`);
 
   const rows = [...(countries.data ?? [])].sort((a, b) => (metric === "calls" ? Number(b.calls - a.calls) : b.costUsd - a.costUsd));
   const totalCalls = rows.reduce((sum, r) => sum + Number(r.calls), 0);

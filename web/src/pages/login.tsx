@@ -3,10 +3,25 @@ import { useState } from "preact/hooks";
 import type { Session } from "../../../gen/calltrace/v1/auth_service_pb.js";
 import { auth, messageOf } from "../api.js";
 
-/** Sign-up and log-in on one page; sign-up is hidden when the installation closed it. */
-export function Login({ signupOpen, onSignedIn }: { signupOpen: boolean; onSignedIn: (s: Session) => void }) {
-  const [mode, setMode] = useState<"login" | "signup">(signupOpen ? "signup" : "login");
-  const [email, setEmail] = useState("");
+/** An invitation being answered: its token goes with a sign-up, and its address is the one to use. */
+export interface InvitationSignUp {
+  token: string;
+  email: string;
+}
+
+/**
+ * Sign-up and log-in on one page; sign-up is hidden when the installation closed it (an invitation
+ * opens it), and single sign-on is offered when the server has it.
+ */
+export function Login({
+  signupOpen,
+  ssoEnabled,
+  onSignedIn,
+  invitation,
+}: { signupOpen: boolean; ssoEnabled: boolean; onSignedIn: (s: Session, signedUp: boolean) => void; invitation?: InvitationSignUp }) {
+  const canSignUp = signupOpen || invitation !== undefined;
+  const [mode, setMode] = useState<"login" | "signup">(canSignUp ? "signup" : "login");
+  const [email, setEmail] = useState(invitation?.email ?? "");
   const [password, setPassword] = useState("");
   const [error, setError] = useState<string>();
   const [taken, setTaken] = useState(false);
@@ -17,8 +32,9 @@ export function Login({ signupOpen, onSignedIn }: { signupOpen: boolean; onSigne
     setBusy(true);
     setError(undefined);
     try {
-      const r = mode === "signup" ? await auth.signUp({ email, password }) : await auth.logIn({ email, password });
-      onSignedIn(r.session!);
+      const r =
+        mode === "signup" ? await auth.signUp({ email, password, invitationToken: invitation?.token ?? "" }) : await auth.logIn({ email, password });
+      onSignedIn(r.session!, mode === "signup");
     } catch (e) {
       setError(messageOf(e));
       setTaken(e instanceof ConnectError && e.code === Code.AlreadyExists);
@@ -29,9 +45,13 @@ export function Login({ signupOpen, onSignedIn }: { signupOpen: boolean; onSigne
 
   return (
     <div class="login">
-      <h1>calltrace</h1>
-      <p class="muted">LLM usage tracing: cost, tokens, latency and errors of every call.</p>
-      {signupOpen && (
+      {!invitation && (
+        <>
+          <h1>calltrace</h1>
+          <p class="muted">LLM usage tracing: cost, tokens, latency and errors of every call.</p>
+        </>
+      )}
+      {canSignUp && (
         <div class="tabs">
           <button type="button" class={mode === "signup" ? "active" : ""} aria-pressed={mode === "signup"} onClick={() => setMode("signup")}>
             Sign up
@@ -58,7 +78,11 @@ export function Login({ signupOpen, onSignedIn }: { signupOpen: boolean; onSigne
             onInput={(e) => setPassword(e.currentTarget.value)}
           />
         </label>
-        {mode === "signup" && <p class="muted small">At least 10 characters. Your account starts on the free plan.</p>}
+        {mode === "signup" && (
+          <p class="muted small">
+            At least 10 characters. {invitation ? "You join the inviting organization." : "Your account starts on the free plan."}
+          </p>
+        )}
         {error && (
           <p class="error" role="alert">
             {error}
@@ -80,6 +104,11 @@ export function Login({ signupOpen, onSignedIn }: { signupOpen: boolean; onSigne
           {busy ? (mode === "signup" ? "Creating your account: securing the password takes a few seconds…" : "Checking your password…") : ""}
         </p>
       </form>
+      {ssoEnabled && (
+        <p class="card">
+          <a href="/auth/oidc/start">Sign in with single sign-on</a>
+        </p>
+      )}
     </div>
   );
 }

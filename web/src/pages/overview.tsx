@@ -23,7 +23,7 @@ import { changeText } from "../change.js";
 import { bounds, filtersFromQuery, filtersToQuery, previousBounds, queryProblems, traceFilter, type Filters } from "../filters.js";
 import { QueryStatus } from "../components/query-status.js";
 import { count, dateTime, ms, percent, plural, usd, usdShort } from "../format.js";
-import { base, navigate, useLocation } from "../router.js";
+import { navigate, projectBase, useLocation } from "../router.js";
 import { useQuery } from "../use-query.js";
 
 /** Refreshed on this interval, so new traces show up without a reload. */
@@ -67,7 +67,7 @@ export function Overview() {
     refreshMs,
   );
   const { data } = state;
-  const change = (f: Filters, a: Attributes) => navigate(`${base}?${joinQuery(filtersToQuery(f), attributesToQuery(a))}`);
+  const change = (f: Filters, a: Attributes) => navigate(`${projectBase()}?${joinQuery(filtersToQuery(f), attributesToQuery(a))}`);
   const keyNames = new Map((keys.data ?? []).map((k) => [k.id, `${k.name || "(unnamed)"} · ct_${k.prefix}…`]));
 
   return (

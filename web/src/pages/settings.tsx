@@ -1,18 +1,25 @@
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { useEffect, useRef, useState } from "preact/hooks";
-import type { ApiKey } from "../../../gen/calltrace/v1/account_service_pb.js";
+import { type ApiKey, KeyScope } from "../../../gen/calltrace/v1/account_service_pb.js";
 import { account, messageOf } from "../api.js";
+import { copyText } from "../components/copy-text.js";
 import { QueryStatus } from "../components/query-status.js";
 import { Truncated } from "../components/truncated.js";
 import { ago, count, dateTime, percent, utcDay } from "../format.js";
+import { can, useTeam } from "../team.js";
 import { useQuery } from "../use-query.js";
 import { AccountSecurity } from "./account-security.js";
+import { ProjectSettings } from "./project-settings.js";
 
 /** Keys' "Last used" is refreshed on this interval, so it shows a key in use without a reload. */
 const refreshMs = 10_000;
 
-/** Settings: the plan and this month's usage, the API keys (create, rename, revoke), and the user's own account. */
+/**
+ * Settings: the project's name, retention and time zone, its plan and this month's usage, its API
+ * keys (create, rename, revoke: members and above), and the user's own account.
+ */
 export function Settings() {
+  const manage = can(useTeam().membership.role, "keys.manage");
   const info = useQuery(() => account.getAccount({}), [], refreshMs);
   const keys = useQuery(async () => (await account.listKeys({})).keys, [], refreshMs);
   const [created, setCreated] = useState<{ name: string; plaintext: string }>();
@@ -26,6 +33,7 @@ export function Settings() {
   return (
     <section class="settings">
       <h1>Settings</h1>
+      <ProjectSettings />
       <QueryStatus state={info} what="the plan" />
       {info.data && (
         <div class="card" data-section="plan">
@@ -48,17 +56,23 @@ export function Settings() {
             {count(info.data.activeKeys)} of {count(info.data.planMaxKeys)} active keys in use.
           </p>
         )}
-        <CreateKey
-          onCreated={(k) => {
-            setCreated(k);
-            reload();
-          }}
-          limitMessage={
-            atLimit && info.data
-              ? `The ${info.data.plan} plan allows ${count(info.data.planMaxKeys)} active keys: revoke one you no longer use to create another.`
-              : undefined
-          }
-        />
+        {manage ? (
+          <CreateKey
+            onCreated={(k) => {
+              setCreated(k);
+              reload();
+            }}
+            limitMessage={
+              atLimit && info.data
+                ? `The ${info.data.plan} plan allows ${count(info.data.planMaxKeys)} active keys: revoke one you no longer use to create another.`
+                : undefined
+            }
+          />
+        ) : (
+          <p class="muted small" data-keys-read-only>
+            Your role lets you see this project's keys; members, admins and owners create and revoke them.
+          </p>
+        )}
         {created && <NewKey {...created} onDone={() => setCreated(undefined)} />}
         <QueryStatus state={keys} what="keys" />
         <div class="table-wrap">
@@ -67,6 +81,7 @@ export function Settings() {
               <tr>
                 <th>Name</th>
                 <th>Key</th>
+                <th>Scope</th>
                 <th>Created (UTC)</th>
                 <th>Last used</th>
                 <th>Expires (UTC)</th>
@@ -79,12 +94,12 @@ export function Settings() {
             </thead>
             <tbody>
               {(keys.data ?? []).map((k) => (
-                <KeyRow key={k.id} apiKey={k} now={now} perMonth={Number(info.data?.planPerMonth ?? 0)} onChanged={reload} />
+                <KeyRow key={k.id} apiKey={k} now={now} perMonth={Number(info.data?.planPerMonth ?? 0)} manage={manage} onChanged={reload} />
               ))}
             </tbody>
           </table>
         </div>
-        {keys.data?.length === 0 && <p class="muted pad">No keys yet: create one above.</p>}
+        {keys.data?.length === 0 && <p class="muted pad">No keys yet{manage ? ": create one above" : ""}.</p>}
       </div>
 
       <div class="card" data-section="rotation">
@@ -115,6 +130,7 @@ function useNow(intervalMs: number): number {
 function CreateKey({ onCreated, limitMessage }: { onCreated: (k: { name: string; plaintext: string }) => void; limitMessage: string | undefined }) {
   const [name, setName] = useState("");
   const [expires, setExpires] = useState("");
+  const [scope, setScope] = useState(KeyScope.INGEST);
   const [error, setError] = useState<string>();
   const submit = async (event: Event) => {
     event.preventDefault();
@@ -124,7 +140,7 @@ function CreateKey({ onCreated, limitMessage }: { onCreated: (k: { name: string;
       return;
     }
     try {
-      const r = await account.createKey({ name, ...(expires ? { expiresAt: timestampFromDate(new Date(`${expires}T00:00:00Z`)) } : {}) });
+      const r = await account.createKey({ name, scope, ...(expires ? { expiresAt: timestampFromDate(new Date(`${expires}T00:00:00Z`)) } : {}) });
       setName("");
       setExpires("");
       onCreated({ name: r.key?.name ?? name, plaintext: r.plaintext });
@@ -145,6 +161,13 @@ function CreateKey({ onCreated, limitMessage }: { onCreated: (k: { name: string;
           value={name}
           onInput={(e) => setName(e.currentTarget.value)}
         />
+      </label>
+      <label>
+        Scope
+        <select name="key-scope" value={scope} onChange={(e) => setScope(Number(e.currentTarget.value) as KeyScope)}>
+          <option value={KeyScope.INGEST}>ingest: sends traces</option>
+          <option value={KeyScope.READ}>read: reads traces and usage (read API)</option>
+        </select>
       </label>
       <label>
         Stops working on (optional, 00:00 UTC)
@@ -171,14 +194,7 @@ function CreateKey({ onCreated, limitMessage }: { onCreated: (k: { name: string;
 function NewKey({ name, plaintext, onDone }: { name: string; plaintext: string; onDone: () => void }) {
   const [copied, setCopied] = useState(false);
   const copy = async () => {
-    try {
-      await navigator.clipboard.writeText(plaintext);
-    } catch {
-      // No clipboard API (an insecure context): select the text so the user can copy it.
-      const field = document.getElementById("new-key") as HTMLInputElement | null;
-      field?.select();
-      document.execCommand("copy");
-    }
+    await copyText(plaintext, document.getElementById("new-key") as HTMLInputElement | null);
     setCopied(true);
   };
   return (
@@ -202,7 +218,13 @@ function NewKey({ name, plaintext, onDone }: { name: string; plaintext: string; 
   );
 }
 
-function KeyRow({ apiKey: k, perMonth, now, onChanged }: { apiKey: ApiKey; perMonth: number; now: number; onChanged: () => void }) {
+function KeyRow({
+  apiKey: k,
+  perMonth,
+  now,
+  manage,
+  onChanged,
+}: { apiKey: ApiKey; perMonth: number; now: number; manage: boolean; onChanged: () => void }) {
   const [mode, setMode] = useState<"idle" | "confirming" | "renaming">("idle");
   const [newName, setNewName] = useState(k.name);
   const [error, setError] = useState<string>();
@@ -278,6 +300,7 @@ function KeyRow({ apiKey: k, perMonth, now, onChanged }: { apiKey: ApiKey; perMo
       <td>
         <code>ct_{k.prefix}…</code>
       </td>
+      <td data-scope>{k.scope === KeyScope.READ ? "read" : "ingest"}</td>
       <td class="nowrap">{dateTime(k.createdAt).slice(0, 16)}</td>
       <td class="nowrap" data-last-used title={k.lastUsedAt ? dateTime(k.lastUsedAt) : undefined}>
         {ago(k.lastUsedAt, now)}
@@ -291,7 +314,7 @@ function KeyRow({ apiKey: k, perMonth, now, onChanged }: { apiKey: ApiKey; perMo
         {perMonth > 0 && <span class="muted small"> / {count(perMonth)}</span>}
       </td>
       <td class="actions">
-        {mode === "idle" && (
+        {manage && mode === "idle" && (
           <button
             type="button"
             class="link"
@@ -303,7 +326,8 @@ function KeyRow({ apiKey: k, perMonth, now, onChanged }: { apiKey: ApiKey; perMo
             Rename<span class="sr-only"> {k.name}</span>
           </button>
         )}
-        {!k.revokedAt &&
+        {manage &&
+          !k.revokedAt &&
           (mode === "confirming" ? (
             <span class="confirm">
               Revoke "{k.name}"? Applications using it stop working.{" "}

@@ -8,7 +8,7 @@ import { attributesFromQuery, attributesToQuery, joinQuery, withAttributes, type
 import { QueryStatus } from "../components/query-status.js";
 import { UrlNotice } from "../components/url-notice.js";
 import { downloadQuery, filtersFromQuery, filtersToQuery, queryProblems, traceFilter, type Filters } from "../filters.js";
-import { base, navigate, useLocation } from "../router.js";
+import { base, currentProjectId, navigate, projectBase, useLocation } from "../router.js";
 import { useQuery } from "../use-query.js";
 
 const pageSize = 50;
@@ -39,14 +39,14 @@ export function Traces() {
   const keyName = (id: string) => keyNames.get(id) ?? id;
   const go = (f: Filters, a: Attributes, s: TraceSort, cols: ColumnId[], trace: string) =>
     navigate(
-      `${base}traces?${joinQuery(filtersToQuery(f), attributesToQuery(a), sortToQuery(s), cols.length > 0 ? `cols=${cols.join(",")}` : "", trace ? `trace=${encodeURIComponent(trace)}` : "")}`,
+      `${projectBase()}traces?${joinQuery(filtersToQuery(f), attributesToQuery(a), sortToQuery(s), cols.length > 0 ? `cols=${cols.join(",")}` : "", trace ? `trace=${encodeURIComponent(trace)}` : "")}`,
     );
   const close = () => {
     go(filters, attributes, sort, columns, "");
     // Focus goes back to the row the panel was opened from.
     requestAnimationFrame(() => document.querySelector<HTMLElement>(`tr[data-trace-id="${CSS.escape(opened)}"]`)?.focus());
   };
-  const download = joinQuery(downloadQuery(filters), attributesToQuery(attributes));
+  const download = joinQuery(`project=${encodeURIComponent(currentProjectId())}`, downloadQuery(filters), attributesToQuery(attributes));
 
   return (
     <section class={opened ? "with-detail" : ""}>

@@ -1,0 +1,53 @@
+import type { TraceFilter, UsageTotals } from "../../gen/calltrace/v1/query_pb.js";
+import type { TraceReader } from "../store/trace-reader.js";
+import type { MetricsQuery } from "./read-query.js";
+
+/** One row of GET /v1/metrics: a group (null for the total) and its sums. */
+export interface MetricsRow {
+  group: string | null;
+  calls: number;
+  errors: number;
+  cost_usd: number;
+  tokens_in: number;
+  tokens_out: number;
+  p50_latency_ms: number;
+  p95_latency_ms: number;
+}
+
+export interface MetricsAnswer {
+  data: MetricsRow[];
+  /** With an attribute group_by: how many groups matched, of which `data` holds the first `limit`. */
+  total_groups?: number;
+}
+
+/**
+ * The rows of a metrics query, from the store's roll-up reads that the dashboard's QueryService
+ * answers from (usageTotals, usageByDayTotals, usageByGroup), so both show the same figures.
+ */
+export async function metricsRows(
+  reader: TraceReader,
+  projectId: string,
+  filter: TraceFilter,
+  query: MetricsQuery,
+): Promise<MetricsAnswer> {
+  const { groupBy } = query;
+  if (groupBy === undefined) return { data: [row(null, await reader.usageTotals(projectId, filter))] };
+  if (groupBy.kind === "day") {
+    return { data: (await reader.usageByDayTotals(projectId, filter)).map((d) => row(d.day, d.totals)) };
+  }
+  const { groups, totalGroups } = await reader.usageByGroup(projectId, filter, groupBy, query.limit);
+  return { data: groups.map((g) => row(g.value, g.totals)), total_groups: totalGroups };
+}
+
+function row(group: string | null, totals: UsageTotals | undefined): MetricsRow {
+  return {
+    group,
+    calls: Number(totals?.calls ?? 0n),
+    errors: Number(totals?.errors ?? 0n),
+    cost_usd: totals?.costUsd ?? 0,
+    tokens_in: Number(totals?.tokensIn ?? 0n),
+    tokens_out: Number(totals?.tokensOut ?? 0n),
+    p50_latency_ms: totals?.latencyP50Ms ?? 0,
+    p95_latency_ms: totals?.latencyP95Ms ?? 0,
+  };
+}
