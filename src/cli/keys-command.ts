@@ -63,14 +63,7 @@ async function createKey(
       }
       throw error;
     });
-  await store.teams.appendAudit({
-    organizationId: project.organizationId,
-    projectId: project.id,
-    actor: "cli",
-    action: "key.create",
-    target: key.id,
-    details: { name, scope, prefix: key.prefix },
-  });
+  await auditKey(store, project, "key.create", key);
   if (options.json) {
     console.log(
       JSON.stringify({
@@ -128,17 +121,20 @@ async function revokeKey(store: Store, target: string): Promise<void> {
   const key = await store.keys.revokeKey(target);
   if (!key) throw new UsageError(`no key has the id or unique prefix ${JSON.stringify(target)}`);
   const project = await store.teams.getProject(key.accountId);
-  if (project) {
-    await store.teams.appendAudit({
-      organizationId: project.organizationId,
-      projectId: project.id,
-      actor: "cli",
-      action: "key.revoke",
-      target: key.id,
-      details: { name: key.name, prefix: key.prefix },
-    });
-  }
+  if (project) await auditKey(store, project, "key.revoke", key);
   console.log(`revoked ${key.id} (ct_${key.prefix}…)`);
+}
+
+/** The key's line in its organization's audit log, made by `cli` (docs/teams.md): its id and visible prefix, never a secret. */
+function auditKey(store: Store, project: ProjectRecord, action: "key.create" | "key.revoke", key: ApiKeyRecord) {
+  return store.teams.appendAudit({
+    organizationId: project.organizationId,
+    projectId: project.id,
+    actor: "cli",
+    action,
+    target: key.id,
+    details: { name: key.name, scope: key.scope, prefix: key.prefix },
+  });
 }
 
 /** A key as shown to people: never its hash. */

@@ -1,12 +1,12 @@
 import { toJsonString } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { AuditEntrySchema } from "../../gen/calltrace/v1/team_service_pb.js";
-import { sendJson } from "../server/json-response.js";
 import type { NodeRequest, NodeResponse } from "../server/node-types.js";
 import type { TeamStore } from "../store/team-store.js";
 import { authorize, type AccessDeps } from "../teams/access-interceptor.js";
 import { auditEntryMessage } from "../teams/audit-trail.js";
-import { httpStatusOf, webHeaders } from "./trace-download.js";
+import { refuseDownload, sendDownload } from "./download-response.js";
+import { webHeaders } from "./trace-download.js";
 
 /** Entries read per page while streaming. */
 const pageSize = 500;
@@ -32,26 +32,19 @@ export function auditDownload(teams: TeamStore, access: AccessDeps) {
       if (granted.access.kind !== "organization") throw new ConnectError("organization: required", Code.InvalidArgument);
       organizationId = granted.access.organization.id;
     } catch (error) {
-      const code = error instanceof ConnectError ? error.code : Code.InvalidArgument;
-      sendJson(res, httpStatusOf(code), { error: error instanceof ConnectError ? error.rawMessage : (error as Error).message });
+      refuseDownload(res, error);
       return;
     }
-    const stamp = new Date().toISOString().slice(0, 19).replace(/[:T]/g, "-");
-    res.writeHead(200, {
-      "content-type": "application/x-ndjson; charset=utf-8",
-      "content-disposition": `attachment; filename="calltrace-audit-${stamp}.jsonl"`,
-      "cache-control": "no-store",
-      "x-content-type-options": "nosniff",
-    });
-    let before: string | undefined;
-    do {
-      const page = await teams.listAudit(organizationId, { limit: pageSize, ...(before ? { before } : {}) });
-      for (const entry of page) {
-        if (res.destroyed) return;
-        if (!res.write(`${toJsonString(AuditEntrySchema, auditEntryMessage(entry))}\n`)) await new Promise((resolve) => res.once("drain", resolve));
-      }
-      before = page.length === pageSize ? page.at(-1)!.id : undefined;
-    } while (before);
-    res.end();
+    await sendDownload(res, { name: "audit", extension: "jsonl", contentType: "application/x-ndjson; charset=utf-8" }, auditLines(teams, organizationId));
   };
+}
+
+/** The organization's audit log, newest first, as JSON lines, read page by page. */
+async function* auditLines(teams: TeamStore, organizationId: string): AsyncGenerator<string> {
+  let before: string | undefined;
+  do {
+    const page = await teams.listAudit(organizationId, { limit: pageSize, ...(before ? { before } : {}) });
+    for (const entry of page) yield `${toJsonString(AuditEntrySchema, auditEntryMessage(entry))}\n`;
+    before = page.length === pageSize ? page.at(-1)!.id : undefined;
+  } while (before);
 }

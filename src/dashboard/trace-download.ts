@@ -5,10 +5,10 @@ import { TraceFilterSchema, type TraceFilter } from "../../gen/calltrace/v1/quer
 import type { StoredTrace } from "../../gen/calltrace/v1/trace_pb.js";
 import { createValidator } from "@bufbuild/protovalidate";
 import { downloadLines, type DownloadFormat } from "../download/trace-lines.js";
-import { sendJson } from "../server/json-response.js";
 import type { NodeRequest, NodeResponse } from "../server/node-types.js";
 import type { TraceReader } from "../store/trace-reader.js";
 import { authorize, type AccessDeps } from "../teams/access-interceptor.js";
+import { refuseDownload, sendDownload } from "./download-response.js";
 import { projectFilter } from "../teams/project-retention.js";
 
 const validator = createValidator();
@@ -43,23 +43,19 @@ export function traceDownload(reader: TraceReader, access: AccessDeps) {
       limitHeaders = granted.headers;
       filter = projectFilter(granted.access.project, filterFromQuery(url.searchParams));
     } catch (error) {
-      const code = error instanceof ConnectError ? error.code : Code.InvalidArgument;
-      sendJson(res, httpStatusOf(code), { error: error instanceof ConnectError ? error.rawMessage : (error as Error).message });
+      refuseDownload(res, error);
       return;
     }
-    const stamp = new Date().toISOString().slice(0, 19).replace(/[:T]/g, "-");
-    res.writeHead(200, {
-      "content-type": format === "csv" ? "text/csv; charset=utf-8" : "application/x-ndjson; charset=utf-8",
-      "content-disposition": `attachment; filename="calltrace-traces-${stamp}.${format}"`,
-      "cache-control": "no-store",
-      "x-content-type-options": "nosniff",
-      ...limitHeaders,
-    });
-    for await (const line of downloadLines(pages(reader, accountId, filter), format)) {
-      if (res.destroyed) return;
-      if (!res.write(line)) await new Promise((resolve) => res.once("drain", resolve));
-    }
-    res.end();
+    await sendDownload(
+      res,
+      {
+        name: "traces",
+        extension: format,
+        contentType: format === "csv" ? "text/csv; charset=utf-8" : "application/x-ndjson; charset=utf-8",
+        headers: limitHeaders,
+      },
+      downloadLines(pages(reader, accountId, filter), format),
+    );
   };
 }
 
@@ -129,22 +125,6 @@ export function filterFromQuery(query: URLSearchParams): TraceFilter {
   return filter;
 }
 
-
-/** The HTTP status of a refusal of a dashboard route. */
-export function httpStatusOf(code: Code): number {
-  switch (code) {
-    case Code.Unauthenticated:
-      return 401;
-    case Code.PermissionDenied:
-      return 403;
-    case Code.NotFound:
-      return 404;
-    case Code.ResourceExhausted:
-      return 429;
-    default:
-      return 400;
-  }
-}
 
 /** A Node request's headers as fetch Headers (HTTP/2 pseudo-headers left out). */
 export function webHeaders(req: NodeRequest): Headers {

@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { IngestResponseSchema, TraceService } from "../../gen/calltrace/v1/trace_service_pb.js";
 import { resolveConfig } from "../../src/config/config.js";
 import { unaryRoute } from "../../src/server/direct-unary.js";
-import { type Listener, listen } from "../../src/server/listen.js";
+import { listen } from "../../src/server/listen.js";
 import { rpcAdapter } from "../../src/server/rpc-adapter.js";
 import { refusal } from "../support/rpc-refusal.js";
 

@@ -11,6 +11,24 @@ import { storeAdapters } from "../support/store-adapters.js";
 const adapters = storeAdapters();
 const day = 86_400_000;
 
+/** A one-token call of a project's key, received `ago` ms ago. */
+const traceWrite = (projectId: string, keyId: string, ago: number) => ({
+  trace: create(StoredTraceSchema, {
+    receivedAt: timestampFromMs(Date.now() - ago),
+    keyId,
+    accountId: projectId,
+    country: "FR",
+    provider: "openai",
+    model: "gpt-4o",
+    tokensIn: 1,
+    tokensOut: 1,
+    latencyMs: 1,
+    costUsd: 1,
+    status: "success",
+  }),
+  idempotencyKey: undefined,
+});
+
 describe.each(adapters)("team store contract: %s", (_name, open) => {
   let store: Store;
   beforeEach(async () => {
@@ -139,24 +157,7 @@ describe.each(adapters)("team store contract: %s", (_name, open) => {
       const second = await store.teams.createProject({ organizationId: organization.id, name: `${name}-2`, plan: "free" });
       for (const p of [project, second]) {
         const key = await store.keys.createKey({ accountId: p.id, name, hash: `h-${p.id}`, prefix: "x" });
-        await store.writeBatch([
-          {
-            trace: create(StoredTraceSchema, {
-              receivedAt: timestampFromMs(Date.now() - 2 * day),
-              keyId: key.id,
-              accountId: p.id,
-              country: "FR",
-              provider: "openai",
-              model: "gpt-4o",
-              tokensIn: 1,
-              tokensOut: 1,
-              latencyMs: 1,
-              costUsd: 0.5,
-              status: "success",
-            }),
-            idempotencyKey: undefined,
-          },
-        ]);
+        await store.writeBatch([traceWrite(p.id, key.id, 2 * day)]);
       }
       await store.teams.createInvitation({ organizationId: organization.id, email: "x@example.com", role: "viewer", tokenHash: `inv-${organization.id}`, invitedBy: ann.id, expiresAt: new Date(Date.now() + day) });
       await store.teams.appendAudit({ organizationId: organization.id, projectId: "", actor: "cli", action: "a", target: "", details: {} });
@@ -208,25 +209,7 @@ describe.each(adapters)("project retention: %s", (_name, open) => {
       const short = (await store.teams.createOrganization({ name: "s", project: { name: "s", plan: "free" } })).project;
       const long = (await store.teams.createOrganization({ name: "l", project: { name: "l", plan: "free" } })).project;
       await store.teams.updateProject(short.id, { retentionDays: 2 });
-      const writes = [short, long].flatMap((p) =>
-        [5 * day, day].map((ago) => ({
-          trace: create(StoredTraceSchema, {
-            receivedAt: timestampFromMs(Date.now() - ago),
-            keyId: `key_${p.id}`,
-            accountId: p.id,
-            country: "FR",
-            provider: "openai",
-            model: "gpt-4o",
-            tokensIn: 1,
-            tokensOut: 1,
-            latencyMs: 1,
-            costUsd: 1,
-            status: "success",
-          }),
-          idempotencyKey: undefined,
-        })),
-      );
-      await store.writeBatch(writes);
+      await store.writeBatch([short, long].flatMap((p) => [5 * day, day].map((ago) => traceWrite(p.id, `key_${p.id}`, ago))));
       await store.deleteExpired();
       const all = create(TraceFilterSchema, { since: timestampFromMs(Date.now() - 20 * day) });
       const kept = async (projectId: string) => {
