@@ -4,26 +4,27 @@ import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { StoredTraceSchema, TraceSource } from "../../gen/calltrace/v1/trace_pb.js";
+import { latencyBucket } from "../../src/store/latency-bucket.js";
+import { migrations } from "../../src/store/sqlite/sqlite-schema.js";
 import { openSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import type { TraceWrite } from "../../src/store/trace-store.js";
 import { tempDir } from "../support/temp-dir.js";
 
 const hour = 3_600_000;
-/** Back to the schema before D44's migration: call keys unique per account, without their start. */
-const undoD44 = `DROP INDEX traces_account_otlp_start_call; ALTER TABLE traces DROP COLUMN otlp_start_s; DROP TABLE legacy_otlp_calls;
-  CREATE UNIQUE INDEX traces_account_otlp_call ON traces(account_id, otlp_call_key) WHERE otlp_call_key IS NOT NULL`;
 
 /**
- * A new store's database taken back `migrations` migrations by `undo`, open for rows as an older
- * writer made them; the store opened on `dir` next migrates it again.
+ * A database as a release before one migration left it: every migration before the first that
+ * contains `change` (found by its text, so later migrations do not shift it), open for rows as
+ * that release's writer made them; the store opened on `dir` next migrates it the rest of the way.
  */
-async function olderStore(undo: string, migrations: number): Promise<{ dir: string; db: Database.Database }> {
+function olderStore(change: string): { dir: string; db: Database.Database } {
   const dir = tempDir();
-  await openSqliteStore(dir).close();
   const db = new Database(join(dir, "calltrace.db"));
-  const version = db.pragma("user_version", { simple: true }) as number;
-  db.exec(undo);
-  db.pragma(`user_version = ${version - migrations}`);
+  db.function("latency_bucket", { deterministic: true }, (ms) => latencyBucket(Number(ms)));
+  const before = migrations.findIndex((migration) => migration.includes(change));
+  expect(before).toBeGreaterThan(0);
+  for (const migration of migrations.slice(0, before)) db.exec(migration);
+  db.pragma(`user_version = ${before}`);
   return { dir, db };
 }
 
@@ -75,10 +76,7 @@ describe("embedded store: OTLP calls deduplicated by their rows (D37)", () => {
 
   it("an OTLP call claimed before the upgrade stays a duplicate until its claim expires", async () => {
     // Back to the schema before D37 (and D44), with claims the old writer made: one an hour ago, one expired.
-    const { dir, db } = await olderStore(
-      `${undoD44}; DROP INDEX traces_account_otlp_call; ALTER TABLE traces DROP COLUMN otlp_call_key; DROP TABLE legacy_otlp_claims;`,
-      2,
-    );
+    const { dir, db } = olderStore("ADD COLUMN otlp_call_key");
     const claim = db.prepare(`INSERT INTO idempotency (key_id, idempotency_key, created_at) VALUES (?, ?, ?)`);
     claim.run("key_1", "otlp:openai:resp_recent", Date.now() - hour);
     claim.run("key_1", "otlp:openai:resp_expired", Date.now() - 25 * hour);
@@ -127,7 +125,7 @@ describe("embedded store: OTLP call keys by their span's start second (D44)", ()
   });
 
   it("a call stored before the upgrade (no start kept) is a duplicate for a day after it, then the key may be stored again", async () => {
-    const { dir, db } = await olderStore(undoD44, 1);
+    const { dir, db } = olderStore("ADD COLUMN otlp_start_s");
     // A row as the writer before D44 stored it: the call key, no start.
     db.prepare(
       `INSERT INTO traces (received_at, key_id, account_id, country, provider, model, tokens_in, tokens_out, latency_ms, cost_usd, status, source, otlp_trace_id, otlp_span_id, otlp_call_key)

@@ -1,7 +1,7 @@
 import type Database from "better-sqlite3";
 
-/** Schema migrations, applied in order; PRAGMA user_version records how many ran. */
-const migrations: string[] = [
+/** Schema migrations, applied in order; PRAGMA user_version records how many ran. Exported for the tests that make an older release's database. */
+export const migrations: readonly string[] = [
   `CREATE TABLE accounts (
      id TEXT PRIMARY KEY,
      name TEXT NOT NULL,
