@@ -275,7 +275,10 @@ export function openApiDocument(): Record<string, unknown> {
             },
             calls: { type: "integer", minimum: 0 },
             errors: { type: "integer", minimum: 0 },
-            cost_usd: { type: "number", minimum: 0, description: "The sum of the clients' `cost_usd`." },
+            cost_usd: {
+              oneOf: [{ type: "number", minimum: 0 }, { type: "string", enum: ["Infinity"] }],
+              description: "The sum of the clients' `cost_usd`; the string `Infinity` when it passes the largest double.",
+            },
             tokens_in: { type: "integer", minimum: 0 },
             tokens_out: { type: "integer", minimum: 0 },
             p50_latency_ms: {

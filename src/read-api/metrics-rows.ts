@@ -7,7 +7,8 @@ export interface MetricsRow {
   group: string | null;
   calls: number;
   errors: number;
-  cost_usd: number;
+  /** "Infinity" when the clients' costs add up past the largest double, as protobuf's JSON writes it. */
+  cost_usd: number | "Infinity";
   tokens_in: number;
   tokens_out: number;
   p50_latency_ms: number;
@@ -44,10 +45,18 @@ function row(group: string | null, totals: UsageTotals | undefined): MetricsRow 
     group,
     calls: Number(totals?.calls ?? 0n),
     errors: Number(totals?.errors ?? 0n),
-    cost_usd: totals?.costUsd ?? 0,
+    cost_usd: jsonDouble(totals?.costUsd ?? 0),
     tokens_in: Number(totals?.tokensIn ?? 0n),
     tokens_out: Number(totals?.tokensOut ?? 0n),
     p50_latency_ms: totals?.latencyP50Ms ?? 0,
     p95_latency_ms: totals?.latencyP95Ms ?? 0,
   };
+}
+
+/**
+ * A sum of finite costs can still pass the largest double (each may be up to about 1.8e308, D5);
+ * JSON has no infinity, so it is written as protobuf's JSON mapping writes it, never as null.
+ */
+function jsonDouble(sum: number): number | "Infinity" {
+  return Number.isFinite(sum) ? sum : "Infinity";
 }

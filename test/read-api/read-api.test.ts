@@ -297,3 +297,17 @@ describe("the read limit", () => {
     expect((await readGet(limited.url, "/v1/traces", second.key)).status).toBe(200);
   });
 });
+
+describe("sums past the largest double", () => {
+  it("a cost that adds up past it is answered as protobuf's JSON writes it, \"Infinity\", and conforms", async () => {
+    const huge = await projectWithKeys(service.store);
+    for (let i = 0; i < 2; i++) {
+      const body = traceBody(huge.ingest.key, { cost_usd: 1e308 });
+      expect((await postTrace(service.url, body, { key: huge.ingest.key })).status).toBe(202);
+    }
+    const res = await readGet(service.url, "/v1/metrics?group_by=model", huge.read.key);
+    expect(res.status).toBe(200);
+    const answer = (await expectConforms("GET", "/v1/metrics", res)) as { data: { cost_usd: unknown; calls: number }[] };
+    expect(answer.data).toEqual([expect.objectContaining({ calls: 2, cost_usd: "Infinity" })]);
+  });
+});
