@@ -84,7 +84,9 @@ const suites = [
       const out = join(reports, "service.json");
       const projects = tiers.length === serviceTiers.length ? [] : tiers.map((tier) => `--project=${tier}`);
       const args = ["vitest", "run", ...projects, "--reporter=default", "--reporter=json", `--outputFile.json=${out}`];
-      return withStatus(vitestCounts(out), await run("npx", args, { log }));
+      // The run first: its report is read once it is written.
+      const status = await run("npx", args, { log });
+      return withStatus(vitestCounts(out), status);
     },
   },
   {
