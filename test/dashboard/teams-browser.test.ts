@@ -175,8 +175,10 @@ describe("a team in two real browsers", { timeout: 90_000 }, () => {
       await member.locator("form button[type=submit]").click();
       await member.getByRole("button", { name: "Accept and join owner@example.com" }).click();
       await member.waitForURL(app);
-      const projects = await member.locator("select[name=project] option").allTextContents();
-      expect(projects.sort()).toEqual(["member@example.com / Default", "owner@example.com / Default"]);
+      // The picker fills in once the organizations have loaded, after the URL changes.
+      await expect
+        .poll(async () => (await member.locator("select[name=project] option").allTextContents()).sort())
+        .toEqual(["member@example.com / Default", "owner@example.com / Default"]);
 
       // Switching project keeps the page.
       await member.goto(`${app}traces`);
@@ -276,7 +278,7 @@ describe("a team in two real browsers", { timeout: 90_000 }, () => {
     await page.fill("input[name=delete-project-name]", "Staging");
     await page.getByRole("button", { name: "Delete project and its data" }).click();
     await page.waitForURL(app);
-    expect(await page.locator("select[name=project] option").allTextContents()).toEqual(["owner@example.com / Production"]);
+    await expect.poll(() => page.locator("select[name=project] option").allTextContents()).toEqual(["owner@example.com / Production"]);
   });
 
   it("the owner removes a member, hands the ownership to another and leaves; the new owner is the only one", async () => {
