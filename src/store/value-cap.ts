@@ -1,0 +1,68 @@
+/**
+ * The bound on distinct values a roll-up tracks per project, dimension and UTC day (D54,
+ * docs/operations.md): the first `limit` values of a day are tracked, every later one is counted
+ * under `otherValue`, so a client sending a new user, session, tag or metadata value on every
+ * trace grows the roll-ups by at most `limit` rows per dimension and day, and totals still add
+ * up. Any roll-up keyed by a client's values (attribute groups, error groups, ...) uses this.
+ *
+ * The tracked values live in memory, seeded per scope from the store's own roll-up rows the first
+ * time a scope is met, so the hot path costs a Set lookup. Each process holds its own sets: with
+ * several processes writing one store, a day may track up to `limit` values per process.
+ */
+
+/** The value the roll-ups count untracked values under. No client can tell it from a real one by
+ * sending it: such a value is counted there too. Readers answer it as the "other" group. */
+export const otherValue = "\u0000other";
+
+/** The default of GROUP_VALUES_PER_DAY. */
+export const defaultValuesPerDay = 10_000;
+
+/** Scopes (project, dimension, day) whose sets are kept; the least recently used beyond it are dropped and seeded again when met. */
+const maxScopes = 512;
+
+export interface ValueCap {
+  /** Whether the scope's tracked values are known; if not, `seed` them before `admit`. */
+  has(scope: string): boolean;
+  /** The values the store already tracks in the scope (its roll-up rows). */
+  seed(scope: string, values: Iterable<string>): void;
+  /** The value to count a trace under: `value` if tracked or there is room for it, else `otherValue`. The empty value (none) is always tracked. */
+  admit(scope: string, value: string): string;
+}
+
+/** The key of one scope: a project's values of one dimension on one UTC day. */
+export function capScope(accountId: string, dimension: string, day: number): string {
+  return `${accountId}\u0000${dimension}\u0000${day}`;
+}
+
+/** A cap of `limit` values per scope; 0 tracks every value (no cap). */
+export function valueCap(limit: number): ValueCap {
+  const scopes = new Map<string, Set<string>>();
+  const touch = (scope: string): Set<string> | undefined => {
+    const values = scopes.get(scope);
+    if (values) {
+      // Map order is insertion order: moving a scope to the end keeps the least recently used first.
+      scopes.delete(scope);
+      scopes.set(scope, values);
+    }
+    return values;
+  };
+  return {
+    has: (scope) => limit === 0 || scopes.has(scope),
+    seed(scope, values) {
+      if (limit === 0) return;
+      const tracked = new Set<string>();
+      for (const value of values) if (value !== "" && value !== otherValue) tracked.add(value);
+      scopes.set(scope, tracked);
+      if (scopes.size > maxScopes) scopes.delete(scopes.keys().next().value!);
+    },
+    admit(scope, value) {
+      if (limit === 0 || value === "" || value === otherValue) return value;
+      const values = touch(scope);
+      if (!values) throw new Error(`value cap: scope not seeded: ${JSON.stringify(scope)}`);
+      if (values.has(value)) return value;
+      if (values.size >= limit) return otherValue;
+      values.add(value);
+      return value;
+    },
+  };
+}
