@@ -1,16 +1,19 @@
+import type { AlertStore } from "./alert-store.js";
 import type { KeyStore } from "./key-store.js";
 import type { TraceReader } from "./trace-reader.js";
 import type { TraceStore } from "./trace-store.js";
 import type { TeamStore } from "./team-store.js";
 import type { UserStore } from "./user-store.js";
 
-/** A store adapter: one object serves traces, keys, users and teams (embedded SQLite or MongoDB). */
+/** A store adapter: one object serves traces, keys, users, teams and alerts (embedded SQLite or MongoDB). */
 export interface Store extends TraceStore, TraceReader {
   readonly keys: KeyStore;
   /** Dashboard users and sessions. */
   readonly users: UserStore;
   /** Organizations, members, projects, invitations and the audit log. */
   readonly teams: TeamStore;
+  /** Alert rules, destinations, events and the delivery outbox (docs/alerts.md). */
+  readonly alerts: AlertStore;
   /** Resolves when the store can take writes; rejects with the reason otherwise. */
   ping(): Promise<void>;
   close(): Promise<void>;

@@ -124,6 +124,82 @@ export interface SessionDoc {
   userAgent?: string;
 }
 
+/** An alert rule (its protobuf JSON), under its id. */
+export interface AlertRuleDoc {
+  _id: string;
+  accountId: string;
+  createdAt: Date;
+  body: string;
+}
+
+/** The evaluator's opaque state of one rule. */
+export interface AlertRuleStateDoc {
+  _id: string;
+  accountId: string;
+  state: string;
+}
+
+export interface AlertDestinationDoc {
+  _id: string;
+  accountId: string;
+  kind: string;
+  name: string;
+  url: string;
+  emails: string[];
+  secrets: Array<{ sealed: string; createdAt: Date; expiresAt: Date | null }>;
+  createdAt: Date;
+  failingSince: Date | null;
+  disabledAt: Date | null;
+  disabledReason: string;
+}
+
+/** A fired event (its protobuf JSON), under its id. */
+export interface AlertEventDoc {
+  _id: string;
+  accountId: string;
+  ruleId: string;
+  firedAt: Date;
+  body: string;
+}
+
+export interface AlertDeliveryDoc {
+  /** `<event id>.<destination id>`. */
+  _id: string;
+  accountId: string;
+  eventId: string;
+  destinationId: string;
+  state: string;
+  nextAttemptAt: Date;
+  scheduledAttempts: number;
+  attempts: Array<{ at: Date; outcome: string; responseCode: number; durationMs: number; detail: string; trigger: string }>;
+  resent: boolean;
+  createdAt: Date;
+}
+
+/**
+ * One claim on a delivery's next attempt: `<delivery id>:<attempts made>:<takeover>`. Inserting
+ * it is the claim (the unique _id decides between instances); when it expires unused, the next
+ * takeover number is inserted.
+ */
+export interface AlertClaimDoc {
+  _id: string;
+  accountId: string;
+  deliveryId: string;
+  generation: number;
+  takeover: number;
+  holder: string;
+  until: Date;
+}
+
+/** One term of a lease: `<name>:<term>`; the highest term is the holder, each renewal inserts the next one. */
+export interface AlertLeaseDoc {
+  _id: string;
+  name: string;
+  term: number;
+  holder: string;
+  until: Date;
+}
+
 /** What the server turned out to support, found out at start-up (docs/mongodb.md). */
 export interface MongoCapabilities {
   /** Traces live in a time-series collection; otherwise in an ordinary one with equivalent indexes. */
@@ -164,6 +240,13 @@ export interface MongoCollections {
   invitations: Collection<InvitationDoc>;
   invitationUses: Collection<InvitationUseDoc>;
   audit: Collection<AuditDoc>;
+  alertRules: Collection<AlertRuleDoc>;
+  alertRuleState: Collection<AlertRuleStateDoc>;
+  alertDestinations: Collection<AlertDestinationDoc>;
+  alertEvents: Collection<AlertEventDoc>;
+  alertDeliveries: Collection<AlertDeliveryDoc>;
+  alertClaims: Collection<AlertClaimDoc>;
+  alertLeases: Collection<AlertLeaseDoc>;
   /** The key of this database's trace ids (src/store/trace-id.ts), made once by whichever instance starts first. */
   traceIdKey: Buffer;
   capabilities: MongoCapabilities;
@@ -223,6 +306,13 @@ export async function prepareMongoCollections(db: Db, options: PrepareOptions): 
   const invitations = db.collection<InvitationDoc>("invitations", journaled);
   const invitationUses = db.collection<InvitationUseDoc>("invitation_uses", journaled);
   const audit = db.collection<AuditDoc>("audit_log", journaled);
+  const alertRules = db.collection<AlertRuleDoc>("alert_rules", journaled);
+  const alertRuleState = db.collection<AlertRuleStateDoc>("alert_rule_state", journaled);
+  const alertDestinations = db.collection<AlertDestinationDoc>("alert_destinations", journaled);
+  const alertEvents = db.collection<AlertEventDoc>("alert_events", journaled);
+  const alertDeliveries = db.collection<AlertDeliveryDoc>("alert_deliveries", journaled);
+  const alertClaims = db.collection<AlertClaimDoc>("alert_claims", journaled);
+  const alertLeases = db.collection<AlertLeaseDoc>("alert_leases", journaled);
   for (const name of [
     "accounts",
     "api_keys",
@@ -236,6 +326,13 @@ export async function prepareMongoCollections(db: Db, options: PrepareOptions): 
     "invitations",
     "invitation_uses",
     "audit_log",
+    "alert_rules",
+    "alert_rule_state",
+    "alert_destinations",
+    "alert_events",
+    "alert_deliveries",
+    "alert_claims",
+    "alert_leases",
   ])
     await ensureCollection(db, name);
   await ensureIndexes(keys, [
@@ -264,6 +361,16 @@ export async function prepareMongoCollections(db: Db, options: PrepareOptions): 
   await ensureIndexes(audit, [{ key: { organizationId: 1, at: -1, _id: -1 }, name: "organization_at" }]);
   await ensureIndexes(traceCounts, [{ key: { counter: 1 }, name: "counter" }]);
   await ensureTtlIndex(idempotency, "createdAt", options.idempotencyWindowSeconds);
+  await ensureIndexes(alertRules, [{ key: { accountId: 1, createdAt: 1 }, name: "account" }]);
+  await ensureIndexes(alertDestinations, [{ key: { accountId: 1, createdAt: 1 }, name: "account" }]);
+  await ensureIndexes(alertEvents, [{ key: { accountId: 1, firedAt: -1, _id: -1 }, name: "account_fired" }]);
+  await ensureIndexes(alertDeliveries, [
+    { key: { state: 1, nextAttemptAt: 1 }, name: "due" },
+    { key: { accountId: 1, createdAt: -1 }, name: "account" },
+    { key: { eventId: 1 }, name: "event" },
+  ]);
+  await ensureIndexes(alertClaims, [{ key: { deliveryId: 1, generation: 1, takeover: -1 }, name: "delivery" }]);
+  await ensureIndexes(alertLeases, [{ key: { name: 1, term: -1 }, name: "name_term" }]);
 
   return {
     db,
@@ -286,6 +393,13 @@ export async function prepareMongoCollections(db: Db, options: PrepareOptions): 
     invitations,
     invitationUses,
     audit,
+    alertRules,
+    alertRuleState,
+    alertDestinations,
+    alertEvents,
+    alertDeliveries,
+    alertClaims,
+    alertLeases,
     traceIdKey: Buffer.from(await ensureSetting(db, "trace_id_key", () => newTraceIdKey().toString("hex")), "hex"),
     capabilities: { timeSeries, ttl, manyAccumulators: await groupsComputeEveryAccumulator(db), atomicIncrements: await incrementsAreAtomic(db) },
   };
@@ -367,7 +481,7 @@ async function ensureTtlIndex<T extends Document>(collection: Collection<T>, fie
 }
 
 /** A database-wide setting: inserted if missing (the first instance's wins), then read. */
-async function ensureSetting<T>(db: Db, id: string, initial: () => T | Promise<T>): Promise<T> {
+export async function ensureSetting<T>(db: Db, id: string, initial: () => T | Promise<T>): Promise<T> {
   const settings = db.collection<{ _id: string; value: T }>("settings", journaled);
   const existing = await settings.findOne({ _id: id });
   if (existing) return existing.value;

@@ -12,6 +12,7 @@ import { mongoTraceWriter } from "./mongo-trace-writer.js";
 import { mongoTeamStore } from "./mongo-team-store.js";
 import { upgradeToTeams } from "./mongo-teams-upgrade.js";
 import { mongoUserStore } from "./mongo-user-store.js";
+import { mongoAlertStore } from "./mongo-alert-store.js";
 
 export interface MongoStoreOptions extends RetentionOptions {
   /** Bound on one write, and so on how long a request can wait for a store that is down. Default 5000. */
@@ -80,6 +81,7 @@ export async function openMongoStore(uri: string, options: MongoStoreOptions = {
       keys: mongoKeyStore(c, { timeoutMs: writeTimeoutMs }),
       users: mongoUserStore(c),
       teams,
+      alerts: mongoAlertStore(c),
       otlpSpans: mongoOtlpSpans(c),
       writeBatch: mongoTraceWriter(c, { idempotencyWindowMs, inFlightMs: 2 * writeTimeoutMs, timeoutMs: writeTimeoutMs, claimReadWaitMs: Math.min(250, writeTimeoutMs / 4) }),
       // A few batches at once: one whose retries need reads (or whose server is slow) holds up its

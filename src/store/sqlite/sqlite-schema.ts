@@ -342,6 +342,59 @@ export const migrations: readonly string[] = [
    ALTER TABLE sessions_teams RENAME TO sessions;
    CREATE INDEX sessions_expires ON sessions(expires_at);
    CREATE INDEX sessions_user ON sessions(user_id);`,
+  // Alerts (src/store/sqlite/sqlite-alert-store.ts): rules and events as their protobuf JSON; the
+  // outbox of deliveries with their attempt log, claimed per row (claimed_by, claimed_until).
+  // Every table names its project in account_id, so deleting a project deletes them.
+  `CREATE TABLE alert_rules (
+     id TEXT PRIMARY KEY,
+     account_id TEXT NOT NULL,
+     created_at INTEGER NOT NULL,
+     body TEXT NOT NULL
+   );
+   CREATE INDEX alert_rules_account ON alert_rules(account_id, created_at);
+   CREATE TABLE alert_rule_state (rule_id TEXT PRIMARY KEY, account_id TEXT NOT NULL, state TEXT NOT NULL) WITHOUT ROWID;
+   CREATE TABLE alert_destinations (
+     id TEXT PRIMARY KEY,
+     account_id TEXT NOT NULL,
+     kind TEXT NOT NULL,
+     name TEXT NOT NULL,
+     url TEXT NOT NULL,
+     emails TEXT NOT NULL,
+     secrets TEXT NOT NULL,
+     created_at INTEGER NOT NULL,
+     failing_since INTEGER,
+     disabled_at INTEGER,
+     disabled_reason TEXT NOT NULL DEFAULT ''
+   );
+   CREATE INDEX alert_destinations_account ON alert_destinations(account_id, created_at);
+   CREATE TABLE alert_events (
+     seq INTEGER PRIMARY KEY,
+     id TEXT NOT NULL UNIQUE,
+     account_id TEXT NOT NULL,
+     rule_id TEXT NOT NULL,
+     body TEXT NOT NULL
+   );
+   CREATE INDEX alert_events_account ON alert_events(account_id, seq);
+   CREATE INDEX alert_events_rule ON alert_events(account_id, rule_id, seq);
+   CREATE TABLE alert_deliveries (
+     seq INTEGER PRIMARY KEY,
+     id TEXT NOT NULL UNIQUE,
+     account_id TEXT NOT NULL,
+     event_id TEXT NOT NULL,
+     destination_id TEXT NOT NULL,
+     state TEXT NOT NULL,
+     next_attempt_at INTEGER NOT NULL,
+     scheduled_attempts INTEGER NOT NULL DEFAULT 0,
+     attempts TEXT NOT NULL DEFAULT '[]',
+     resent INTEGER NOT NULL DEFAULT 0,
+     created_at INTEGER NOT NULL,
+     claimed_by TEXT,
+     claimed_until INTEGER NOT NULL DEFAULT 0
+   );
+   CREATE INDEX alert_deliveries_due ON alert_deliveries(next_attempt_at) WHERE state = 'pending';
+   CREATE INDEX alert_deliveries_account ON alert_deliveries(account_id, seq);
+   CREATE INDEX alert_deliveries_event ON alert_deliveries(event_id);
+   CREATE TABLE alert_leases (name TEXT PRIMARY KEY, holder TEXT NOT NULL, until INTEGER NOT NULL) WITHOUT ROWID;`,
 ];
 
 /** Brings the database to the current schema; safe to run from several processes at once. */

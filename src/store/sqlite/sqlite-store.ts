@@ -17,6 +17,7 @@ import { dayMs } from "./sqlite-usage-rollup.js";
 import { sqliteWriterThread } from "./sqlite-writer-thread.js";
 import { createSqliteTeamStore } from "./sqlite-team-store.js";
 import { createSqliteUserStore } from "./sqlite-user-store.js";
+import { createSqliteAlertStore } from "./sqlite-alert-store.js";
 
 /** The daily roll-ups, each keyed by project (account_id) and day. */
 const rollupTables = ["usage_daily", "usage_country_daily", "latency_daily", "latency_daily_all", "group_daily", "group_latency_daily"];
@@ -147,6 +148,9 @@ export function openSqliteStore(dataDir: string, options: RetentionOptions = {})
     keys,
     users: createSqliteUserStore(db),
     teams: createSqliteTeamStore(db),
+    // The key that seals webhook secrets lives beside the database, not in it: a copy of the
+    // database alone does not reveal them (docs/alerts.md).
+    alerts: createSqliteAlertStore(db, join(dataDir, "alerts-secret.key")),
     writeBatch(writes) {
       return writer.write(writes);
     },
