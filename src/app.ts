@@ -89,6 +89,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       verifier,
       limiter: limits.limiter,
       readPerMinute: config.readPerMinute,
+      authFailures: limits.authFailures,
       retentionDays: config.retentionDays,
       reader: store,
       plans,

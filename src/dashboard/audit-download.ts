@@ -3,7 +3,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { AuditEntrySchema } from "../../gen/calltrace/v1/team_service_pb.js";
 import type { NodeRequest, NodeResponse } from "../server/node-types.js";
 import type { TeamStore } from "../store/team-store.js";
-import { authorize, type AccessDeps } from "../teams/access-interceptor.js";
+import { authorize, requestAddress, type AccessDeps } from "../teams/access-interceptor.js";
 import { auditEntryMessage } from "../teams/audit-trail.js";
 import { refuseDownload, sendDownload } from "./download-response.js";
 import { webHeaders } from "./trace-download.js";
@@ -28,6 +28,7 @@ export function auditDownload(teams: TeamStore, access: AccessDeps) {
         url.href,
         { organizationId: url.searchParams.get("organization") ?? "" },
         false,
+        requestAddress(access, req),
       );
       if (granted.access.kind !== "organization") throw new ConnectError("organization: required", Code.InvalidArgument);
       organizationId = granted.access.organization.id;

@@ -3,6 +3,7 @@ import type { ConnectRouter, HandlerContext } from "@connectrpc/connect";
 import { AccountService } from "../../gen/calltrace/v1/account_service_pb.js";
 import { AuthService } from "../../gen/calltrace/v1/auth_service_pb.js";
 import { QueryService } from "../../gen/calltrace/v1/query_service_pb.js";
+import type { AuthFailureLimiter } from "../limits/auth-failure-limiter.js";
 import type { Config } from "../config/config.js";
 import type { Plans } from "../config/plans.js";
 import type { Logger } from "../log/logger.js";
@@ -48,6 +49,8 @@ export interface DashboardOptions {
   /** Counts read keys' calls (READ_PER_MINUTE). */
   limiter: RateLimiter;
   readPerMinute: number;
+  /** Failed authentications per client address (D12), shared with ingest. */
+  authFailures: AuthFailureLimiter;
   /** RETENTION_DAYS, the most a project may keep its traces. */
   retentionDays: number;
   reader: TraceReader;
@@ -111,6 +114,8 @@ export function createDashboard(options: DashboardOptions): Dashboard {
     teams: options.teams,
     verifier: options.verifier,
     limitRead: readLimit(options.limiter, options.readPerMinute),
+    authFailures: options.authFailures,
+    trustProxy: options.trustProxy,
   };
   // Access is decided before the request is validated: strangers learn nothing about the API.
   const faults = unexpectedErrors(options.logger);

@@ -4,8 +4,12 @@ import type { NodeResponse } from "../server/node-types.js";
 
 /** A download's refusal: the status of its ConnectError (400 for anything else) and its message, as JSON. */
 export function refuseDownload(res: NodeResponse, error: unknown): void {
-  const code = error instanceof ConnectError ? error.code : Code.InvalidArgument;
-  sendJson(res, httpStatusOf(code), { error: error instanceof ConnectError ? error.rawMessage : (error as Error).message });
+  if (!(error instanceof ConnectError)) {
+    sendJson(res, httpStatusOf(Code.InvalidArgument), { error: (error as Error).message });
+    return;
+  }
+  // A limit's refusal carries retry-after and the rate-limit headers.
+  sendJson(res, httpStatusOf(error.code), { error: error.rawMessage }, Object.fromEntries(error.metadata));
 }
 
 /**

@@ -7,7 +7,7 @@ import { createValidator } from "@bufbuild/protovalidate";
 import { downloadLines, type DownloadFormat } from "../download/trace-lines.js";
 import type { NodeRequest, NodeResponse } from "../server/node-types.js";
 import type { TraceReader } from "../store/trace-reader.js";
-import { authorize, type AccessDeps } from "../teams/access-interceptor.js";
+import { authorize, requestAddress, type AccessDeps } from "../teams/access-interceptor.js";
 import { refuseDownload, sendDownload } from "./download-response.js";
 import { projectFilter } from "../teams/project-retention.js";
 
@@ -37,6 +37,7 @@ export function traceDownload(reader: TraceReader, access: AccessDeps) {
         url.href,
         { projectId: url.searchParams.get("project") ?? "" },
         false,
+        requestAddress(access, req),
       );
       if (granted.access.kind !== "project") throw new ConnectError("project: required", Code.InvalidArgument);
       accountId = granted.access.project.id;

@@ -8,7 +8,7 @@ import { sendJson } from "../server/json-response.js";
 import type { NodeRequest, NodeResponse } from "../server/node-types.js";
 import { InvalidCursorError } from "../store/trace-cursor.js";
 import type { TraceReader } from "../store/trace-reader.js";
-import { authorize, type AccessDeps } from "../teams/access-interceptor.js";
+import { authorize, requestAddress, type AccessDeps } from "../teams/access-interceptor.js";
 import { projectFilter } from "../teams/project-retention.js";
 import { metricsRows } from "./metrics-rows.js";
 import { metricsQuery, ReadQueryError, tracesQuery } from "./read-query.js";
@@ -42,6 +42,7 @@ export function readApi(reader: TraceReader, access: AccessDeps): ReadApi {
         url.href,
         { projectId: url.searchParams.get("project") ?? "" },
         false,
+        requestAddress(access, req),
       );
     } catch (error) {
       return sendRefusal(res, error, common);

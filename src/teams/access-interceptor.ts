@@ -1,9 +1,14 @@
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import type { KeyVerifier } from "../auth/key-verifier.js";
+import { authRateLimited } from "../ingest/ingest-errors.js";
+import { clientAddressKey } from "../ingest/trace-service.js";
+import type { AuthFailureLimiter } from "../limits/auth-failure-limiter.js";
 import { assertSameOrigin } from "../dashboard/same-origin.js";
 import type { Sessions, SignedIn } from "../dashboard/sessions.js";
 import type { ApiKeyRecord } from "../store/records.js";
 import type { TeamStore } from "../store/team-store.js";
+import { clientAddress } from "../server/client-address.js";
+import type { NodeRequest } from "../server/node-types.js";
 import { accessKey, notFound, type Access } from "./access.js";
 import { allows, leastRole, type Permission } from "./permissions.js";
 import { rpcPolicies, type RpcPolicy } from "./rpc-policies.js";
@@ -17,6 +22,10 @@ export interface AccessDeps {
    * RESOURCE_EXHAUSTED carrying them.
    */
   limitRead: (key: ApiKeyRecord) => Promise<Record<string, string>>;
+  /** Counts an unknown key's failed authentication against its address, as ingest does (D12). */
+  authFailures: AuthFailureLimiter;
+  /** Whether X-Forwarded-For names the client (TRUST_PROXY), for the HTTP routes' addresses. */
+  trustProxy: boolean;
 }
 
 /**
@@ -33,7 +42,8 @@ export function accessInterceptor(deps: AccessDeps): Interceptor {
     if (!policy) throw new ConnectError(`no access policy for ${req.method.name}`, Code.PermissionDenied);
     if (policy.kind === "public") return next(req);
     const message = (req.stream ? {} : req.message) as { projectId?: string; organizationId?: string };
-    const { access, headers } = await authorize(deps, policy, req.header, req.url, message, true);
+    const address = req.contextValues.get(clientAddressKey);
+    const { access, headers } = await authorize(deps, policy, req.header, req.url, message, true, address);
     req.contextValues.set(accessKey, access);
     const res = await next(req);
     for (const [name, value] of Object.entries(headers)) res.header.set(name, value);
@@ -44,8 +54,8 @@ export function accessInterceptor(deps: AccessDeps): Interceptor {
 /**
  * The access a request gets under a policy, from its session (with `requireCsrf`, the CSRF
  * header too) or, where the policy lets read keys in, its `Authorization: Bearer` read key, whose
- * read limit it also counts (the rate-limit headers are answered). Shared by the RPCs and the
- * dashboard's HTTP routes (downloads).
+ * read limit it also counts (the rate-limit headers are answered); an unknown key counts against
+ * the client's `address` (D12). Shared by the RPCs and the dashboard's HTTP routes (downloads).
  */
 export async function authorize(
   deps: AccessDeps,
@@ -54,6 +64,7 @@ export async function authorize(
   url: string,
   message: { projectId?: string; organizationId?: string },
   requireCsrf: boolean,
+  address: string | undefined,
 ): Promise<{ access: Access; headers: Record<string, string> }> {
   const bearer = bearerToken(header);
   if (bearer === undefined) {
@@ -64,8 +75,13 @@ export async function authorize(
   if (policy.kind !== "project" || !policy.readKey) {
     throw new ConnectError("this call needs a dashboard session, not an API key", Code.Unauthenticated);
   }
-  const access = await keyAccess(deps, bearer, message.projectId ?? "");
+  const access = await keyAccess(deps, bearer, message.projectId ?? "", address);
   return { access, headers: await deps.limitRead(access.key!) };
+}
+
+/** The client address of a dashboard HTTP route's request (downloads, the read API), as the limits count it. */
+export function requestAddress(deps: Pick<AccessDeps, "trustProxy">, req: NodeRequest): string | undefined {
+  return clientAddress(req.headers, req.socket?.remoteAddress, deps.trustProxy);
 }
 
 /** The token of an `Authorization: Bearer` header, if there is one. */
@@ -74,16 +90,21 @@ export function bearerToken(header: Headers): string | undefined {
 }
 
 /**
- * A read key's access to its own project: an unknown, revoked or expired key is UNAUTHENTICATED;
- * an ingest key is PERMISSION_DENIED naming the scope it lacks; another project's id is NOT_FOUND.
+ * A read key's access to its own project: an unknown, revoked or expired key is UNAUTHENTICATED,
+ * or RESOURCE_EXHAUSTED once its address has failed too often (D12); an ingest key is
+ * PERMISSION_DENIED naming the scope it lacks; another project's id is NOT_FOUND.
  */
 export async function keyAccess(
-  deps: Pick<AccessDeps, "verifier" | "teams">,
+  deps: Pick<AccessDeps, "verifier" | "teams" | "authFailures">,
   plaintext: string,
   projectId: string,
+  address: string | undefined,
 ): Promise<Extract<Access, { kind: "project" }>> {
   const key = await deps.verifier.verify(plaintext);
-  if (!key) throw new ConnectError("Invalid API key", Code.Unauthenticated);
+  if (!key) {
+    const wait = await deps.authFailures.failed(address);
+    throw wait === undefined ? new ConnectError("Invalid API key", Code.Unauthenticated) : authRateLimited(wait);
+  }
   if (key.scope !== "read") {
     throw new ConnectError(`this API key's scope is ${key.scope}; reading needs a key with the read scope`, Code.PermissionDenied);
   }
