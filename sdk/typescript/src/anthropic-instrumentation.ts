@@ -22,7 +22,8 @@ export const anthropicInstrumentation: Instrumentation = {
           "create",
           (create) =>
             function (this: unknown, body: unknown, ...rest: unknown[]) {
-              const { call, params } = startCall(recorder, "anthropic", body);
+              const { call, params, refused } = startCall(recorder, "anthropic", body);
+              if (refused) return refused;
               if (!call) return create.call(this, params, ...rest);
               return traceStainlessCall(call, dig(params, "stream") === true, messageReader, () =>
                 create.call(this, params, ...rest),

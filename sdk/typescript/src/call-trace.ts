@@ -1,4 +1,5 @@
 import { anthropicInstrumentation } from "./anthropic-instrumentation.js";
+import { BudgetGuard, budgetUrl } from "./budget-guard.js";
 import { geminiInstrumentation } from "./gemini-instrumentation.js";
 import type { Instrumentation } from "./instrumentation.js";
 import { findPackage, otherLoadedCopies, type PackageCopy } from "./load-package.js";
@@ -29,6 +30,7 @@ export class CallTrace {
   readonly #options: ResolvedOptions;
   readonly #sender: TraceSender | undefined;
   readonly #recorder: TraceRecorder | undefined;
+  readonly #budget: BudgetGuard | undefined;
   readonly #undo: Array<() => void> = [];
   readonly #instrumented: string[] = [];
   // Package folders patched, by package name; what the application loads from elsewhere is not traced.
@@ -59,6 +61,16 @@ export class CallTrace {
       warn,
     });
     this.#sender = sender;
+    if (this.#options.enforceBudget) {
+      this.#budget = new BudgetGuard({
+        url: budgetUrl(this.#options.endpoint),
+        apiKey,
+        refreshMs: this.#options.budgetRefreshMs,
+        timeoutMs: this.#options.requestTimeoutMs,
+        defaults: this.#options.defaults,
+        warn,
+      });
+    }
     this.#recorder = new TraceRecorder({
       apiKey,
       prices,
@@ -66,6 +78,7 @@ export class CallTrace {
       warn,
       defaults: this.#options.defaults,
       sampleRate: this.#options.sampleRate,
+      budget: this.#budget,
     });
   }
 
@@ -88,6 +101,7 @@ export class CallTrace {
       warn(`the endpoint path is ${pathname}, not .../v1/traces: the endpoint is the full URL of the trace endpoint`);
     }
     process.on("beforeExit", this.#flushBeforeExit);
+    this.#budget?.start();
     const found: Array<[Instrumentation, PackageCopy]> = [];
     for (const instrumentation of INSTRUMENTATIONS) {
       let copies: PackageCopy[];
@@ -136,6 +150,7 @@ export class CallTrace {
   /** Restores every patched method. Traces already recorded are still delivered. */
   unpatch(): void {
     this.#unpatched = true;
+    this.#budget?.stop();
     for (const undo of this.#undo.splice(0)) undo();
     this.#instrumented.length = 0;
   }

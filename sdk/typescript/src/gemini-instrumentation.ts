@@ -25,7 +25,8 @@ export const geminiInstrumentation: Instrumentation = {
         method,
         (generate) =>
           function (this: unknown, request: unknown, ...rest: unknown[]) {
-            const { call, params } = startCall(recorder, "gemini", request);
+            const { call, params, refused } = startCall(recorder, "gemini", request);
+            if (refused) return refused;
             if (!call) return generate.call(this, params, ...rest);
             return settle(
               call,

@@ -2,6 +2,8 @@ import { CallTrace, type CallTraceStats } from "./call-trace.js";
 import type { InitOptions } from "./options.js";
 
 export type { TraceAttributes } from "./attributes.js";
+export { BudgetExceeded } from "./budget-exceeded.js";
+export type { BudgetScope } from "./budget-status.js";
 export { withCallAttributes } from "./call-attributes.js";
 export { DEFAULT_ENDPOINT, type InitOptions } from "./options.js";
 export { untraced, withAttributes } from "./scope.js";

@@ -19,7 +19,8 @@ export const openaiInstrumentation: Instrumentation = {
         "create",
         (create) =>
           function (this: unknown, body: unknown, ...rest: unknown[]) {
-            const { call, params } = startCall(recorder, "openai", body);
+            const { call, params, refused } = startCall(recorder, "openai", body);
+            if (refused) return refused;
             if (!call) return create.call(this, params, ...rest);
             const streamed = dig(params, "stream") === true;
             const usage = streamed ? streamUsage(this, params) : "given";
@@ -34,7 +35,8 @@ export const openaiInstrumentation: Instrumentation = {
         "create",
         (create) =>
           function (this: unknown, body: unknown, ...rest: unknown[]) {
-            const { call, params } = startCall(recorder, "openai", body);
+            const { call, params, refused } = startCall(recorder, "openai", body);
+            if (refused) return refused;
             if (!call) return create.call(this, params, ...rest);
             return traceStainlessCall(call, dig(params, "stream") === true, responsesReader, () =>
               create.call(this, params, ...rest),
@@ -46,7 +48,8 @@ export const openaiInstrumentation: Instrumentation = {
         "create",
         (create) =>
           function (this: unknown, body: unknown, ...rest: unknown[]) {
-            const { call, params } = startCall(recorder, "openai", body);
+            const { call, params, refused } = startCall(recorder, "openai", body);
+            if (refused) return refused;
             if (!call) return create.call(this, params, ...rest);
             return traceStainlessCall(call, false, embeddingsReader, () => create.call(this, params, ...rest));
           },

@@ -44,6 +44,14 @@ export interface InitOptions {
   tags?: readonly string[];
   /** Metadata on every trace; scopes and calls add to it and override its keys. */
   metadata?: Readonly<Record<string, string>>;
+  /**
+   * Refuses a provider call with a `BudgetExceeded` error, without calling the provider, once a spend
+   * budget that counts it is used up. The budget status comes from the service's GET /v1/budget,
+   * refreshed in the background; calls proceed whenever it cannot be read. Default `false`.
+   */
+  enforceBudget?: boolean;
+  /** How often `enforceBudget` refreshes the budget status. Default 5000 ms. */
+  budgetRefreshMs?: number;
 }
 
 /** Options with every default filled in and every value checked. */
@@ -62,6 +70,8 @@ export interface ResolvedOptions {
   enabled: boolean;
   sampleRate: number;
   defaults: TraceAttributes;
+  enforceBudget: boolean;
+  budgetRefreshMs: number;
 }
 
 /**
@@ -101,6 +111,8 @@ export function resolveOptions(options: InitOptions, env: NodeJS.ProcessEnv): Re
     enabled: options.enabled !== false && !/^(1|true)$/i.test(env.CALLTRACE_DISABLED?.trim() ?? ""),
     sampleRate: fraction("sampleRate", options.sampleRate, 1),
     defaults: { environment: options.environment, tags: options.tags, metadata: options.metadata },
+    enforceBudget: options.enforceBudget === true,
+    budgetRefreshMs: positive("budgetRefreshMs", options.budgetRefreshMs, 5_000),
   };
 }
 

@@ -185,25 +185,45 @@ export class ProviderCall {
   }
 }
 
-/** A call about to be made: its trace (none when untraced) and the request to send the provider. */
+/**
+ * A call about to be made: its trace (none when untraced) and the request to
+ * send the provider; or, when `enforceBudget` refuses it, the rejected promise
+ * to return instead of calling the provider.
+ */
 export interface StartedCall {
   call: ProviderCall | undefined;
   params: unknown;
+  refused?: Promise<never>;
 }
 
 /**
  * Starts tracing a provider call made with request `params`: takes the
  * per-call attributes out of the request (also when untraced, so the
- * provider never sees them) and merges them onto the current scope's.
+ * provider never sees them) and merges them onto the current scope's. A call
+ * refused for its budget is not traced: it was never made, and cost nothing.
+ * Untraced calls are checked too: untraced() stops the trace, not the budget.
  */
 export function startCall(recorder: TraceRecorder, provider: Provider, params: unknown): StartedCall {
   const scope = currentScope();
   const taken = takeCallAttributes(params);
   const request = taken ? taken.params : params;
-  if (scope?.untraced) return { call: undefined, params: request };
   const own = taken && typeof taken.attributes === "object" ? taken.attributes : undefined;
   const attributes = own ? mergeAttributes(scope?.attributes, own) : scope?.attributes;
-  return { call: new ProviderCall(recorder, provider, dig(request, "model"), attributes), params: request };
+  const model = dig(request, "model");
+  const refusal = recorder.budget?.check({ model, attributes });
+  if (refusal) return { call: undefined, params: request, refused: rejection(refusal) };
+  if (scope?.untraced) return { call: undefined, params: request };
+  return { call: new ProviderCall(recorder, provider, model, attributes), params: request };
+}
+
+/**
+ * A promise rejected with `error` that also answers the APIPromise methods of
+ * the Stainless-generated clients (openai, @anthropic-ai/sdk), which their own
+ * helpers call (Anthropic's messages.stream() uses withResponse()).
+ */
+function rejection(error: Error): Promise<never> {
+  const rejected = Promise.reject(error);
+  return Object.assign(rejected, { withResponse: () => rejected, asResponse: () => rejected });
 }
 
 function isCancellation(error: unknown): boolean {

@@ -1,5 +1,6 @@
 import { performance } from "node:perf_hooks";
 import { mergeAttributes, type TraceAttributes } from "./attributes.js";
+import type { BudgetGuard } from "./budget-guard.js";
 import type { PriceTable } from "./price-table.js";
 import type { ProviderCall, TokenCounts, UsageHint } from "./provider-call.js";
 import type { Provider, Trace } from "./trace.js";
@@ -33,6 +34,8 @@ export interface RecorderOptions {
   defaults?: TraceAttributes;
   /** The share of successful calls traced, 0 to 1; errors are always traced. */
   sampleRate?: number;
+  /** `enforceBudget`: what refuses calls past a budget, before they start. */
+  budget?: BudgetGuard | undefined;
 }
 
 // Limits of the wire contract (proto/calltrace/v1/trace.proto).
@@ -57,8 +60,12 @@ export class TraceRecorder {
   // init()'s attributes alone, made valid once: the common case of every call.
   #defaultWire: ReturnType<typeof wireAttributes> | undefined;
 
+  /** See RecorderOptions.budget. */
+  readonly budget: BudgetGuard | undefined;
+
   constructor(options: RecorderOptions) {
     this.#options = options;
+    this.budget = options.budget;
     this.#sampleRate = options.sampleRate ?? 1;
     // Each traced success stands for 1/sampleRate calls: say so on the trace.
     this.#sdkMetadata = this.#sampleRate < 1 ? { "calltrace.sample_rate": String(this.#sampleRate) } : undefined;

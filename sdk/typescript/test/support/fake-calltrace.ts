@@ -24,6 +24,9 @@ export class FakeCalltrace {
   readonly received: ReceivedTrace[] = [];
   /** Answers for the next requests, in order; then 202. */
   readonly answers: Answer[] = [];
+  /** What GET /v1/budget answers (a BudgetStatus body by default), and the requests it had. */
+  budget: Answer = { status: 200, body: { projectId: "p_fake", budgets: [] } };
+  readonly budgetRequests: http.IncomingHttpHeaders[] = [];
   readonly #server: http.Server;
   readonly #waiters = new Set<() => void>();
 
@@ -67,10 +70,18 @@ export class FakeCalltrace {
   async #handle(request: http.IncomingMessage, response: http.ServerResponse): Promise<void> {
     let text = "";
     for await (const part of request) text += part;
+    if (request.method === "GET" && request.url === "/v1/budget") {
+      this.budgetRequests.push(request.headers);
+      await this.#answer(this.budget, request, response);
+      return;
+    }
     this.received.push({ headers: request.headers, body: JSON.parse(text), receivedAt: Date.now() });
     for (const wake of this.#waiters) wake();
     this.#waiters.clear();
-    const answer = this.answers.shift() ?? ACCEPTED;
+    await this.#answer(this.answers.shift() ?? ACCEPTED, request, response);
+  }
+
+  async #answer(answer: Answer, request: http.IncomingMessage, response: http.ServerResponse): Promise<void> {
     if (answer === "hang") return;
     if (answer === "reset") {
       request.socket.destroy();
