@@ -281,6 +281,28 @@ describe("a team in two real browsers", { timeout: 90_000 }, () => {
     await expect.poll(() => page.locator("select[name=project] option").allTextContents()).toEqual(["owner@example.com / Production"]);
   });
 
+  it("the owner makes a second organization and deletes it by typing its name; the picker no longer lists it", async () => {
+    await page.goto(`${app}members`);
+    await page.locator(".new-menu summary").click();
+    await page.getByRole("radio", { name: "Organization" }).check();
+    await page.fill("input[name=new-name]", "Sandbox");
+    await page.getByRole("button", { name: "Create organization" }).click();
+    await expect.poll(() => page.locator("select[name=project] option:checked").textContent()).toBe("Sandbox / Default");
+    const sandbox = projectApp(page);
+    await page.goto(`${sandbox}members`);
+    await page.locator("[data-section=delete-organization] summary").click();
+    const remove = page.getByRole("button", { name: "Delete organization and all its data" });
+    await page.fill("input[name=delete-organization-name]", "Sandbo");
+    expect(await remove.isDisabled()).toBe(true);
+    await page.fill("input[name=delete-organization-name]", "Sandbox");
+    await remove.click();
+    await page.waitForURL(app);
+    await expect.poll(() => page.locator("select[name=project] option").allTextContents()).toEqual(["owner@example.com / Production"]);
+    // Its project is gone on the server, not only from the picker.
+    const { body } = await callFromPage(page, "TeamService/ListOrganizations", {});
+    expect((body.organizations as { organization: { name: string } }[]).map((o) => o.organization.name)).toEqual(["owner@example.com"]);
+  });
+
   it("the owner removes a member, hands the ownership to another and leaves; the new owner is the only one", async () => {
     await page.goto(`${app}members`);
     await page.getByRole("button", { name: "Remove… member@example.com" }).click();

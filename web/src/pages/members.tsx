@@ -1,6 +1,7 @@
 import { useRef, useState } from "preact/hooks";
 import { type CreateInvitationResponse, type Member, Role } from "../../../gen/calltrace/v1/team_service_pb.js";
 import { messageOf, team as teams } from "../api.js";
+import { ConfirmDelete } from "../components/confirm-delete.js";
 import { copyText } from "../components/copy-text.js";
 import { QueryStatus } from "../components/query-status.js";
 import { dateTime } from "../format.js";
@@ -11,7 +12,7 @@ import { OrganizationSettings } from "./organization-settings.js";
 
 /**
  * The organization's members and their roles, invitations and its name and SSO join (admins),
- * and ownership transfer (owners). Each control shows only when the server would allow it
+ * and ownership transfer and deletion (owners). Each control shows only when the server would allow it
  * (src/teams/permissions.ts).
  */
 export function Members() {
@@ -62,6 +63,26 @@ export function Members() {
       {can(myRole, "organization.settings") && <OrganizationSettings />}
       {can(myRole, "ownership.transfer") && members.data && (
         <TransferOwnership organizationId={organization.id} others={members.data.filter((m) => m.userId !== t.session.userId)} onDone={changed} />
+      )}
+      {can(myRole, "organization.delete") && (
+        <ConfirmDelete
+          section="delete-organization"
+          summary="Delete this organization…"
+          name={organization.name}
+          inputName="delete-organization-name"
+          what="organization"
+          button="Delete organization and all its data"
+          onDelete={async () => {
+            await teams.deleteOrganization({ organizationId: organization.id });
+            await t.reload();
+            navigate(base);
+          }}
+        >
+          <p>
+            This deletes "{organization.name}" with every project, key and trace in it, for good, and removes every member from it. Its keys stop
+            working at once.
+          </p>
+        </ConfirmDelete>
       )}
     </section>
   );

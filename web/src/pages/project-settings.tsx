@@ -1,5 +1,6 @@
 import { useState } from "preact/hooks";
 import { messageOf, team as teams } from "../api.js";
+import { ConfirmDelete } from "../components/confirm-delete.js";
 import { base, navigate } from "../router.js";
 import { can, useTeam } from "../team.js";
 
@@ -83,36 +84,21 @@ export function ProjectSettings() {
 
 function DeleteProject() {
   const t = useTeam();
-  const [typed, setTyped] = useState("");
-  const [error, setError] = useState<string>();
-  const submit = async (event: Event) => {
-    event.preventDefault();
-    try {
-      await teams.deleteProject({ projectId: t.project.id });
-      await t.reload();
-      navigate(base);
-    } catch (e) {
-      setError(messageOf(e));
-    }
-  };
   return (
-    <details class="card danger-zone" data-section="delete-project">
-      <summary>Delete this project…</summary>
-      <form class="stack narrow" onSubmit={submit}>
-        <p>This deletes the project "{t.project.name}" with its keys and every trace sent with them, for good. Its keys stop working at once.</p>
-        <label>
-          Type the project's name to confirm
-          <input name="delete-project-name" required value={typed} onInput={(e) => setTyped(e.currentTarget.value)} />
-        </label>
-        <button type="submit" class="danger" disabled={typed !== t.project.name}>
-          Delete project and its data
-        </button>
-        {error && (
-          <p class="error" role="alert">
-            {error}
-          </p>
-        )}
-      </form>
-    </details>
+    <ConfirmDelete
+      section="delete-project"
+      summary="Delete this project…"
+      name={t.project.name}
+      inputName="delete-project-name"
+      what="project"
+      button="Delete project and its data"
+      onDelete={async () => {
+        await teams.deleteProject({ projectId: t.project.id });
+        await t.reload();
+        navigate(base);
+      }}
+    >
+      <p>This deletes the project "{t.project.name}" with its keys and every trace sent with them, for good. Its keys stop working at once.</p>
+    </ConfirmDelete>
   );
 }
