@@ -16,7 +16,7 @@ import { listenForMetrics } from "./server/metrics-endpoint.js";
 import { createRequestHandler } from "./server/request-handler.js";
 import { openStore } from "./store/open-store.js";
 import { metadataAttributeNames } from "./otlp/call-attribution.js";
-import { serverCost } from "./pricing/server-prices.js";
+import { projectPrices } from "./pricing/project-prices.js";
 import { oidcSettings } from "./sso/oidc-settings.js";
 import { invitationMailer } from "./teams/invitation-mailer.js";
 
@@ -48,6 +48,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
   metrics.gauge("calltrace_writer_queue_depth", "Traces waiting for a group commit", () => writer.depth);
   const limits = openLimits(config, store, logger);
   const verifier = createKeyVerifier(store.keys);
+  const prices = projectPrices(store.prices);
   const pipeline = createIngestPipeline({
     verifier,
     limiter: limits.limiter,
@@ -57,13 +58,14 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     writer,
     countryOf: openCountryLookup(),
     timeoutMs: config.writeTimeoutMs,
+    prices,
   });
   const shuttingDown = new AbortController();
   const handler = createRequestHandler({
     shutdown: shuttingDown.signal,
     pipeline,
     otlp: {
-      price: serverCost,
+      prices,
       metadataAttributes: metadataAttributeNames(config.otlpMetadataAttributes),
       storedSpans: (accountId, otlpTraceIds) => store.otlpSpans(accountId, otlpTraceIds),
     },

@@ -7,7 +7,9 @@ import type { CountryLookup } from "../geo/country-lookup.js";
 import type { AuthFailureLimiter } from "../limits/auth-failure-limiter.js";
 import { type MonthlyQuota, type QuotaReservation, QuotaUnavailableError, quotaHeaders } from "../limits/monthly-quota.js";
 import type { RateLimiter } from "../limits/rate-limiter.js";
-import { priceCheck, serverCost } from "../pricing/server-prices.js";
+import { projectCost, serverPricing } from "../pricing/custom-prices.js";
+import type { PriceBook } from "../pricing/price-match.js";
+import type { ProjectPrices } from "../pricing/project-prices.js";
 import { rateLimitHeaders, type HeaderFields } from "../limits/rate-limit-headers.js";
 import type { ApiKeyRecord } from "../store/records.js";
 import type { TraceWrite, WriteOutcome } from "../store/trace-store.js";
@@ -62,11 +64,12 @@ export type TraceOrigin = Pick<StoredTrace, "source" | "priceCheck" | "otlpTrace
 };
 
 /**
- * The spec's way in: the client measured and priced the call. The server prices it too and keeps
- * its price beside the client's, so that unknown models and wrong client prices show (D30).
+ * The spec's way in: the client measured and priced the call. The server prices it too, with the
+ * project's custom prices before the catalog, and keeps its price beside the client's, so that
+ * unknown models and wrong client prices show (D30).
  */
-function apiOrigin(trace: Trace): TraceOrigin {
-  const serverCostUsd = serverCost({
+function apiOrigin(trace: Trace, book: PriceBook, receivedAt: Date): TraceOrigin {
+  const usage = {
     provider: trace.provider,
     model: trace.model,
     tokensIn: trace.tokensIn!,
@@ -78,16 +81,26 @@ function apiOrigin(trace: Trace): TraceOrigin {
     tokensAudioOut: trace.tokensAudioOut,
     webSearchRequests: trace.webSearchRequests,
     serviceTier: trace.serviceTier,
-  });
+  };
+  const { serverCostUsd, priceCheck } = serverPricing(TraceSource.API, trace.costUsd!, projectCost(book, usage, receivedAt));
   return {
     source: TraceSource.API,
-    priceCheck: priceCheck(trace.costUsd!, serverCostUsd),
+    priceCheck,
     ...(serverCostUsd === undefined ? {} : { serverCostUsd }),
     otlpTraceId: "",
     otlpSpanId: "",
     otlpParentSpanId: "",
     serviceName: "",
   };
+}
+
+/** The admitted request's project's custom prices; a store that cannot read them cannot take the trace either (503). */
+export async function priceBookOf(prices: ProjectPrices, admission: Admission): Promise<PriceBook> {
+  try {
+    return await prices.book(admission.key.accountId);
+  } catch {
+    throw storeUnavailable(unavailableRetryAfter);
+  }
 }
 
 /** One of many traces of a request (an OTLP span), its `api_key` left empty: the request's key is the only one. */
@@ -121,6 +134,8 @@ export interface IngestPipelineDeps {
   countryOf: CountryLookup;
   /** WRITE_TIMEOUT_MS: the most a request waits on the store, all its steps together. */
   timeoutMs: number;
+  /** Projects' custom prices, which the server's price of a call applies before the catalog's. */
+  prices: ProjectPrices;
 }
 
 /** Seconds a client should wait when the store cannot take a write (D13). */
@@ -182,7 +197,7 @@ export function createIngestPipeline(deps: IngestPipelineDeps): IngestPipeline {
       throw keyMismatch();
     }
 
-    const stored = storedTrace(admission, trace, clientAddress, apiOrigin(trace));
+    const stored = storedTrace(admission, trace, clientAddress, apiOrigin(trace, await priceBookOf(deps.prices, admission), new Date()));
     if (!admission.reservation) throw new Error("a single trace needs an admission that reserved its quota");
     const reservation = await reserved(admission, admission.reservation);
     const decision = reservation.decision;
@@ -251,6 +266,7 @@ export function createIngestPipeline(deps: IngestPipelineDeps): IngestPipeline {
     if (outcome.kind === "failed") throw storeUnavailable(unavailableRetryAfter);
     return outcome;
   }
+
 
   return {
     async admit(authorization, clientAddress, reserveQuota = true) {

@@ -1,8 +1,9 @@
 import { createHash } from "node:crypto";
-import { PriceCheck, type Trace, TraceSource } from "../../gen/calltrace/v1/trace_pb.js";
+import { type Trace, TraceSource } from "../../gen/calltrace/v1/trace_pb.js";
 import { Status_StatusCode } from "../../gen/opentelemetry/proto/trace/v1/trace_pb.js";
 import type { CallSubmission } from "../ingest/ingest-pipeline.js";
-import { billedServiceTier, type serverCost } from "../pricing/server-prices.js";
+import { serverPricing } from "../pricing/custom-prices.js";
+import { billedServiceTier, type PricedUsage } from "../pricing/server-prices.js";
 import { calltraceProvider } from "./genai-provider.js";
 import type { Attributes, OtlpSpan } from "./otlp-export.js";
 import { countOf, SpanRejection, textOf } from "./attribute-values.js";
@@ -30,8 +31,8 @@ export interface SpanResource {
 }
 
 export interface LlmCallOptions {
-  /** The server's price of a call (undefined: the table does not know the model). */
-  price: typeof serverCost;
+  /** The server's price of a call: the project's custom price, else the catalog's (undefined: unpriced). */
+  price: (usage: PricedUsage) => number | undefined;
   /** Span attributes kept as metadata (OTLP_METADATA_ATTRIBUTES). */
   metadataAttributes: readonly string[];
 }
@@ -143,7 +144,11 @@ export function llmCallOf(span: OtlpSpan, scope: string, resource: SpanResource,
     const responseId = textOf(attributes, "gen_ai.response.id");
     const tier = billedServiceTier(textOf(attributes, serviceTierNames));
     const serviceTier = tier === "standard" ? undefined : tier;
-    const serverCostUsd = options.price({ provider, model, tokensIn, tokensOut, tokensCachedIn, tokensCacheWrite, serviceTier });
+    const { costUsd, serverCostUsd, priceCheck } = serverPricing(
+      TraceSource.OTLP,
+      0,
+      options.price({ provider, model, tokensIn, tokensOut, tokensCachedIn, tokensCacheWrite, serviceTier }),
+    );
     // A literal rather than create(): this runs for every span, and create() walks the schema.
     const trace: Trace = {
       $typeName: "calltrace.v1.Trace",
@@ -152,7 +157,7 @@ export function llmCallOf(span: OtlpSpan, scope: string, resource: SpanResource,
       tokensIn,
       tokensOut,
       latencyMs,
-      costUsd: serverCostUsd ?? 0,
+      costUsd,
       apiKey: "",
       status: error === undefined ? "success" : "error",
       tags: [],
@@ -169,7 +174,7 @@ export function llmCallOf(span: OtlpSpan, scope: string, resource: SpanResource,
       trace,
       origin: {
         source: TraceSource.OTLP,
-        priceCheck: serverCostUsd === undefined ? PriceCheck.UNPRICED : PriceCheck.SERVER,
+        priceCheck,
         ...(serverCostUsd === undefined ? {} : { serverCostUsd }),
         otlpTraceId: traceId,
         otlpSpanId: spanId,

@@ -1,5 +1,6 @@
 import type { AlertStore } from "./alert-store.js";
 import type { KeyStore } from "./key-store.js";
+import type { PriceStore } from "./price-store.js";
 import type { TraceReader } from "./trace-reader.js";
 import type { TraceStore } from "./trace-store.js";
 import type { TeamStore } from "./team-store.js";
@@ -14,6 +15,8 @@ export interface Store extends TraceStore, TraceReader {
   readonly teams: TeamStore;
   /** Alert rules, destinations, events and the delivery outbox (docs/alerts.md). */
   readonly alerts: AlertStore;
+  /** Projects' custom prices and re-price jobs. */
+  readonly prices: PriceStore;
   /** Resolves when the store can take writes; rejects with the reason otherwise. */
   ping(): Promise<void>;
   close(): Promise<void>;

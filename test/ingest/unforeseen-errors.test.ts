@@ -3,7 +3,7 @@ import type { AddressInfo } from "node:net";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { IngestPipeline } from "../../src/ingest/ingest-pipeline.js";
-import { serverCost } from "../../src/pricing/server-prices.js";
+import { PriceBook } from "../../src/pricing/price-match.js";
 import { createRequestHandler } from "../../src/server/request-handler.js";
 import { traceBody } from "../support/test-service.js";
 import { exportOf, genAiSpan } from "../otlp/otlp-support.js";
@@ -22,7 +22,8 @@ const logged: string[] = [];
 const logger = pino({ level: "error" }, { write: (line: string) => logged.push(line) });
 
 function serve(pipeline: IngestPipeline) {
-  const otlp = { price: serverCost, metadataAttributes: [], storedSpans: async () => [] };
+  // No project has custom prices here: the catalog's alone.
+  const otlp = { prices: { book: () => new PriceBook([]), changed: () => {} }, metadataAttributes: [], storedSpans: async () => [] };
   const server = createServer(createRequestHandler({ pipeline, otlp, ready: async () => ({}), maxBodyBytes: 65536, trustProxy: false, logger }));
   return new Promise<{ url: string; close: () => void }>((resolve) =>
     server.listen(0, "127.0.0.1", () =>

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { MongoServerError, type Collection, type Db, type Document, type IndexDescription } from "mongodb";
+import type { Price } from "../../../sdk/typescript/src/price-table.js";
 import { newTraceIdKey } from "../trace-id.js";
 import type { TraceDoc } from "./mongo-trace-doc.js";
 
@@ -62,6 +63,37 @@ export interface AuditDoc {
   target: string;
   details: Record<string, string>;
   at: Date;
+}
+
+/** A project's custom price (src/store/price-store.ts); `accountId` names the project, so deleting it deletes these. */
+export interface CustomPriceDoc {
+  _id: string;
+  accountId: string;
+  provider: string;
+  matchKind: string;
+  pattern: string;
+  /** In the catalog's shape (sdk/pricing/README.md). */
+  price: Price;
+  effectiveFrom?: Date;
+  effectiveUntil?: Date;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** A re-price job of a project (src/pricing/reprice-job.ts). */
+export interface RepriceJobDoc {
+  _id: string;
+  accountId: string;
+  from: Date;
+  until: Date;
+  state: string;
+  total: number;
+  done: number;
+  changed: number;
+  cursor: string;
+  error: string;
+  createdAt: Date;
+  updatedAt: Date;
 }
 
 /** One of an account's `max_keys` slots, held by an active key (mongo-key-store.ts). */
@@ -247,6 +279,8 @@ export interface MongoCollections {
   alertDeliveries: Collection<AlertDeliveryDoc>;
   alertClaims: Collection<AlertClaimDoc>;
   alertLeases: Collection<AlertLeaseDoc>;
+  customPrices: Collection<CustomPriceDoc>;
+  repriceJobs: Collection<RepriceJobDoc>;
   /** The key of this database's trace ids (src/store/trace-id.ts), made once by whichever instance starts first. */
   traceIdKey: Buffer;
   capabilities: MongoCapabilities;
@@ -313,6 +347,8 @@ export async function prepareMongoCollections(db: Db, options: PrepareOptions): 
   const alertDeliveries = db.collection<AlertDeliveryDoc>("alert_deliveries", journaled);
   const alertClaims = db.collection<AlertClaimDoc>("alert_claims", journaled);
   const alertLeases = db.collection<AlertLeaseDoc>("alert_leases", journaled);
+  const customPrices = db.collection<CustomPriceDoc>("custom_prices", journaled);
+  const repriceJobs = db.collection<RepriceJobDoc>("reprice_jobs", journaled);
   for (const name of [
     "accounts",
     "api_keys",
@@ -333,6 +369,8 @@ export async function prepareMongoCollections(db: Db, options: PrepareOptions): 
     "alert_deliveries",
     "alert_claims",
     "alert_leases",
+    "custom_prices",
+    "reprice_jobs",
   ])
     await ensureCollection(db, name);
   await ensureIndexes(keys, [
@@ -360,6 +398,8 @@ export async function prepareMongoCollections(db: Db, options: PrepareOptions): 
   ]);
   await ensureIndexes(audit, [{ key: { organizationId: 1, at: -1, _id: -1 }, name: "organization_at" }]);
   await ensureIndexes(traceCounts, [{ key: { counter: 1 }, name: "counter" }]);
+  await ensureIndexes(customPrices, [{ key: { accountId: 1, createdAt: 1 }, name: "account" }]);
+  await ensureIndexes(repriceJobs, [{ key: { state: 1 }, name: "state" }]);
   await ensureTtlIndex(idempotency, "createdAt", options.idempotencyWindowSeconds);
   await ensureIndexes(alertRules, [{ key: { accountId: 1, createdAt: 1 }, name: "account" }]);
   await ensureIndexes(alertDestinations, [{ key: { accountId: 1, createdAt: 1 }, name: "account" }]);
@@ -400,6 +440,8 @@ export async function prepareMongoCollections(db: Db, options: PrepareOptions): 
     alertDeliveries,
     alertClaims,
     alertLeases,
+    customPrices,
+    repriceJobs,
     traceIdKey: Buffer.from(await ensureSetting(db, "trace_id_key", () => newTraceIdKey().toString("hex")), "hex"),
     capabilities: { timeSeries, ttl, manyAccumulators: await groupsComputeEveryAccumulator(db), atomicIncrements: await incrementsAreAtomic(db) },
   };

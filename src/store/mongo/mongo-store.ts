@@ -11,6 +11,7 @@ import { mongoMonthlyTraceCount } from "./mongo-trace-counts.js";
 import { mongoTraceWriter } from "./mongo-trace-writer.js";
 import { mongoTeamStore } from "./mongo-team-store.js";
 import { upgradeToTeams } from "./mongo-teams-upgrade.js";
+import { mongoPriceStore } from "./mongo-price-store.js";
 import { mongoUserStore } from "./mongo-user-store.js";
 import { mongoAlertStore } from "./mongo-alert-store.js";
 
@@ -82,6 +83,7 @@ export async function openMongoStore(uri: string, options: MongoStoreOptions = {
       users: mongoUserStore(c),
       teams,
       alerts: mongoAlertStore(c),
+      prices: mongoPriceStore(c),
       otlpSpans: mongoOtlpSpans(c),
       writeBatch: mongoTraceWriter(c, { idempotencyWindowMs, inFlightMs: 2 * writeTimeoutMs, timeoutMs: writeTimeoutMs, claimReadWaitMs: Math.min(250, writeTimeoutMs / 4) }),
       // A few batches at once: one whose retries need reads (or whose server is slow) holds up its

@@ -395,6 +395,36 @@ export const migrations: readonly string[] = [
    CREATE INDEX alert_deliveries_account ON alert_deliveries(account_id, seq);
    CREATE INDEX alert_deliveries_event ON alert_deliveries(event_id);
    CREATE TABLE alert_leases (name TEXT PRIMARY KEY, holder TEXT NOT NULL, until INTEGER NOT NULL) WITHOUT ROWID;`,
+  // A project's custom prices and its re-price jobs (docs/pricing.md). Both name the project in
+  // account_id, so deleting the project deletes them with its other rows.
+  `CREATE TABLE custom_prices (
+     id TEXT PRIMARY KEY,
+     account_id TEXT NOT NULL,
+     provider TEXT NOT NULL,
+     match_kind TEXT NOT NULL,
+     pattern TEXT NOT NULL,
+     price TEXT NOT NULL,
+     effective_from INTEGER,
+     effective_until INTEGER,
+     created_at INTEGER NOT NULL,
+     updated_at INTEGER NOT NULL
+   );
+   CREATE INDEX custom_prices_account ON custom_prices(account_id, created_at);
+   CREATE TABLE reprice_jobs (
+     id TEXT PRIMARY KEY,
+     account_id TEXT NOT NULL,
+     range_from INTEGER NOT NULL,
+     range_until INTEGER NOT NULL,
+     state TEXT NOT NULL,
+     total INTEGER NOT NULL,
+     done INTEGER NOT NULL,
+     changed INTEGER NOT NULL,
+     cursor TEXT NOT NULL,
+     error TEXT NOT NULL,
+     created_at INTEGER NOT NULL,
+     updated_at INTEGER NOT NULL
+   );
+   CREATE INDEX reprice_jobs_state ON reprice_jobs(state);`,
 ];
 
 /** Brings the database to the current schema; safe to run from several processes at once. */

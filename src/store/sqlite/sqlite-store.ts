@@ -16,6 +16,7 @@ import { traceFromRow, type TraceRow } from "./sqlite-trace-row.js";
 import { dayMs } from "./sqlite-usage-rollup.js";
 import { sqliteWriterThread } from "./sqlite-writer-thread.js";
 import { createSqliteTeamStore } from "./sqlite-team-store.js";
+import { createSqlitePriceStore } from "./sqlite-price-store.js";
 import { createSqliteUserStore } from "./sqlite-user-store.js";
 import { createSqliteAlertStore } from "./sqlite-alert-store.js";
 
@@ -151,6 +152,7 @@ export function openSqliteStore(dataDir: string, options: RetentionOptions = {})
     // The key that seals webhook secrets lives beside the database, not in it: a copy of the
     // database alone does not reveal them (docs/alerts.md).
     alerts: createSqliteAlertStore(db, join(dataDir, "alerts-secret.key")),
+    prices: createSqlitePriceStore(db),
     writeBatch(writes) {
       return writer.write(writes);
     },

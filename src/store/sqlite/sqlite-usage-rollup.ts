@@ -68,9 +68,10 @@ export function traceGroups(values: TraceValues): [dimension: string, value: str
  * summed in memory first: one upsert per distinct group, not one per trace. The traces that
  * count in the same rows of every roll-up but the latency ones (most of a batch, often) are
  * summed together first, so a trace costs one comparison with the one before it, or one key,
- * rather than a key per roll-up row it counts in (14 for a trace without attribution).
+ * rather than a key per roll-up row it counts in (14 for a trace without attribution). A sign of
+ * -1 takes the traces out again: re-pricing takes out a trace's old values and adds its new ones.
  */
-export function sqliteUsageRollup(db: Database.Database): (traces: TraceValues[]) => void {
+export function sqliteUsageRollup(db: Database.Database): (traces: TraceValues[], sign?: 1 | -1) => void {
   const usage = db.prepare(
     `INSERT INTO usage_daily (account_id, day, provider, model, status, key_id, calls, cost_usd, tokens_in, tokens_out, unpriced, mismatched)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET ${checkedSumsUpdate}`,
@@ -96,7 +97,7 @@ export function sqliteUsageRollup(db: Database.Database): (traces: TraceValues[]
      VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET calls = calls + excluded.calls`,
   );
 
-  return (traces) => {
+  return (traces, sign = 1) => {
     const groups = {
       usage: new Map<string, Sums>(),
       country: new Map<string, Sums>(),
@@ -105,7 +106,7 @@ export function sqliteUsageRollup(db: Database.Database): (traces: TraceValues[]
       group: new Map<string, Sums>(),
       groupLatency: new Map<string, Sums>(),
     };
-    for (const a of alikeTraces(traces)) {
+    for (const a of alikeTraces(traces, sign)) {
       const [, keyId, accountId, country, provider, model, , , , , status] = a.trace;
       const { day } = a;
       const attribution = traceGroups(a.trace);
@@ -131,7 +132,7 @@ export function sqliteUsageRollup(db: Database.Database): (traces: TraceValues[]
 const noCounts: Counts = { calls: 0, cost: 0, tokensIn: 0, tokensOut: 0, unpriced: 0, mismatched: 0 };
 
 /** The batch's traces summed by everything a roll-up groups by: the day and `groupedColumns`, then the latency bucket. */
-function alikeTraces(traces: TraceValues[]): Iterable<Alike> {
+function alikeTraces(traces: TraceValues[], sign: 1 | -1): Iterable<Alike> {
   const all = new Map<string, Alike>();
   let last: Alike | undefined;
   for (const t of traces) {
@@ -143,14 +144,14 @@ function alikeTraces(traces: TraceValues[]): Iterable<Alike> {
       if (!last) all.set(key, (last = { ...noCounts, trace: t, day, buckets: new Map() }));
     }
     const bucket = latencyBucket(t[8]);
-    last.buckets.set(bucket, (last.buckets.get(bucket) ?? 0) + 1);
-    last.calls += 1;
-    last.cost += t[9];
-    last.tokensIn += t[6];
-    last.tokensOut += t[7];
+    last.buckets.set(bucket, (last.buckets.get(bucket) ?? 0) + sign);
+    last.calls += sign;
+    last.cost += sign * t[9];
+    last.tokensIn += sign * t[6];
+    last.tokensOut += sign * t[7];
     const priceCheck = t[16];
-    if (priceCheck === PriceCheck.UNPRICED) last.unpriced += 1;
-    else if (priceCheck === PriceCheck.MISMATCH) last.mismatched += 1;
+    if (priceCheck === PriceCheck.UNPRICED) last.unpriced += sign;
+    else if (priceCheck === PriceCheck.MISMATCH) last.mismatched += sign;
   }
   return all.values();
 }

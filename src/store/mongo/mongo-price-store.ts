@@ -1,0 +1,149 @@
+import { type AnyBulkWriteOperation, ObjectId } from "mongodb";
+import { newId } from "../ids.js";
+import type { CustomPriceInput, CustomPriceRecord, PriceMatchKind, PriceStore, RepriceJobRecord, RepriceState } from "../price-store.js";
+import type { CustomPriceDoc, MongoCollections, RepriceJobDoc } from "./mongo-collections.js";
+import type { TraceDoc } from "./mongo-trace-doc.js";
+
+const toPrice = (d: CustomPriceDoc): CustomPriceRecord => ({
+  id: d._id,
+  projectId: d.accountId,
+  provider: d.provider,
+  matchKind: d.matchKind as PriceMatchKind,
+  pattern: d.pattern,
+  price: d.price,
+  effectiveFrom: d.effectiveFrom ?? undefined,
+  effectiveUntil: d.effectiveUntil ?? undefined,
+  createdAt: d.createdAt,
+  updatedAt: d.updatedAt,
+});
+
+const toJob = (d: RepriceJobDoc): RepriceJobRecord => ({
+  id: d._id,
+  projectId: d.accountId,
+  from: d.from,
+  until: d.until,
+  state: d.state as RepriceState,
+  total: d.total,
+  done: d.done,
+  changed: d.changed,
+  cursor: d.cursor,
+  error: d.error,
+  createdAt: d.createdAt,
+  updatedAt: d.updatedAt,
+});
+
+const priceFields = (input: CustomPriceInput) => ({
+  provider: input.provider,
+  matchKind: input.matchKind,
+  pattern: input.pattern,
+  price: input.price,
+  ...(input.effectiveFrom ? { effectiveFrom: input.effectiveFrom } : {}),
+  ...(input.effectiveUntil ? { effectiveUntil: input.effectiveUntil } : {}),
+});
+
+/**
+ * MongoDB's custom prices and re-price jobs. MongoDB keeps no roll-ups (reads sum the traces), so
+ * re-pricing changes the traces alone. A batch's updates and its job's cursor are not one
+ * transaction: after a crash the batch is re-priced again, which changes nothing it changed before.
+ */
+export function mongoPriceStore(c: MongoCollections): PriceStore {
+  const saveJob = async (job: RepriceJobRecord): Promise<RepriceJobRecord> => {
+    const updated = { ...job, updatedAt: new Date() };
+    const { state, done, changed, cursor, error, updatedAt } = updated;
+    await c.repriceJobs.updateOne({ _id: job.id }, { $set: { state, done, changed, cursor, error, updatedAt } });
+    return updated;
+  };
+  const inRange = (job: RepriceJobRecord) => ({ "meta.accountId": job.projectId, receivedAt: { $gte: job.from, $lt: job.until } });
+
+  return {
+    async listPrices(projectId) {
+      return (await c.customPrices.find({ accountId: projectId }).sort({ createdAt: 1, _id: 1 }).toArray()).map(toPrice);
+    },
+    async createPrice(projectId, input) {
+      const now = new Date();
+      const doc: CustomPriceDoc = { _id: newId("prc"), accountId: projectId, ...priceFields(input), createdAt: now, updatedAt: now };
+      await c.customPrices.insertOne(doc);
+      return toPrice(doc);
+    },
+    async updatePrice(projectId, id, input) {
+      const existing = await c.customPrices.findOne({ _id: id, accountId: projectId });
+      if (!existing) return undefined;
+      const doc: CustomPriceDoc = { _id: id, accountId: projectId, ...priceFields(input), createdAt: existing.createdAt, updatedAt: new Date() };
+      const { matchedCount } = await c.customPrices.replaceOne({ _id: id, accountId: projectId }, doc);
+      return matchedCount === 0 ? undefined : toPrice(doc);
+    },
+    async deletePrice(projectId, id) {
+      return (await c.customPrices.deleteOne({ _id: id, accountId: projectId })).deletedCount > 0;
+    },
+    async createRepriceJob(projectId, { from, until }) {
+      const now = new Date();
+      const total = await c.traces.countDocuments({ "meta.accountId": projectId, receivedAt: { $gte: from, $lt: until } });
+      const doc: RepriceJobDoc = { _id: newId("rpj"), accountId: projectId, from, until, state: "running", total, done: 0, changed: 0, cursor: "", error: "", createdAt: now, updatedAt: now };
+      await c.repriceJobs.insertOne(doc);
+      return toJob(doc);
+    },
+    async getRepriceJob(projectId, id) {
+      const doc = await c.repriceJobs.findOne({ _id: id, accountId: projectId });
+      return doc ? toJob(doc) : undefined;
+    },
+    async runningRepriceJobs() {
+      return (await c.repriceJobs.find({ state: "running" }).sort({ createdAt: 1 }).toArray()).map(toJob);
+    },
+    async repriceBatch(job, reprice, limit) {
+      // Receive order, then id: a cursor of (receivedAt, _id) resumes exactly after the last trace seen.
+      const [at, id] = job.cursor === "" ? [undefined, undefined] : job.cursor.split(":");
+      const after =
+        at === undefined
+          ? {}
+          : { $or: [{ receivedAt: { $gt: new Date(Number(at)) } }, { receivedAt: new Date(Number(at)), _id: { $gt: new ObjectId(id) } }] };
+      const docs = await c.traces
+        .find({ ...inRange(job), ...after })
+        .sort({ receivedAt: 1, _id: 1 })
+        .limit(limit)
+        .toArray();
+      const updates: AnyBulkWriteOperation<TraceDoc>[] = [];
+      for (const d of docs) {
+        const next = reprice({
+          receivedAt: d.receivedAt,
+          provider: d.meta.provider,
+          model: d.meta.model,
+          source: d.source ?? 0,
+          costUsd: d.costUsd,
+          serverCostUsd: d.serverCostUsd ?? undefined,
+          priceCheck: d.priceCheck ?? 0,
+          tokensIn: d.tokensIn,
+          tokensOut: d.tokensOut,
+          tokensCachedIn: d.tokensCachedIn ?? undefined,
+          tokensCacheWrite: d.tokensCacheWrite ?? undefined,
+          tokensCacheWrite1h: d.tokensCacheWrite1h ?? undefined,
+          tokensAudioIn: d.tokensAudioIn ?? undefined,
+          tokensAudioOut: d.tokensAudioOut ?? undefined,
+          webSearchRequests: d.webSearchRequests ?? undefined,
+          serviceTier: d.serviceTier ?? undefined,
+        });
+        if (next.costUsd === d.costUsd && next.serverCostUsd === (d.serverCostUsd ?? undefined) && next.priceCheck === (d.priceCheck ?? 0)) continue;
+        // As traceToDoc writes them: an absent server cost and a price check of 0 are left out.
+        const set: Partial<TraceDoc> = { costUsd: next.costUsd };
+        const unset: Partial<Record<keyof TraceDoc, "">> = {};
+        if (next.serverCostUsd === undefined) unset.serverCostUsd = "";
+        else set.serverCostUsd = next.serverCostUsd;
+        if (next.priceCheck === 0) unset.priceCheck = "";
+        else set.priceCheck = next.priceCheck;
+        // updateMany by _id: a time-series collection takes only multi-document updates.
+        updates.push({ updateMany: { filter: { _id: d._id }, update: { $set: set, ...(Object.keys(unset).length ? { $unset: unset } : {}) } } });
+      }
+      if (updates.length > 0) await c.traces.bulkWrite(updates, { ordered: false });
+      const last = docs.at(-1);
+      return saveJob({
+        ...job,
+        done: job.done + docs.length,
+        changed: job.changed + updates.length,
+        cursor: last ? `${last.receivedAt.getTime()}:${last._id.toHexString()}` : job.cursor,
+        state: docs.length < limit ? "done" : "running",
+      });
+    },
+    async failRepriceJob(job, error) {
+      await saveJob({ ...job, state: "failed", error });
+    },
+  };
+}

@@ -1,0 +1,209 @@
+import type Database from "better-sqlite3";
+import type { Price } from "../../../sdk/typescript/src/price-table.js";
+import { newId } from "../ids.js";
+import type { CustomPriceRecord, PriceMatchKind, PriceStore, RepriceInput, RepriceJobRecord, RepriceState } from "../price-store.js";
+import { type TraceRow, type TraceValues, traceColumns } from "./sqlite-trace-row.js";
+import { sqliteUsageRollup } from "./sqlite-usage-rollup.js";
+
+interface PriceRow {
+  id: string;
+  account_id: string;
+  provider: string;
+  match_kind: string;
+  pattern: string;
+  price: string;
+  effective_from: number | null;
+  effective_until: number | null;
+  created_at: number;
+  updated_at: number;
+}
+
+interface JobRow {
+  id: string;
+  account_id: string;
+  range_from: number;
+  range_until: number;
+  state: string;
+  total: number;
+  done: number;
+  changed: number;
+  cursor: string;
+  error: string;
+  created_at: number;
+  updated_at: number;
+}
+
+const toPrice = (r: PriceRow): CustomPriceRecord => ({
+  id: r.id,
+  projectId: r.account_id,
+  provider: r.provider,
+  matchKind: r.match_kind as PriceMatchKind,
+  pattern: r.pattern,
+  price: JSON.parse(r.price) as Price,
+  effectiveFrom: r.effective_from === null ? undefined : new Date(r.effective_from),
+  effectiveUntil: r.effective_until === null ? undefined : new Date(r.effective_until),
+  createdAt: new Date(r.created_at),
+  updatedAt: new Date(r.updated_at),
+});
+
+const toJob = (r: JobRow): RepriceJobRecord => ({
+  id: r.id,
+  projectId: r.account_id,
+  from: new Date(r.range_from),
+  until: new Date(r.range_until),
+  state: r.state as RepriceState,
+  total: r.total,
+  done: r.done,
+  changed: r.changed,
+  cursor: r.cursor,
+  error: r.error,
+  createdAt: new Date(r.created_at),
+  updatedAt: new Date(r.updated_at),
+});
+
+const rowValues = (row: TraceRow): TraceValues => traceColumns.map((c) => row[c]) as unknown as TraceValues;
+
+const repriceInput = (r: TraceRow): RepriceInput => ({
+  receivedAt: new Date(r.received_at),
+  provider: r.provider,
+  model: r.model,
+  source: r.source,
+  costUsd: r.cost_usd,
+  serverCostUsd: r.server_cost_usd ?? undefined,
+  priceCheck: r.price_check,
+  tokensIn: r.tokens_in,
+  tokensOut: r.tokens_out,
+  tokensCachedIn: r.tokens_cached_in ?? undefined,
+  tokensCacheWrite: r.tokens_cache_write ?? undefined,
+  tokensCacheWrite1h: r.tokens_cache_write_1h ?? undefined,
+  tokensAudioIn: r.tokens_audio_in ?? undefined,
+  tokensAudioOut: r.tokens_audio_out ?? undefined,
+  webSearchRequests: r.web_search_requests ?? undefined,
+  serviceTier: r.service_tier ?? undefined,
+});
+
+/** The embedded store's custom prices and re-price jobs. */
+export function createSqlitePriceStore(db: Database.Database): PriceStore {
+  const s = {
+    list: db.prepare(`SELECT * FROM custom_prices WHERE account_id = ? ORDER BY created_at, id`),
+    get: db.prepare(`SELECT * FROM custom_prices WHERE account_id = ? AND id = ?`),
+    insert: db.prepare(
+      `INSERT INTO custom_prices (id, account_id, provider, match_kind, pattern, price, effective_from, effective_until, created_at, updated_at)
+       VALUES (@id, @account_id, @provider, @match_kind, @pattern, @price, @effective_from, @effective_until, @created_at, @updated_at)`,
+    ),
+    update: db.prepare(
+      `UPDATE custom_prices SET provider = @provider, match_kind = @match_kind, pattern = @pattern, price = @price,
+         effective_from = @effective_from, effective_until = @effective_until, updated_at = @updated_at
+       WHERE account_id = @account_id AND id = @id`,
+    ),
+    delete: db.prepare(`DELETE FROM custom_prices WHERE account_id = ? AND id = ?`),
+    countTraces: db.prepare(`SELECT COUNT(*) FROM traces WHERE account_id = ? AND received_at >= ? AND received_at < ?`).pluck(),
+    insertJob: db.prepare(
+      `INSERT INTO reprice_jobs (id, account_id, range_from, range_until, state, total, done, changed, cursor, error, created_at, updated_at)
+       VALUES (@id, @account_id, @range_from, @range_until, 'running', @total, 0, 0, '', '', @now, @now)`,
+    ),
+    getJob: db.prepare(`SELECT * FROM reprice_jobs WHERE account_id = ? AND id = ?`),
+    running: db.prepare(`SELECT * FROM reprice_jobs WHERE state = 'running' ORDER BY created_at`),
+    saveJob: db.prepare(
+      `UPDATE reprice_jobs SET state = @state, done = @done, changed = @changed, cursor = @cursor, error = @error, updated_at = @updated_at WHERE id = @id`,
+    ),
+    // Receive order, then insertion order: a cursor of (received_at, seq) resumes exactly after the last trace seen.
+    nextTraces: db.prepare(
+      `SELECT seq, ${traceColumns.join(", ")} FROM traces
+       WHERE account_id = @account_id AND received_at < @until AND (received_at > @at OR (received_at = @at AND seq > @seq))
+       ORDER BY received_at, seq LIMIT @limit`,
+    ),
+    setPrices: db.prepare(`UPDATE traces SET cost_usd = ?, server_cost_usd = ?, price_check = ? WHERE seq = ?`),
+  };
+  const rollup = sqliteUsageRollup(db);
+
+  const priceParams = (projectId: string, id: string, input: Parameters<PriceStore["createPrice"]>[1], now: number) => ({
+    id,
+    account_id: projectId,
+    provider: input.provider,
+    match_kind: input.matchKind,
+    pattern: input.pattern,
+    price: JSON.stringify(input.price),
+    effective_from: input.effectiveFrom?.getTime() ?? null,
+    effective_until: input.effectiveUntil?.getTime() ?? null,
+    created_at: now,
+    updated_at: now,
+  });
+
+  const saveJob = (job: RepriceJobRecord): RepriceJobRecord => {
+    const updated = { ...job, updatedAt: new Date() };
+    s.saveJob.run({ ...updated, updated_at: updated.updatedAt.getTime() });
+    return updated;
+  };
+
+  // One transaction per batch: the traces, their roll-ups and the job's cursor move together, so
+  // a crash leaves the job exactly where its last committed batch ended.
+  const repriceBatch = db.transaction((job: RepriceJobRecord, reprice: Parameters<PriceStore["repriceBatch"]>[1], limit: number) => {
+    const [at, seq] = job.cursor === "" ? [job.from.getTime(), -1] : job.cursor.split(":").map(Number);
+    const rows = s.nextTraces.all({ account_id: job.projectId, until: job.until.getTime(), at, seq, limit }) as TraceRow[];
+    const before: TraceValues[] = [];
+    const after: TraceValues[] = [];
+    for (const row of rows) {
+      const next = reprice(repriceInput(row));
+      const serverCost = next.serverCostUsd ?? null;
+      if (next.costUsd === row.cost_usd && serverCost === row.server_cost_usd && next.priceCheck === row.price_check) continue;
+      s.setPrices.run(next.costUsd, serverCost, next.priceCheck, row.seq);
+      const old = rowValues(row);
+      before.push(old);
+      after.push(Object.assign([...old], { 9: next.costUsd, 15: serverCost, 16: next.priceCheck }) as TraceValues);
+    }
+    if (before.length > 0) {
+      rollup(before, -1);
+      rollup(after, 1);
+    }
+    const last = rows.at(-1);
+    return saveJob({
+      ...job,
+      done: job.done + rows.length,
+      changed: job.changed + before.length,
+      cursor: last ? `${last.received_at}:${last.seq}` : job.cursor,
+      state: rows.length < limit ? "done" : "running",
+    });
+  });
+
+  return {
+    async listPrices(projectId) {
+      return (s.list.all(projectId) as PriceRow[]).map(toPrice);
+    },
+    async createPrice(projectId, input) {
+      const params = priceParams(projectId, newId("prc"), input, Date.now());
+      s.insert.run(params);
+      return toPrice(params as PriceRow);
+    },
+    async updatePrice(projectId, id, input) {
+      const existing = s.get.get(projectId, id) as PriceRow | undefined;
+      if (!existing) return undefined;
+      const params = { ...priceParams(projectId, id, input, Date.now()), created_at: existing.created_at };
+      s.update.run(params);
+      return toPrice(params as PriceRow);
+    },
+    async deletePrice(projectId, id) {
+      return s.delete.run(projectId, id).changes > 0;
+    },
+    async createRepriceJob(projectId, { from, until }) {
+      const now = Date.now();
+      const id = newId("rpj");
+      const total = s.countTraces.get(projectId, from.getTime(), until.getTime()) as number;
+      s.insertJob.run({ id, account_id: projectId, range_from: from.getTime(), range_until: until.getTime(), total, now });
+      return toJob(s.getJob.get(projectId, id) as JobRow);
+    },
+    async getRepriceJob(projectId, id) {
+      const row = s.getJob.get(projectId, id) as JobRow | undefined;
+      return row && toJob(row);
+    },
+    async runningRepriceJobs() {
+      return (s.running.all() as JobRow[]).map(toJob);
+    },
+    async repriceBatch(job, reprice, limit) {
+      return repriceBatch.immediate(job, reprice, limit);
+    },
+    async failRepriceJob(job, error) {
+      saveJob({ ...job, state: "failed", error });
+    },
+  };
+}
