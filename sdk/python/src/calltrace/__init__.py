@@ -19,6 +19,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional
 
 from . import _tracer
 from ._attributes import MAX_ENVIRONMENT, Attributes, attributes, clean_text, untraced
+from ._budget import BudgetExceeded, BudgetGuard, budget_url
 from ._patching import patch_installed, unpatch_all
 from ._pricing import Pricing, load_table, table_path
 from ._retry import RetryPolicy
@@ -26,7 +27,7 @@ from ._sender import Sender
 from ._tracer import Tracer
 
 __version__ = "0.2.0"
-__all__ = ["init", "attributes", "untraced", "unpatch", "flush", "shutdown", "stats"]
+__all__ = ["init", "attributes", "untraced", "unpatch", "flush", "shutdown", "stats", "BudgetExceeded"]
 
 logger = logging.getLogger("calltrace")
 
@@ -64,6 +65,8 @@ def init(
     max_retries: int = 5,
     retry_base_delay: float = 0.5,
     retry_max_delay: float = 60.0,
+    enforce_budget: bool = False,
+    budget_refresh: float = 5.0,
 ) -> List[str]:
     """Starts tracing the installed provider libraries; returns their providers.
 
@@ -85,11 +88,17 @@ def init(
     max_retries: retries of one trace after 429, 5xx or a network error.
     retry_base_delay, retry_max_delay: exponential backoff bounds in seconds; a
         retry_after longer than retry_max_delay gives the trace up.
+    enforce_budget: True refuses a provider call with calltrace.BudgetExceeded, without
+        calling the provider, once a spend budget that counts it is used up. The budget
+        status (GET /v1/budget) is re-read in the background every `budget_refresh`
+        seconds; calls proceed whenever it cannot be read.
 
     Calling init again replaces the previous configuration entirely.
     """
     if not 0.0 <= sample_rate <= 1.0:
         raise ValueError(f"calltrace: sample_rate must be between 0 and 1, got {sample_rate!r}")
+    if not budget_refresh > 0:
+        raise ValueError(f"calltrace: budget_refresh must be a positive number of seconds, got {budget_refresh!r}")
     key = api_key or os.environ.get("CALLTRACE_API_KEY")
     url = endpoint or os.environ.get("CALLTRACE_ENDPOINT") or DEFAULT_ENDPOINT
     # The variable is the operator's switch: it wins over the code's enabled=True.
@@ -112,7 +121,10 @@ def init(
         _SENDER.restart()
         defaults = Attributes.given(tags=tags, metadata=metadata)
         environment = clean_text(environment, MAX_ENVIRONMENT, "environment")
-        _tracer.active = Tracer(key, url, Pricing(_TABLE, prices), _SENDER, defaults, environment, sample_rate)
+        budget = BudgetGuard(budget_url(url), key, budget_refresh, timeout, environment) if enforce_budget else None
+        _tracer.active = Tracer(key, url, Pricing(_TABLE, prices), _SENDER, defaults, environment, sample_rate, budget)
+        if budget is not None:
+            budget.start()
         return providers
 
 
@@ -145,8 +157,17 @@ def stats() -> Dict[str, int]:
 
 
 def _deactivate() -> None:
+    if _tracer.active is not None and _tracer.active.budget is not None:
+        _tracer.active.budget.stop()
     _tracer.active = None
     unpatch_all()
+
+
+def _after_fork_in_child() -> None:
+    _SENDER.after_fork_in_child()
+    active = _tracer.active
+    if active is not None and active.budget is not None:
+        active.budget.after_fork_in_child()
 
 
 def _flush_at_exit() -> None:
@@ -158,4 +179,4 @@ def _flush_at_exit() -> None:
 # registers later (they run last-in first-out) and catches their traces too.
 atexit.register(_flush_at_exit)
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_SENDER.after_fork_in_child)
+    os.register_at_fork(after_in_child=_after_fork_in_child)

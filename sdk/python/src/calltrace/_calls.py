@@ -179,16 +179,36 @@ def _option(kwargs: Dict[str, Any]) -> Optional[Attributes]:
         return None
 
 
+def _attributes(tracer: Tracer, option: Optional[Attributes]) -> Attributes:
+    """init's attributes, the scope's and the call option's, merged in that order."""
+    attributes = tracer.defaults
+    for level in (scope.get(), option):
+        if level is not None:
+            attributes = level.under(attributes)
+    return attributes
+
+
+def _check_budget(kwargs: Dict[str, Any], option: Optional[Attributes]) -> None:
+    """Raises BudgetExceeded, before the provider is called, for a call past its budget (enforce_budget).
+    Untraced calls are checked too: untraced() stops the trace, not the budget."""
+    tracer = _tracer.active
+    if tracer is None or tracer.budget is None:
+        return
+    try:
+        attributes = _attributes(tracer, option)
+    except Exception:
+        logger.debug("calltrace: could not read a call's attributes for its budget", exc_info=True)
+        return
+    tracer.budget.check(kwargs.get("model"), attributes)
+
+
 def _start(shape: Shape, args: Any, kwargs: Dict[str, Any], option: Optional[Attributes]):
     """The Call for this invocation, or None when tracing is off or cannot start."""
     tracer = _tracer.active
     if tracer is None or untraced_block.get():
         return None
     try:
-        attributes = tracer.defaults
-        for level in (scope.get(), option):
-            if level is not None:
-                attributes = level.under(attributes)
+        attributes = _attributes(tracer, option)
         injected = shape.prepare(args[0] if args else None, kwargs)
         model = kwargs.get("model")
         usage = Usage(model if isinstance(model, str) else None)
@@ -215,6 +235,8 @@ def wrap(original: Callable[..., Any], shape: Shape) -> Callable[..., Any]:
         option = _option(kwargs) if OPTION in kwargs else None
         if shape.outer:
             return _lend_scope(option, original, args, kwargs)
+        # A refused call is not traced: it was never made and cost nothing.
+        _check_budget(kwargs, option)
         call = _start(shape, args, kwargs, option)
         if call is None:
             return original(*args, **kwargs)

@@ -7,6 +7,7 @@ import time
 from typing import Any, Dict, Optional
 
 from ._attributes import MAX_METADATA, Attributes
+from ._budget import BudgetGuard
 from ._pricing import Pricing
 from ._pricing import Usage as PricedUsage
 from ._sender import Outgoing, Sender
@@ -81,6 +82,7 @@ class Tracer:
         defaults: Attributes,
         environment: Optional[str],
         sample_rate: float,
+        budget: Optional[BudgetGuard] = None,
     ) -> None:
         self.api_key = api_key
         self.endpoint = endpoint
@@ -89,6 +91,8 @@ class Tracer:
         self.defaults = defaults
         self.environment = environment
         self.sample_rate = sample_rate
+        # enforce_budget: what refuses calls past a spend budget, before they are made.
+        self.budget = budget
 
     def record(
         self, provider: str, usage: Usage, started: float, error: Optional[str], attributes: Attributes, streamed: bool
@@ -158,6 +162,10 @@ class Tracer:
         if error is None and not usage.reported:
             trace["metadata"] = _with_entry(trace.get("metadata", {}), *USAGE_MISSING)
         self.sender.submit(Outgoing(self.endpoint, self.api_key, trace))
+
+
+# The configuration init() set, or None when not tracing.
+active: Optional[Tracer] = None
 
 
 def _count(value: int) -> int:

@@ -36,6 +36,9 @@ DROP: Answer = (0, None, {}, 0.0)
 UNAUTHORIZED: Answer = (401, {"error": "Unauthorized", "message": "Invalid API key"}, {"WWW-Authenticate": "Bearer"}, 0.0)
 
 
+NO_BUDGETS: Answer = (200, {"projectId": "p_fake", "budgets": []}, {}, 0.0)
+
+
 class Received:
     def __init__(self, headers: Dict[str, str], body: Any, path: str) -> None:
         self.headers = headers
@@ -44,6 +47,28 @@ class Received:
 
 
 class CollectorHandler(Handler):
+    def do_GET(self) -> None:
+        fake: Collector = self.fake  # type: ignore[attr-defined]
+        if self.path != "/v1/budget":
+            self.send_json(404, {"error": "Not found"})
+            return
+        with fake.cond:
+            fake.budget_requests.append(dict(self.headers))
+            status, answer, headers, delay = fake.budget
+            fake.cond.notify_all()
+        if delay:
+            time.sleep(delay)
+        if status == DROP[0]:
+            self.close_connection = True
+            return
+        if isinstance(answer, bytes):  # a body that is not JSON
+            self.send_response(status)
+            self.send_header("Content-Length", str(len(answer)))
+            self.end_headers()
+            self.wfile.write(answer)
+            return
+        self.send_json(status, answer, headers)
+
     def do_POST(self) -> None:
         fake: Collector = self.fake  # type: ignore[attr-defined]
         body = self.read_json()
@@ -67,6 +92,9 @@ class Collector(Server):
         self.requests: List[Received] = []
         self._script: List[Answer] = []
         self.default: Answer = ACCEPTED
+        # What GET /v1/budget answers, and the headers of each request it had.
+        self.budget: Answer = NO_BUDGETS
+        self.budget_requests: List[Dict[str, str]] = []
 
     @property
     def endpoint(self) -> str:
@@ -100,4 +128,19 @@ class Collector(Server):
             self.requests.clear()
             self._script.clear()
             self.default = ACCEPTED
+            self.budget = NO_BUDGETS
+            self.budget_requests.clear()
+
+    def answer_budget(self, answer: Answer, timeout: float = 10.0) -> None:
+        """Sets what GET /v1/budget answers and waits until the SDK has read that answer: a refresh
+        starts only after the previous one ended, so the second request after the change means so."""
+        with self.cond:
+            self.budget = answer
+            seen = len(self.budget_requests)
+            deadline = time.monotonic() + timeout
+            while len(self.budget_requests) < seen + 2:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise AssertionError("the SDK stopped refreshing the budget status")
+                self.cond.wait(remaining)
 
