@@ -55,6 +55,8 @@ export interface Config {
   passwordHashConcurrency: number;
   /** Days a trace is kept after it was received, in either store; 0 keeps traces forever. */
   retentionDays: number;
+  /** Distinct values of each attribute (user, session, tag, metadata, ...) counted apart per project and UTC day; the rest count as "other" (D54). 0: no bound. */
+  groupValuesPerDay: number;
   /** Most traces waiting to be written; beyond it requests get 503 at once (D13). */
   writerMaxQueue: number;
   /** Most traces committed together in one batch. */
@@ -140,6 +142,7 @@ export const configOptions = {
   signupWindow: { env: "SIGNUP_WINDOW", flag: "signup-window", kind: "integer", fallback: "3600", describe: "window of the sign-up limits, in seconds" },
   passwordHashConcurrency: { env: "PASSWORD_HASH_CONCURRENCY", flag: "password-hash-concurrency", kind: "integer", fallback: "2", describe: "password hashes computed at once (log-ins queue before sign-ups)" },
   retentionDays: { env: "RETENTION_DAYS", flag: "retention-days", kind: "integer", fallback: "90", describe: "days traces are kept (0: forever)" },
+  groupValuesPerDay: { env: "GROUP_VALUES_PER_DAY", flag: "group-values-per-day", kind: "integer", fallback: "10000", describe: "values of each attribute (user, session, tag, metadata) counted apart per project and day; the rest count as other (0: no bound; [docs/operations.md](docs/operations.md))" },
   writerMaxQueue: { env: "WRITER_MAX_QUEUE", flag: "writer-max-queue", kind: "integer", fallback: "20000", describe: "traces waiting to be written before 503" },
   writerMaxBatch: { env: "WRITER_MAX_BATCH", flag: "writer-max-batch", kind: "integer", fallback: "1000", describe: "most traces handed to the store in one batch (MongoDB: one insertMany)" },
   writerMaxWaitMs: { env: "WRITER_MAX_WAIT_MS", flag: "writer-max-wait-ms", kind: "integer", fallback: "2", describe: "longest a trace waits for its batch, in ms" },

@@ -95,7 +95,7 @@ export function queryService(reader: TraceReader): ServiceImpl<typeof QueryServi
     },
     async getUsageByGroupAndDay(request, context) {
       const dimension = groupDimension(request.dimension, request.metadataKey);
-      const days = await reader.usageByGroupAndDay(projectOf(context), filterOf(request, context), dimension, request.values);
+      const days = await reader.usageByGroupAndDay(projectOf(context), filterOf(request, context), dimension, request.values, request.other);
       return create(GetUsageByGroupAndDayResponseSchema, { days });
     },
     async getLatencyHistogram(request, context) {

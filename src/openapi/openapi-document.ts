@@ -273,6 +273,12 @@ export function openApiDocument(): Record<string, unknown> {
               description:
                 "The group's value (a model, a UTC day as YYYY-MM-DD, a user id, ...; empty for traces without one); null for the total row.",
             },
+            other: {
+              type: "boolean",
+              enum: [true],
+              description:
+                "Present (true) on the other group of an attribute `group_by`: the values sent on a day after the server's bound on distinct values per day (`GROUP_VALUES_PER_DAY`), counted together; `group` is empty.",
+            },
             calls: { type: "integer", minimum: 0 },
             errors: { type: "integer", minimum: 0 },
             cost_usd: {

@@ -5,6 +5,8 @@ import type { MetricsQuery } from "./read-query.js";
 /** One row of GET /v1/metrics: a group (null for the total) and its sums. */
 export interface MetricsRow {
   group: string | null;
+  /** With an attribute group_by, the other group (D54): the values past the bound per day, `group` empty. */
+  other?: true;
   calls: number;
   errors: number;
   /** "Infinity" when the clients' costs add up past the largest double, as protobuf's JSON writes it. */
@@ -37,7 +39,7 @@ export async function metricsRows(
     return { data: (await reader.usageByDayTotals(projectId, filter)).map((d) => row(d.day, d.totals)) };
   }
   const { groups, totalGroups } = await reader.usageByGroup(projectId, filter, groupBy, query.limit);
-  return { data: groups.map((g) => row(g.value, g.totals)), total_groups: totalGroups };
+  return { data: groups.map((g) => (g.other ? { ...row("", g.totals), other: true } : row(g.value, g.totals))), total_groups: totalGroups };
 }
 
 function row(group: string | null, totals: UsageTotals | undefined): MetricsRow {

@@ -55,8 +55,14 @@ export interface TraceReader {
   /** Sorted by calls, most first. */
   usageByCountry(accountId: string, filter: TraceFilter): Promise<CountryUsage[]>;
   latencyHistogram(accountId: string, filter: TraceFilter): Promise<LatencyBucket[]>;
-  /** Sorted by cost, highest first, then by value; at most `limit` groups. */
+  /** Sorted by cost, highest first, then by value; at most `limit` groups. The values past the value cap are one group, `other` (D54). */
   usageByGroup(accountId: string, filter: TraceFilter, dimension: GroupDimension, limit: number): Promise<GroupedUsage>;
-  /** Calls and cost per UTC day of the given groups, sorted by day, then value. */
-  usageByGroupAndDay(accountId: string, filter: TraceFilter, dimension: GroupDimension, values: string[]): Promise<DayGroupUsage[]>;
+  /** Calls and cost per UTC day of the given groups (and of the other group, with `other`), sorted by day, then value. */
+  usageByGroupAndDay(
+    accountId: string,
+    filter: TraceFilter,
+    dimension: GroupDimension,
+    values: string[],
+    other?: boolean,
+  ): Promise<DayGroupUsage[]>;
 }

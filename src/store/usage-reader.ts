@@ -15,6 +15,7 @@ import {
 import type { GroupDimension } from "./group-dimension.js";
 import { histogramBoundsMs, latencyBucketBound } from "./latency-bucket.js";
 import type { TraceReader } from "./trace-reader.js";
+import { otherValue } from "./value-cap.js";
 import { resolveTraceFilter, type ResolvedTraceFilter } from "./trace-filter.js";
 
 /** What a usage query groups by, besides the trace status (always, to count errors). */
@@ -172,23 +173,28 @@ export function usageReader(cells: UsageQuery, retentionMs: number): Omit<TraceR
       const latencies = groupBy(latency, key);
       return {
         groups: top.map((g) =>
-          create(GroupUsageSchema, { value: g.value, totals: totalsOf(g.cells, latencies.get(JSON.stringify([g.value])) ?? []) }),
+          create(GroupUsageSchema, {
+            ...groupValue(g.value),
+            totals: totalsOf(g.cells, latencies.get(JSON.stringify([g.value])) ?? []),
+          }),
         ),
         totalGroups: ranked.length,
       };
     },
-    async usageByGroupAndDay(accountId, filter, dimension, values) {
-      const { sums } = await query(accountId, filter, { day: true, group: dimension, groupValues: [...new Set(values)] });
+    async usageByGroupAndDay(accountId, filter, dimension, values, other = false) {
+      const wanted = [...new Set(values.filter((v) => v !== otherValue))];
+      if (other) wanted.push(otherValue);
+      const { sums } = await query(accountId, filter, { day: true, group: dimension, groupValues: wanted });
       return [...groupBy(sums, (c) => [c.day ?? "", c.group ?? ""]).values()]
         .map((group) =>
           create(DayGroupUsageSchema, {
             day: group[0]!.day ?? "",
-            value: group[0]!.group ?? "",
+            ...groupValue(group[0]!.group ?? ""),
             calls: BigInt(sum(group, (c) => c.calls)),
             costUsd: sum(group, (c) => c.costUsd),
           }),
         )
-        .sort((a, b) => compare(a.day, b.day) || compare(a.value, b.value));
+        .sort((a, b) => compare(a.day, b.day) || Number(a.other) - Number(b.other) || compare(a.value, b.value));
     },
     async latencyHistogram(accountId, filter) {
       const counts = new Array<number>(histogramBoundsMs.length + 1).fill(0);
@@ -200,6 +206,11 @@ export function usageReader(cells: UsageQuery, retentionMs: number): Omit<TraceR
       return counts.map((calls, i) => create(LatencyBucketSchema, { upperBoundMs: histogramBoundsMs[i] ?? 0, calls: BigInt(calls) }));
     },
   };
+}
+
+/** A group's value as the contract answers it: the other group (D54) is flagged, with no value. */
+function groupValue(value: string): { value: string; other: boolean } {
+  return value === otherValue ? { value: "", other: true } : { value, other: false };
 }
 
 /** Sums a group's cells; percentiles by nearest rank over its latency buckets. */

@@ -17,8 +17,15 @@ export const otherValue = "\u0000other";
 /** The default of GROUP_VALUES_PER_DAY. */
 export const defaultValuesPerDay = 10_000;
 
-/** Scopes (project, dimension, day) whose sets are kept; the least recently used beyond it are dropped and seeded again when met. */
-const maxScopes = 512;
+/** Where the sets are too many or too large, the least recently used scopes are dropped, and seeded again when met. */
+const maxScopes = 4096;
+const maxValues = 1_000_000;
+
+/** The options of a store that keeps roll-ups keyed by a client's values. */
+export interface ValueCapOptions {
+  /** Values tracked per project, dimension and UTC day (GROUP_VALUES_PER_DAY); 0 tracks all. Default 10,000. */
+  groupValuesPerDay?: number;
+}
 
 export interface ValueCap {
   /** Whether the scope's tracked values are known; if not, `seed` them before `admit`. */
@@ -37,14 +44,16 @@ export function capScope(accountId: string, dimension: string, day: number): str
 /** A cap of `limit` values per scope; 0 tracks every value (no cap). */
 export function valueCap(limit: number): ValueCap {
   const scopes = new Map<string, Set<string>>();
+  /** Values held over all scopes. */
+  let held = 0;
   const touch = (scope: string): Set<string> | undefined => {
-    const values = scopes.get(scope);
-    if (values) {
+    const tracked = scopes.get(scope);
+    if (tracked) {
       // Map order is insertion order: moving a scope to the end keeps the least recently used first.
       scopes.delete(scope);
-      scopes.set(scope, values);
+      scopes.set(scope, tracked);
     }
-    return values;
+    return tracked;
   };
   return {
     has: (scope) => limit === 0 || scopes.has(scope),
@@ -52,16 +61,23 @@ export function valueCap(limit: number): ValueCap {
       if (limit === 0) return;
       const tracked = new Set<string>();
       for (const value of values) if (value !== "" && value !== otherValue) tracked.add(value);
+      held += tracked.size - (scopes.get(scope)?.size ?? 0);
+      scopes.delete(scope);
       scopes.set(scope, tracked);
-      if (scopes.size > maxScopes) scopes.delete(scopes.keys().next().value!);
+      while (scopes.size > 1 && (scopes.size > maxScopes || held > maxValues)) {
+        const [oldest, dropped] = scopes.entries().next().value!;
+        scopes.delete(oldest);
+        held -= dropped.size;
+      }
     },
     admit(scope, value) {
       if (limit === 0 || value === "" || value === otherValue) return value;
-      const values = touch(scope);
-      if (!values) throw new Error(`value cap: scope not seeded: ${JSON.stringify(scope)}`);
-      if (values.has(value)) return value;
-      if (values.size >= limit) return otherValue;
-      values.add(value);
+      const tracked = touch(scope);
+      if (!tracked) throw new Error(`value cap: scope not seeded: ${JSON.stringify(scope)}`);
+      if (tracked.has(value)) return value;
+      if (tracked.size >= limit) return otherValue;
+      tracked.add(value);
+      held += 1;
       return value;
     },
   };

@@ -1,6 +1,7 @@
 import type Database from "better-sqlite3";
 import { traceColumns, type TraceValues } from "./sqlite-trace-row.js";
-import { sqliteUsageRollup } from "./sqlite-usage-rollup.js";
+import type { ValueCap } from "../value-cap.js";
+import { admittedValues, sqliteUsageRollup } from "./sqlite-usage-rollup.js";
 
 /** How long an Idempotency-Key is remembered (D14). */
 export const idempotencyWindowMs = 24 * 60 * 60 * 1000;
@@ -29,8 +30,8 @@ export interface Duplicates {
  * is stored already (D37: its key in the same start second, or the second before or after, D44);
  * every other trace is stored.
  */
-export function sqliteBatchCommit(db: Database.Database): (batch: RowBatch, now: number) => Duplicates {
-  const addToRollups = sqliteUsageRollup(db);
+export function sqliteBatchCommit(db: Database.Database, cap: ValueCap): (batch: RowBatch, now: number) => Duplicates {
+  const addToRollups = sqliteUsageRollup(db, admittedValues(db, cap));
   const statements = {
     // The only unique index a new row can collide with is the OTLP call's (D37, D44).
     insertTrace: db.prepare(

@@ -3,7 +3,7 @@ import type { Price } from "../../../sdk/typescript/src/price-table.js";
 import { newId } from "../ids.js";
 import type { CustomPriceRecord, PriceMatchKind, PriceStore, RepriceInput, RepriceJobRecord, RepriceState } from "../price-store.js";
 import { type TraceRow, type TraceValues, traceColumns } from "./sqlite-trace-row.js";
-import { sqliteUsageRollup } from "./sqlite-usage-rollup.js";
+import { countedValues, sqliteUsageRollup } from "./sqlite-usage-rollup.js";
 
 interface PriceRow {
   id: string;
@@ -115,7 +115,8 @@ export function createSqlitePriceStore(db: Database.Database): PriceStore {
     ),
     setPrices: db.prepare(`UPDATE traces SET cost_usd = ?, server_cost_usd = ?, price_check = ? WHERE seq = ?`),
   };
-  const rollup = sqliteUsageRollup(db);
+  // A trace re-priced counts again where it counted first: under its value, or under other (D54).
+  const rollup = sqliteUsageRollup(db, countedValues(db));
 
   const priceParams = (projectId: string, id: string, input: Parameters<PriceStore["createPrice"]>[1], now: number) => ({
     id,

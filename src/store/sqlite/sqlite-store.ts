@@ -15,6 +15,7 @@ import { openSqliteDatabase } from "./sqlite-database.js";
 import { traceFromRow, type TraceRow } from "./sqlite-trace-row.js";
 import { dayMs } from "./sqlite-usage-rollup.js";
 import { sqliteWriterThread } from "./sqlite-writer-thread.js";
+import { defaultValuesPerDay, type ValueCapOptions } from "../value-cap.js";
 import { createSqliteTeamStore } from "./sqlite-team-store.js";
 import { createSqlitePriceStore } from "./sqlite-price-store.js";
 import { createSqliteUserStore } from "./sqlite-user-store.js";
@@ -48,7 +49,7 @@ interface KeyRow {
  * processes (the server and the CLI) may open the same file. Trace batches are committed on a
  * writer thread; reads and key management use this thread's connection.
  */
-export function openSqliteStore(dataDir: string, options: RetentionOptions = {}): Store {
+export function openSqliteStore(dataDir: string, options: RetentionOptions & ValueCapOptions = {}): Store {
   const keepMs = retentionMs(options);
   mkdirSync(dataDir, { recursive: true });
   const file = join(dataDir, "calltrace.db");
@@ -56,7 +57,7 @@ export function openSqliteStore(dataDir: string, options: RetentionOptions = {})
   // Used by the roll-ups' migration and by reads of partial days.
   db.function("latency_bucket", { deterministic: true }, (ms) => latencyBucket(Number(ms)));
   migrate(db);
-  const writer = sqliteWriterThread(file);
+  const writer = sqliteWriterThread({ file, groupValuesPerDay: options.groupValuesPerDay ?? defaultValuesPerDay });
   const ids = sequenceIds(db.prepare(`SELECT value FROM store_secrets WHERE name = 'trace_id_key'`).pluck().get() as Buffer);
 
   const statements = {

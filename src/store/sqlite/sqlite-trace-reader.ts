@@ -8,6 +8,7 @@ import type { sequenceIds } from "../trace-id.js";
 import { filtersAttributes, resolveTraceFilter, type ResolvedTraceFilter } from "../trace-filter.js";
 import type { TraceReader } from "../trace-reader.js";
 import { hourMs, usageReader, type LatencyCell, type UsageCell, type UsageCells, type UsageGrouping } from "../usage-reader.js";
+import { otherValue } from "../value-cap.js";
 import { groupExpression, traceConditions } from "./sqlite-trace-filter.js";
 import { traceFromRow, type TraceRow } from "./sqlite-trace-row.js";
 import { dayMs } from "./sqlite-usage-rollup.js";
@@ -17,6 +18,19 @@ const sortExpressions = { cost: "cost_usd", latency: "latency_ms", tokens: "(tok
 
 /** The dimensions the roll-ups of key, provider and model (usage_daily and its kin) hold as columns. */
 const rollupColumns: Partial<Record<string, string>> = { key: "key_id", provider: "provider", model: "model" };
+
+/**
+ * A trace's value of an attribute as the roll-ups count it (D54): the value if its day's roll-up
+ * rows hold it (tracked), else the other value. The roll-ups are written in the traces'
+ * transaction, so they hold every tracked value of every stored trace.
+ */
+function cappedExpression(value: string, dimension: string, params: Record<string, unknown>): string {
+  params.cappedDimension = dimension;
+  params.otherValue = otherValue;
+  return `(CASE WHEN ${value} = '' OR EXISTS (SELECT 1 FROM group_daily AS tracked WHERE tracked.account_id = @account
+    AND tracked.dimension = @cappedDimension AND tracked.value = ${value} AND tracked.day = traces.received_at / ${dayMs})
+    THEN ${value} ELSE @otherValue END)`;
+}
 
 /**
  * The dashboard's reads on the embedded store. Pages use the (account, [filter column,]
@@ -163,10 +177,11 @@ export function sqliteTraceReader(db: Database.Database, retentionMs: number, id
       if (group) {
         const expression = groupExpression(group, params);
         join = expression.join;
-        grp.push(`${expression.value} AS "group"`);
+        const value = attributeRollup ? cappedExpression(expression.value, dimensionName(group), params) : expression.value;
+        grp.push(`${value} AS "group"`);
         if (values) {
           params.values = JSON.stringify(values);
-          range += ` AND ${expression.value} IN (SELECT value FROM json_each(@values))`;
+          range += ` AND ${value} IN (SELECT value FROM json_each(@values))`;
         }
       }
       const keys = (extra: string) => [...dims, ...grp.map(() => `"group"`), extra];

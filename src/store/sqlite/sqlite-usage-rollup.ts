@@ -1,6 +1,7 @@
 import type Database from "better-sqlite3";
 import { PriceCheck } from "../../../gen/calltrace/v1/trace_pb.js";
 import { latencyBucket } from "../latency-bucket.js";
+import { capScope, otherValue, type ValueCap } from "../value-cap.js";
 import type { TraceValues } from "./sqlite-trace-row.js";
 
 export const dayMs = 86_400_000;
@@ -60,6 +61,52 @@ export function traceGroups(values: TraceValues): [dimension: string, value: str
   return groups;
 }
 
+/** The value a roll-up counts a trace's value under: itself, or the other value (D54). */
+export type GroupValueOf = (accountId: string, dimension: string, day: number, value: string) => string;
+
+/** For new traces: values admitted under the cap, whose sets are seeded from group_daily. */
+export function admittedValues(db: Database.Database, cap: ValueCap): GroupValueOf {
+  // A day without usage rows has no groups yet: the common case needs no scan of group_daily,
+  // whose key starts with the value.
+  const dayHasRows = db.prepare(`SELECT 1 FROM usage_daily WHERE account_id = ? AND day = ? LIMIT 1`).pluck();
+  const dayValues = db.prepare(`SELECT DISTINCT value FROM group_daily WHERE account_id = ? AND dimension = ? AND day = ?`).pluck();
+  return (accountId, dimension, day, value) => {
+    const scope = capScope(accountId, dimension, day);
+    if (!cap.has(scope)) cap.seed(scope, dayHasRows.get(accountId, day) === undefined ? [] : (dayValues.all(accountId, dimension, day) as string[]));
+    return cap.admit(scope, value);
+  };
+}
+
+/** For stored traces counted again (re-pricing): the value where the roll-ups counted it, tracked if group_daily has its row. */
+export function countedValues(db: Database.Database): GroupValueOf {
+  const counted = db.prepare(`SELECT 1 FROM group_daily WHERE account_id = ? AND dimension = ? AND value = ? AND day = ? LIMIT 1`).pluck();
+  return (accountId, dimension, day, value) =>
+    value === "" || counted.get(accountId, dimension, value, day) !== undefined ? value : otherValue;
+}
+
+/**
+ * A trace's groups as the roll-ups count them on `day`: each value not tracked becomes the
+ * dimension's other value (D54), each group once; a metadata key counted as other keeps none of
+ * its values, so a client cannot make a dimension per key either.
+ */
+function cappedGroups(
+  groups: [dimension: string, value: string][],
+  accountId: string,
+  day: number,
+  valueOf: GroupValueOf,
+): [dimension: string, value: string][] {
+  const capped = new Map<string, [string, string]>();
+  // traceGroups puts each metadata key right before its value.
+  let keyIsOther = false;
+  for (const [dimension, value] of groups) {
+    if (keyIsOther && dimension.startsWith("m:")) continue;
+    const kept = valueOf(accountId, dimension, day, value);
+    if (dimension === "metadataKey") keyIsOther = kept === otherValue;
+    capped.set(`${dimension}\u0000${kept}`, [dimension, kept]);
+  }
+  return [...capped.values()];
+}
+
 /**
  * Keeps the daily roll-ups (usage_daily, usage_country_daily, latency_daily, latency_daily_all,
  * group_daily, group_latency_daily) in step with the
@@ -71,7 +118,7 @@ export function traceGroups(values: TraceValues): [dimension: string, value: str
  * rather than a key per roll-up row it counts in (14 for a trace without attribution). A sign of
  * -1 takes the traces out again: re-pricing takes out a trace's old values and adds its new ones.
  */
-export function sqliteUsageRollup(db: Database.Database): (traces: TraceValues[], sign?: 1 | -1) => void {
+export function sqliteUsageRollup(db: Database.Database, valueOf: GroupValueOf): (traces: TraceValues[], sign?: 1 | -1) => void {
   const usage = db.prepare(
     `INSERT INTO usage_daily (account_id, day, provider, model, status, key_id, calls, cost_usd, tokens_in, tokens_out, unpriced, mismatched)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET ${checkedSumsUpdate}`,
@@ -109,7 +156,7 @@ export function sqliteUsageRollup(db: Database.Database): (traces: TraceValues[]
     for (const a of alikeTraces(traces, sign)) {
       const [, keyId, accountId, country, provider, model, , , , , status] = a.trace;
       const { day } = a;
-      const attribution = traceGroups(a.trace);
+      const attribution = cappedGroups(traceGroups(a.trace), accountId, day, valueOf);
       add(groups.usage, [accountId, day, provider, model, status, keyId], a);
       add(groups.country, [accountId, day, country, provider, model, status, keyId], a);
       for (const [dimension, value] of attribution) add(groups.group, [accountId, dimension, value, day, status], a);

@@ -3,6 +3,8 @@
 import { parentPort, receiveMessageOnPort, workerData } from "node:worker_threads";
 import { type Duplicates, type RowBatch, sqliteBatchCommit } from "./sqlite-batch-commit.js";
 import { openSqliteDatabase, walAutocheckpointPages } from "./sqlite-database.js";
+import { valueCap } from "../value-cap.js";
+import type { WriterThreadData } from "./sqlite-writer-thread.js";
 
 export interface WriteRequest extends RowBatch {
   id: number;
@@ -27,9 +29,10 @@ const busyTimeoutMs = 20;
 const busyRetryMs = 20;
 const busyPatienceMs = 5000;
 
-const db = openSqliteDatabase((workerData as { file: string }).file, busyTimeoutMs);
+const { file, groupValuesPerDay } = workerData as WriterThreadData;
+const db = openSqliteDatabase(file, busyTimeoutMs);
 db.pragma(`wal_autocheckpoint = ${walAutocheckpointPages}`);
-const commit = sqliteBatchCommit(db);
+const commit = sqliteBatchCommit(db, valueCap(groupValuesPerDay));
 
 const port = parentPort!;
 let committing = false;

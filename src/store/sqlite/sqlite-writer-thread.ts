@@ -21,6 +21,13 @@ function workerEntry(): { entry: string | URL; eval: boolean } {
 
 const stored: WriteOutcome = { kind: "stored" };
 
+/** What the writer thread is started with. */
+export interface WriterThreadData {
+  file: string;
+  /** The value cap's bound (value-cap.ts). */
+  groupValuesPerDay: number;
+}
+
 export interface SqliteWriterThread {
   /** Commits a batch on the writer thread; rejects when the commit failed or the thread died. */
   write(writes: TraceWrite[]): Promise<WriteOutcome[]>;
@@ -31,7 +38,7 @@ export interface SqliteWriterThread {
  * The embedded store's writer thread, started on the first write (the CLI, which only reads and
  * manages keys, never starts one) and again after a crash.
  */
-export function sqliteWriterThread(file: string): SqliteWriterThread {
+export function sqliteWriterThread(data: WriterThreadData): SqliteWriterThread {
   let worker: Worker | undefined;
   let nextId = 0;
   const pending = new Map<number, { writes: number; resolve: (o: WriteOutcome[]) => void; reject: (e: Error) => void }>();
@@ -43,7 +50,7 @@ export function sqliteWriterThread(file: string): SqliteWriterThread {
 
   const start = (): Worker => {
     const { entry, eval: evaluated } = workerEntry();
-    const started = new Worker(entry, { eval: evaluated, workerData: { file } });
+    const started = new Worker(entry, { eval: evaluated, workerData: data });
     started.on("message", (reply: WriteReply) => {
       const waiting = pending.get(reply.id);
       if (!waiting) return;

@@ -1,4 +1,4 @@
-import { Dimension, TraceOrder } from "../../../gen/calltrace/v1/query_pb.js";
+import { Dimension, TraceOrder, type GroupUsage } from "../../../gen/calltrace/v1/query_pb.js";
 import { account, query } from "../api.js";
 import { AttributeBar } from "../components/attribute-bar.js";
 import { FilterBar } from "../components/filter-bar.js";
@@ -23,6 +23,9 @@ import { useQuery } from "../use-query.js";
 /** Groups in the ranked table, and how many of the top ones the chart draws. */
 const tableSize = 50;
 const chartSize = 5;
+/** The group of the values past the server's bound on distinct values per day (GROUP_VALUES_PER_DAY, D54). */
+const otherLabel = "(other)";
+const otherTitle = "Values sent on a day after the server's bound on distinct values per day was reached, counted together";
 
 /**
  * Who and what spent it: usage grouped by one dimension (user, tag, a metadata key, ...), ranked
@@ -39,7 +42,7 @@ export function Attribution() {
 
   const keys = useQuery(async () => (await account.listKeys({})).keys, []);
   const metadataKeys = useQuery(
-    async () => (await query.getUsageByGroup({ filter, dimension: Dimension.METADATA_KEY, limit: 100 })).groups.map((g) => g.value).filter((k) => k !== ""),
+    async () => (await query.getUsageByGroup({ filter, dimension: Dimension.METADATA_KEY, limit: 100 })).groups.filter((g) => !g.other && g.value !== "").map((g) => g.value),
     [filterKey],
   );
   // `mkey`, not `key`: `key` is the API-key filter of every page.
@@ -49,14 +52,21 @@ export function Attribution() {
     if (waiting) return undefined;
     const proto = dimensions.find((d) => d.id === dim)!.proto;
     const answer = await query.getUsageByGroup({ filter, dimension: proto, metadataKey, limit: tableSize });
-    const top = answer.groups.slice(0, chartSize).map((g) => g.value);
-    const days = top.length === 0 ? [] : (await query.getUsageByGroupAndDay({ filter, dimension: proto, metadataKey, values: top })).days;
+    const top = answer.groups.slice(0, chartSize).map((g) => ({ value: g.value, other: g.other }));
+    const values = top.filter((g) => !g.other).map((g) => g.value);
+    const other = top.some((g) => g.other);
+    // The request names at least one value: the other group alone asks for the traces without one too, left out of the chart.
+    const days =
+      top.length === 0
+        ? []
+        : (await query.getUsageByGroupAndDay({ filter, dimension: proto, metadataKey, values: values.length > 0 ? values : [""], other })).days;
     return { ...answer, top, days };
   }, [filterKey, dim, metadataKey]);
   const costly = useQuery(async () => (await query.listTraces({ filter, pageSize: 5, order: TraceOrder.COST })).page?.traces ?? [], [filterKey]);
 
   const keyNames = new Map((keys.data ?? []).map((k) => [k.id, k.name || `ct_${k.prefix}…`]));
   const label = (value: string) => (value === "" ? "(none)" : dim === "key" ? (keyNames.get(value) ?? value) : value);
+  const groupLabel = (g: Pick<GroupUsage, "value" | "other">) => (g.other ? otherLabel : label(g.value));
   const go = (f: Filters, a: Attributes, d: DimensionId, key = "") =>
     navigate(`${projectBase()}attribution?${joinQuery(filtersToQuery(f), attributesToQuery(a), `dim=${d}`, key ? `mkey=${encodeURIComponent(key)}` : "")}`);
   const open = (value: string) => {
@@ -70,9 +80,11 @@ export function Attribution() {
   const { since } = bounds(filters);
   const firstDay = since ?? (groups.data?.days[0] ? new Date(groups.data.days[0].day) : new Date());
   const columns = dayRange(firstDay, new Date());
-  const series = (groups.data?.top ?? []).map((value) => ({
-    name: label(value),
-    values: columns.map((day) => groups.data!.days.filter((d) => d.day === day && d.value === value).reduce((s, d) => s + d.costUsd, 0)),
+  const series = (groups.data?.top ?? []).map((g) => ({
+    name: groupLabel(g),
+    values: columns.map((day) =>
+      groups.data!.days.filter((d) => d.day === day && d.other === g.other && d.value === g.value).reduce((s, d) => s + d.costUsd, 0),
+    ),
   }));
   const dimLabel = dimensions.find((d) => d.id === dim)!.label;
   // Only tags overlap: a trace has one user, session, ... but may carry several tags.
@@ -144,9 +156,9 @@ export function Attribution() {
               <tbody>
                 {groups.data.groups.map((g, i) => {
                   const t = g.totals!;
-                  const narrowed = attributesForGroup(attributes, dim, metadataKey, g.value);
+                  const narrowed = g.other ? undefined : attributesForGroup(attributes, dim, metadataKey, g.value);
                   return (
-                    <tr data-group={g.value}>
+                    <tr data-group={g.other ? otherLabel : g.value} data-other={g.other ? "" : undefined} title={g.other ? otherTitle : undefined}>
                       <td class="num wide-only">{i + 1}</td>
                       <td class="group-value">
                         {narrowed ? (
@@ -154,7 +166,7 @@ export function Attribution() {
                             {label(g.value)}
                           </button>
                         ) : (
-                          <span class={g.value === "" ? "muted" : ""}>{label(g.value)}</span>
+                          <span class={g.value === "" ? "muted" : ""}>{groupLabel(g)}</span>
                         )}
                       </td>
                       <td class="num" data-cell="spend">

@@ -1,0 +1,133 @@
+import { describe, expect, it } from "vitest";
+import { create } from "@bufbuild/protobuf";
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import { TraceFilterSchema } from "../../gen/calltrace/v1/query_pb.js";
+import { StoredTraceSchema, type StoredTrace } from "../../gen/calltrace/v1/trace_pb.js";
+import type { GroupDimension } from "../../src/store/group-dimension.js";
+import { openSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
+import type { Store } from "../../src/store/store.js";
+import { tempDir } from "../support/temp-dir.js";
+
+/**
+ * The bound on distinct values per project, dimension and day (D54): the first values of a day
+ * are groups of their own, the rest one "other" group, and every dimension's groups still add up
+ * to the totals, over whole days (the roll-ups) and part days (the traces) alike.
+ */
+const limit = 3;
+const adapters: [string, () => Promise<Store>][] = [["embedded (SQLite)", async () => openSqliteStore(tempDir(), { groupValuesPerDay: limit })]];
+
+const day = 86_400_000;
+const filter = (sinceMs: number, untilMs: number) => create(TraceFilterSchema, { since: timestampFromMs(sinceMs), until: timestampFromMs(untilMs) });
+
+/** Each trace a new user, session, two new tags, a new metadata key and value, on two whole past days and part of today. */
+function explodingTraces(start: number): StoredTrace[] {
+  const traces: StoredTrace[] = [];
+  const today = Math.floor(Date.now() / day) * day;
+  for (let d = 2; d >= 0; d--) {
+    for (let i = 0; i < 8; i++) {
+      const n = traces.length;
+      traces.push(
+        create(StoredTraceSchema, {
+          receivedAt: timestampFromMs(d === 0 ? Math.min(today + i * 1000, Date.now() - 1000) : today - d * day + i * 60_000),
+          keyId: "key_cap",
+          accountId: "acc_cap",
+          country: "DE",
+          provider: "openai",
+          model: "gpt-4o",
+          tokensIn: 10 + n,
+          tokensOut: 1,
+          latencyMs: 100 * (n + 1),
+          costUsd: (n + 1) / 1000,
+          status: n % 5 === 0 ? "error" : "success",
+          // Every other trace has no session; the first tag repeats, so it stays tracked.
+          userId: `user-${start + n}`,
+          ...(n % 2 === 0 ? { sessionId: `sess-${start + n}` } : {}),
+          tags: ["steady", `tag-${start + n}`, `tag-b-${start + n}`],
+          metadata: { [`k${n}`]: `v${n}`, team: `team-${n}` },
+          environment: "production",
+        }),
+      );
+    }
+  }
+  return traces;
+}
+
+const dimensions: GroupDimension[] = [{ kind: "user" }, { kind: "session" }, { kind: "tag" }, { kind: "metadataKey" }, { kind: "metadata", key: "team" }];
+
+describe.each(adapters)("value cap on %s", (_name, open) => {
+  it("counts each day's values past the bound as one other group, and the groups still add up to the totals", async () => {
+    const store = await open();
+    const traces = explodingTraces(0);
+    await store.writeBatch(traces.map((trace) => ({ trace, idempotencyKey: undefined })));
+    const today = Math.floor(Date.now() / day) * day;
+    // Whole past days from the roll-ups, and today from the traces; and today alone.
+    for (const range of [filter(today - 2 * day, Date.now() + 1000), filter(today - 2 * day + 1, Date.now() + 1000), filter(today, Date.now() + 1000)]) {
+      const totals = await store.usageTotals("acc_cap", range);
+      for (const dimension of dimensions) {
+        const { groups, totalGroups } = await store.usageByGroup("acc_cap", range, dimension, 1000);
+        expect(groups.length, dimension.kind).toBe(totalGroups);
+        const other = groups.filter((g) => g.other);
+        expect(other, dimension.kind).toHaveLength(1);
+        expect(other[0]!.value).toBe("");
+        const named = groups.filter((g) => !g.other && g.value !== "");
+        const days = range.since!.seconds < BigInt(today / 1000) ? 3 : 1;
+        expect(named.length, dimension.kind).toBeLessThanOrEqual(limit * days);
+        if (dimension.kind === "user" || dimension.kind === "session" || dimension.kind === "metadata") {
+          // One group per trace: the groups add up to the totals exactly.
+          const calls = groups.reduce((s, g) => s + g.totals!.calls, 0n);
+          const cost = groups.reduce((s, g) => s + g.totals!.costUsd, 0);
+          const errors = groups.reduce((s, g) => s + g.totals!.errors, 0n);
+          expect(calls, dimension.kind).toBe(totals.calls);
+          expect(errors, dimension.kind).toBe(totals.errors);
+          expect(cost).toBeCloseTo(totals.costUsd, 9);
+        }
+      }
+    }
+    await store.close();
+  });
+
+  it("tracks the first values of a day, keeps a steady value, and answers the other group by day on request", async () => {
+    const store = await open();
+    const traces = explodingTraces(100);
+    await store.writeBatch(traces.map((trace) => ({ trace, idempotencyKey: undefined })));
+    const today = Math.floor(Date.now() / day) * day;
+    const range = filter(today - 2 * day, today);
+    const users = await store.usageByGroup("acc_cap", range, { kind: "user" }, 1000);
+    // The first three users of each of the two days, and the other ten.
+    expect(users.groups.filter((g) => !g.other).map((g) => g.value).sort()).toEqual(
+      ["user-100", "user-101", "user-102", "user-108", "user-109", "user-110"].sort(),
+    );
+    expect(users.groups.find((g) => g.other)!.totals!.calls).toBe(10n);
+    const tags = await store.usageByGroup("acc_cap", range, { kind: "tag" }, 1000);
+    expect(tags.groups.find((g) => g.value === "steady")!.totals!.calls).toBe(16n);
+    // The first trace of a day fills the bound with its three tags; every later one counts once
+    // in other, whichever number of its tags are past the bound.
+    expect(tags.groups.filter((g) => !g.other)).toHaveLength(1 + 2 * 2);
+    expect(tags.groups.find((g) => g.other)!.totals!.calls).toBe(14n);
+    // A metadata key past the bound keeps none of its values: no dimension per key.
+    const late = await store.usageByGroup("acc_cap", range, { kind: "metadata", key: "k7" }, 1000);
+    expect(late.groups.map((g) => [g.value, g.totals!.calls])).toEqual([["", 16n]]);
+    const byDay = await store.usageByGroupAndDay("acc_cap", range, { kind: "user" }, ["user-100"], true);
+    expect(byDay.map((d) => [d.day, d.value, d.other, d.calls])).toEqual([
+      [new Date(today - 2 * day).toISOString().slice(0, 10), "user-100", false, 1n],
+      [new Date(today - 2 * day).toISOString().slice(0, 10), "", true, 5n],
+      [new Date(today - day).toISOString().slice(0, 10), "", true, 5n],
+    ]);
+    await store.close();
+  });
+
+  it("seeds the tracked values from the store after a restart", async () => {
+    const dir = tempDir();
+    const first = openSqliteStore(dir, { groupValuesPerDay: limit });
+    const traces = explodingTraces(200);
+    await first.writeBatch(traces.slice(0, 2).map((trace) => ({ trace, idempotencyKey: undefined })));
+    await first.close();
+    const again = openSqliteStore(dir, { groupValuesPerDay: limit });
+    await again.writeBatch(traces.slice(2, 8).map((trace) => ({ trace, idempotencyKey: undefined })));
+    const today = Math.floor(Date.now() / day) * day;
+    const users = await again.usageByGroup("acc_cap", filter(today - 2 * day, today - day), { kind: "user" }, 1000);
+    expect(users.groups.filter((g) => !g.other).map((g) => g.value).sort()).toEqual(["user-200", "user-201", "user-202"]);
+    expect(users.groups.find((g) => g.other)!.totals!.calls).toBe(5n);
+    await again.close();
+  });
+});
