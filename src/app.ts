@@ -19,6 +19,9 @@ import { metadataAttributeNames } from "./otlp/call-attribution.js";
 import { projectPrices } from "./pricing/project-prices.js";
 import { oidcSettings } from "./sso/oidc-settings.js";
 import { invitationMailer } from "./teams/invitation-mailer.js";
+import { smtpTransport } from "./teams/smtp-transport.js";
+import { openAlertSecretBox } from "./alerts/alert-secret-box.js";
+import { type DeliveryWorker, startDeliveryWorker } from "./alerts/delivery-worker.js";
 
 /** How long start-up waits for Redis before serving with the in-process insurance limiters. */
 const redisConnectWaitMs = 3000;
@@ -60,6 +63,8 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     timeoutMs: config.writeTimeoutMs,
     prices,
   });
+  const alertSecrets = await openAlertSecretBox(config, store.alerts, logger);
+  let deliveries: DeliveryWorker | undefined;
   const shuttingDown = new AbortController();
   const handler = createRequestHandler({
     shutdown: shuttingDown.signal,
@@ -120,6 +125,14 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     config.metricsPort === undefined
       ? undefined
       : await listenForMetrics(metrics, { port: config.metricsPort, host: config.host, token: config.metricsToken });
+  deliveries = startDeliveryWorker({
+    store: store.alerts,
+    box: alertSecrets,
+    retryBaseMs: config.alertRetryBaseMs,
+    publicUrl: config.publicUrl ?? listener.url,
+    mail: config.smtpUrl ? { transport: smtpTransport(config.smtpUrl), from: config.smtpFrom } : undefined,
+    logger,
+  });
   logger.info(
     {
       port: listener.port,
@@ -140,6 +153,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       shuttingDown.abort();
       await listener.close(graceMs);
       await metricsListener?.close();
+      await deliveries?.close();
       await writer.drain(Math.max(0, deadline - performance.now()));
       logger.info({ ...writer.stats }, "writer drained");
       await limits.close();

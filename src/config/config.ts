@@ -103,6 +103,10 @@ export interface Config {
   smtpFrom: string;
   /** This service's address as browsers reach it, for links in mail; unset: the address the request came to. */
   publicUrl: string | undefined;
+  /** 32 bytes in base64 that seal webhook secrets; unset: the store keeps one (a file in DATA_DIR, or the MongoDB database). */
+  alertSecretKey: string | undefined;
+  /** The unit of the alert retry schedule, in ms: attempts at 0, 1, 60, 360, 1440, 3600, 7200 and 7200 units. */
+  alertRetryBaseMs: number;
 }
 
 interface OptionSpec {
@@ -165,7 +169,9 @@ export const configOptions = {
   oidcRedirectUrl: { env: "OIDC_REDIRECT_URL", flag: "oidc-redirect-url", kind: "string", describe: "callback URL registered at the provider (unset: this server's address + `/auth/oidc/callback`)" },
   smtpUrl: { env: "SMTP_URL", flag: "smtp-url", kind: "string", describe: "SMTP server that mails invitation links, e.g. `smtp://user:pass@host:587` (unset: the dashboard shows the link to copy)" },
   smtpFrom: { env: "SMTP_FROM", flag: "smtp-from", kind: "string", fallback: "calltrace <calltrace@localhost>", describe: "From address of invitation mail (with SMTP_URL)" },
-  publicUrl: { env: "PUBLIC_URL", flag: "public-url", kind: "string", describe: "the address browsers reach this service at, for links in mail (unset: the address each request came to)" },
+  publicUrl: { env: "PUBLIC_URL", flag: "public-url", kind: "string", describe: "the address browsers reach this service at, for links in mail and alerts (unset: the address each request came to)" },
+  alertSecretKey: { env: "ALERT_SECRET_KEY", flag: "alert-secret-key", kind: "string", describe: "32 bytes in base64 that encrypt webhook secrets ([docs/alerts.md](docs/alerts.md#signing)); unset: kept in DATA_DIR, or in the MongoDB database" },
+  alertRetryBaseMs: { env: "ALERT_RETRY_BASE_MS", flag: "alert-retry-base-ms", kind: "integer", fallback: "5000", describe: "unit of the alert delivery retry schedule, in ms (0 s, 5 s, 5 min ... 10 h with 5000)" },
 } as const satisfies Record<keyof Config, OptionSpec>;
 
 export class ConfigError extends Error {}

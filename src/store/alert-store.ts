@@ -64,7 +64,7 @@ export interface DeliveryRecord {
   state: DeliveryState;
   /** When it is due next (pending only). */
   nextAttemptAt: Date;
-  /** Attempts made on the schedule since it was enqueued or last resent (the retry schedule's index). */
+  /** Attempts made since it was enqueued or last resent (a resend starts the retry schedule over). */
   scheduledAttempts: number;
   attempts: DeliveryAttempt[];
   createdAt: Date;

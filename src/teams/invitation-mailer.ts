@@ -1,9 +1,5 @@
-import { createTransport } from "nodemailer";
-import { ConfigError } from "../config/config.js";
 import type { InvitationMailer } from "./invitations.js";
-
-/** Longest wait for the SMTP server to answer, so a dead server fails CreateInvitation in seconds, not minutes. */
-const timeoutMs = 10_000;
+import { smtpTransport } from "./smtp-transport.js";
 
 /**
  * Sends invitation links over SMTP_URL (`smtp://user:pass@host:port`, or `smtps://` for TLS from
@@ -11,10 +7,7 @@ const timeoutMs = 10_000;
  * then revokes the invitation it could not deliver.
  */
 export function invitationMailer(smtpUrl: string, from: string): InvitationMailer {
-  if (!URL.canParse(smtpUrl) || !/^smtps?:$/.test(new URL(smtpUrl).protocol)) {
-    throw new ConfigError("SMTP_URL: expected smtp://host:port or smtps://host:port, with user:pass@ if the server wants them");
-  }
-  const transport = createTransport({ url: smtpUrl, connectionTimeout: timeoutMs, greetingTimeout: timeoutMs, socketTimeout: timeoutMs });
+  const transport = smtpTransport(smtpUrl);
   return {
     async send({ to, organization, role, url, expiresAt, invitedBy }) {
       const until = expiresAt.toISOString().slice(0, 16).replace("T", " ");

@@ -225,11 +225,10 @@ export function mongoAlertStore(c: MongoCollections): AlertStore {
       const generation = doc.attempts.length;
       const claim = await latestClaim(id, generation);
       if (!claim || claim.holder !== holder) return false;
-      const scheduled = result.attempt.trigger === "schedule" ? doc.scheduledAttempts + 1 : doc.scheduledAttempts;
       await c.alertDeliveries.updateOne(
         { _id: id, attempts: { $size: generation } },
         {
-          $set: { state: result.state, nextAttemptAt: result.nextAttemptAt ?? doc.nextAttemptAt, scheduledAttempts: scheduled, resent: false },
+          $set: { state: result.state, nextAttemptAt: result.nextAttemptAt ?? doc.nextAttemptAt, scheduledAttempts: doc.scheduledAttempts + 1, resent: false },
           $push: { attempts: { ...result.attempt } },
         },
       );

@@ -146,7 +146,7 @@ export function createSqliteAlertStore(db: Database.Database, secretKeyFile: str
       state: result.state,
       next: result.nextAttemptAt?.getTime() ?? row.next_attempt_at,
       attempts: JSON.stringify(attempts),
-      scheduled: result.attempt.trigger === "schedule" ? row.scheduled_attempts + 1 : row.scheduled_attempts,
+      scheduled: row.scheduled_attempts + 1,
     }).changes;
     if (changed === 0) return false;
     if (result.attempt.outcome === "ok") s.healthy.run(row.destination_id);
