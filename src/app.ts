@@ -17,11 +17,15 @@ import { createRequestHandler } from "./server/request-handler.js";
 import { openStore } from "./store/open-store.js";
 import { metadataAttributeNames } from "./otlp/call-attribution.js";
 import { projectPrices } from "./pricing/project-prices.js";
+import { repriceRunner } from "./pricing/reprice-job.js";
 import { oidcSettings } from "./sso/oidc-settings.js";
 import { invitationMailer } from "./teams/invitation-mailer.js";
 import { smtpTransport } from "./teams/smtp-transport.js";
 import { openAlertSecretBox } from "./alerts/alert-secret-box.js";
 import { type DeliveryWorker, startDeliveryWorker } from "./alerts/delivery-worker.js";
+
+/** How often an instance looks for re-price jobs a stopped instance left running. */
+const repriceSweepMs = 30_000;
 
 /** How long start-up waits for Redis before serving with the in-process insurance limiters. */
 const redisConnectWaitMs = 3000;
@@ -52,6 +56,11 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
   const limits = openLimits(config, store, logger);
   const verifier = createKeyVerifier(store.keys);
   const prices = projectPrices(store.prices);
+  // Re-price jobs left running by a stopped instance are taken up again, now and now and then.
+  const reprice = repriceRunner(store.prices);
+  const resumeReprices = () => void reprice.resumeStale().catch((error: unknown) => logger.warn({ err: error }, "re-price resume failed"));
+  resumeReprices();
+  const repriceSweep = setInterval(resumeReprices, repriceSweepMs).unref();
   const pipeline = createIngestPipeline({
     verifier,
     limiter: limits.limiter,
@@ -109,6 +118,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       mailer: config.smtpUrl ? invitationMailer(config.smtpUrl, config.smtpFrom) : undefined,
       publicUrl: config.publicUrl,
       onKeysRevoked: (hashes) => verifier.forget(hashes),
+      pricing: { prices: store.prices, cache: prices, reprice },
     }),
   });
   const tls =
@@ -157,6 +167,8 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       await writer.drain(Math.max(0, deadline - performance.now()));
       logger.info({ ...writer.stats }, "writer drained");
       await limits.close();
+      clearInterval(repriceSweep);
+      await reprice.close();
       await store.close();
     },
   };

@@ -23,6 +23,8 @@ import { projectDeletion } from "../teams/project-deletion.js";
 import { readLimit } from "../teams/read-limit.js";
 import { teamService } from "../teams/team-service.js";
 import { TeamService } from "../../gen/calltrace/v1/team_service_pb.js";
+import { PriceService } from "../../gen/calltrace/v1/price_service_pb.js";
+import { type PriceServiceDeps, priceService } from "../pricing/price-service.js";
 import { oidcRoutes } from "../sso/oidc-routes.js";
 import type { OidcSettings } from "../sso/oidc-settings.js";
 import { accountService } from "./account-service.js";
@@ -74,6 +76,8 @@ export interface DashboardOptions {
   publicUrl?: string | undefined;
   /** Told the hashes of keys revoked or deleted here, so this process's key cache forgets them at once. */
   onKeysRevoked?: (hashes: string[]) => void;
+  /** Custom prices: the store, the ingest path's cache of them, and the re-price jobs. */
+  pricing: Omit<PriceServiceDeps, "audit">;
   now?: () => Date;
 }
 
@@ -92,7 +96,7 @@ export type DashboardLimits = Pick<
 
 /** The web dashboard: its Connect services and the paths the web app is served from. */
 export interface Dashboard {
-  /** Registers AuthService, AccountService, QueryService and TeamService. */
+  /** Registers AuthService, AccountService, QueryService, TeamService and PriceService. */
   routes(router: ConnectRouter): void;
   /** Serves `/`, `/app/...`, the downloads (traces, audit log) and single sign-on's `/auth/oidc/...`; false for a path it does not own. */
   serve(req: NodeRequest, res: NodeResponse): boolean;
@@ -204,6 +208,7 @@ export function createDashboard(options: DashboardOptions): Dashboard {
         }),
         guarded,
       );
+      router.service(PriceService, priceService({ ...options.pricing, audit }), guarded);
     },
     serve(req, res) {
       const url = new URL(req.url ?? "/", "http://localhost");

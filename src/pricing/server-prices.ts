@@ -24,7 +24,12 @@ export function serverCost(usage: PricedUsage): number | undefined {
 
 /** Whether the table prices this provider's model name. */
 export function isPriced(provider: string, model: string): boolean {
-  return table.resolve(provider, model) !== null;
+  return catalogModel(provider, model) !== undefined;
+}
+
+/** The table's entry a provider's model name resolves to, or undefined. */
+export function catalogModel(provider: string, model: string): string | undefined {
+  return table.resolve(provider, model) ?? undefined;
 }
 
 /** How far a client's cost may be from the server's price and still match: 1 % of the server's price. */

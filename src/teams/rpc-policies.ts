@@ -2,6 +2,7 @@ import type { DescService } from "@bufbuild/protobuf";
 import { AccountService } from "../../gen/calltrace/v1/account_service_pb.js";
 import { AuthService } from "../../gen/calltrace/v1/auth_service_pb.js";
 import { QueryService } from "../../gen/calltrace/v1/query_service_pb.js";
+import { PriceService } from "../../gen/calltrace/v1/price_service_pb.js";
 import { TeamService } from "../../gen/calltrace/v1/team_service_pb.js";
 import type { Permission } from "./permissions.js";
 
@@ -67,6 +68,16 @@ export const rpcPolicies: Record<string, RpcPolicy> = {
     getInvitation: { kind: "public" },
     acceptInvitation: { kind: "user" },
     listAuditLog: { kind: "organization", permission: "audit.read" },
+  }),
+  // Custom prices are project settings (docs/teams.md): viewers read them, admins change them.
+  ...policiesOf(PriceService, {
+    listPrices: { kind: "project", permission: "project.read" },
+    resolvePrice: { kind: "project", permission: "project.read" },
+    getReprice: { kind: "project", permission: "project.read" },
+    createPrice: { kind: "project", permission: "project.settings" },
+    updatePrice: { kind: "project", permission: "project.settings" },
+    deletePrice: { kind: "project", permission: "project.settings" },
+    startReprice: { kind: "project", permission: "project.settings" },
   }),
 };
 

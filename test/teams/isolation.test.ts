@@ -1,6 +1,7 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { AccountService } from "../../gen/calltrace/v1/account_service_pb.js";
 import { AuthService } from "../../gen/calltrace/v1/auth_service_pb.js";
+import { PriceService } from "../../gen/calltrace/v1/price_service_pb.js";
 import { QueryService } from "../../gen/calltrace/v1/query_service_pb.js";
 import { TeamService } from "../../gen/calltrace/v1/team_service_pb.js";
 import { openApiDocument } from "../../src/openapi/openapi-document.js";
@@ -23,6 +24,8 @@ interface Ids {
   key: string;
   member: string;
   invitation: string;
+  price: string;
+  repriceJob: string;
 }
 
 /**
@@ -39,6 +42,7 @@ const organization = (extra: Json = {}) => ({
   unknown: () => ({ organizationId: none, ...extra }),
 });
 const filtered = project({ filter: {} });
+const priceSpec = { provider: "openai", match: "PRICE_MATCH_EXACT", pattern: "gpt-4o", standard: { rates: { input: 1, output: 2 } } };
 const grouped = project({ dimension: "DIMENSION_USER" });
 
 const cases: Record<string, Record<string, Case>> = {
@@ -104,6 +108,18 @@ const cases: Record<string, Record<string, Case>> = {
     AcceptInvitation: { own: "a token is its own key, accepted only by the invited address (test/teams/invitations.test.ts)" },
     ListAuditLog: organization(),
   },
+  [PriceService.typeName]: {
+    ListPrices: project(),
+    CreatePrice: project({ spec: priceSpec }),
+    UpdatePrice: {
+      foreign: (a, m) => ({ projectId: m.project, priceId: a.price, spec: priceSpec }),
+      unknown: (m) => ({ projectId: m.project, priceId: none, spec: priceSpec }),
+    },
+    DeletePrice: { foreign: (a, m) => ({ projectId: m.project, priceId: a.price }), unknown: (m) => ({ projectId: m.project, priceId: none }) },
+    ResolvePrice: project({ provider: "openai", model: "gpt-4o" }),
+    StartReprice: project({ from: "2026-01-01T00:00:00Z" }),
+    GetReprice: { foreign: (a, m) => ({ projectId: m.project, jobId: a.repriceJob }), unknown: (m) => ({ projectId: m.project, jobId: none }) },
+  },
 };
 
 /** What the answer says, with the id it names made anonymous, so two answers can be compared. */
@@ -129,6 +145,8 @@ describe("isolation: another organization's ids answer as unknown ones", () => {
     const traces = (await client.ok("QueryService/ListTraces", {})).page.traces as Json[];
     const invitation = (await client.ok("TeamService/CreateInvitation", { organizationId, email: `guest-${email}`, role: "ROLE_VIEWER" })) as Json;
     const me = (await client.ok("AuthService/GetSession")).session as Json;
+    const price = (await client.ok("PriceService/CreatePrice", { spec: priceSpec })).price as Json;
+    const job = (await client.ok("PriceService/StartReprice", { from: "2026-01-01T00:00:00Z" })).job as Json;
     return {
       project: client.project,
       organization: organizationId,
@@ -136,6 +154,8 @@ describe("isolation: another organization's ids answer as unknown ones", () => {
       key: key.key.id as string,
       member: me.userId as string,
       invitation: invitation.invitation.id as string,
+      price: price.id as string,
+      repriceJob: job.id as string,
     };
   };
 
@@ -147,7 +167,7 @@ describe("isolation: another organization's ids answer as unknown ones", () => {
   });
 
   it("names every procedure of every dashboard service, and no other", () => {
-    const procedures = [AuthService, QueryService, AccountService, TeamService].flatMap((s) => s.methods.map((m) => `/${s.typeName}/${m.name}`));
+    const procedures = [AuthService, QueryService, AccountService, TeamService, PriceService].flatMap((s) => s.methods.map((m) => `/${s.typeName}/${m.name}`));
     const named = Object.entries(cases).flatMap(([service, methods]) => Object.keys(methods).map((m) => `/${service}/${m}`));
     expect(named.sort()).toEqual(procedures.sort());
     // And the server has a policy for each (a procedure without one is refused outright).
