@@ -85,13 +85,13 @@ export function queryService(reader: TraceReader): ServiceImpl<typeof QueryServi
     },
     async getUsageByGroup(request, context) {
       const dimension = groupDimension(request.dimension, request.metadataKey);
-      const { groups, totalGroups } = await reader.usageByGroup(
+      const { groups, totalGroups, wholeDays } = await reader.usageByGroup(
         projectOf(context),
         filterOf(request, context),
         dimension,
         request.limit || defaultGroupLimit,
       );
-      return create(GetUsageByGroupResponseSchema, { groups, totalGroups: BigInt(totalGroups) });
+      return create(GetUsageByGroupResponseSchema, { groups, totalGroups: BigInt(totalGroups), wholeDays });
     },
     async getUsageByGroupAndDay(request, context) {
       const dimension = groupDimension(request.dimension, request.metadataKey);

@@ -261,6 +261,12 @@ export function openApiDocument(): Record<string, unknown> {
               minimum: 0,
               description: "With an attribute `group_by`: how many groups matched, of which `data` holds the first `limit`.",
             },
+            whole_days: {
+              type: "boolean",
+              enum: [true],
+              description:
+                "With an attribute `group_by`, present (true) when the range's ends were counted as whole UTC days: the part of a day at an end held too many traces (over 20,000) to group in time.",
+            },
           },
           required: ["data"],
           additionalProperties: false,

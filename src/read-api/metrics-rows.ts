@@ -21,6 +21,8 @@ export interface MetricsAnswer {
   data: MetricsRow[];
   /** With an attribute group_by: how many groups matched, of which `data` holds the first `limit`. */
   total_groups?: number;
+  /** With an attribute group_by: present (true) when the range's ends were counted as whole UTC days (D54). */
+  whole_days?: true;
 }
 
 /**
@@ -38,8 +40,12 @@ export async function metricsRows(
   if (groupBy.kind === "day") {
     return { data: (await reader.usageByDayTotals(projectId, filter)).map((d) => row(d.day, d.totals)) };
   }
-  const { groups, totalGroups } = await reader.usageByGroup(projectId, filter, groupBy, query.limit);
-  return { data: groups.map((g) => (g.other ? { ...row("", g.totals), other: true } : row(g.value, g.totals))), total_groups: totalGroups };
+  const { groups, totalGroups, wholeDays } = await reader.usageByGroup(projectId, filter, groupBy, query.limit);
+  return {
+    data: groups.map((g) => (g.other ? { ...row("", g.totals), other: true } : row(g.value, g.totals))),
+    total_groups: totalGroups,
+    ...(wholeDays ? { whole_days: true as const } : {}),
+  };
 }
 
 function row(group: string | null, totals: UsageTotals | undefined): MetricsRow {

@@ -27,6 +27,8 @@ export interface PageRequest {
 export interface GroupedUsage {
   groups: GroupUsage[];
   totalGroups: number;
+  /** The range's ends were widened to whole UTC days: too many traces in their parts of a day to group in time (D54). */
+  wholeDays: boolean;
 }
 
 /**

@@ -73,6 +73,8 @@ export interface LatencyCell extends UsageGroup {
 export interface UsageCells {
   sums: UsageCell[];
   latency: LatencyCell[];
+  /** An attribute's groups were read over whole UTC days around the range's ends: too many traces there to group in time. */
+  wholeDays?: boolean;
 }
 
 /**
@@ -160,7 +162,8 @@ export function usageReader(cells: UsageQuery, retentionMs: number): Omit<TraceR
     },
     async usageByGroup(accountId, filter, dimension, limit) {
       const key = (c: UsageGroup) => [c.group ?? ""];
-      const ranked = [...groupBy((await query(accountId, filter, { group: dimension })).sums, key).values()]
+      const answer = await query(accountId, filter, { group: dimension });
+      const ranked = [...groupBy(answer.sums, key).values()]
         .map((group) => ({ value: group[0]!.group ?? "", cells: group, cost: sum(group, (c) => c.costUsd) }))
         .sort((a, b) => b.cost - a.cost || compare(a.value, b.value));
       const top = ranked.slice(0, limit);
@@ -179,6 +182,7 @@ export function usageReader(cells: UsageQuery, retentionMs: number): Omit<TraceR
           }),
         ),
         totalGroups: ranked.length,
+        wholeDays: answer.wholeDays ?? false,
       };
     },
     async usageByGroupAndDay(accountId, filter, dimension, values, other = false) {

@@ -5,6 +5,7 @@ import { TraceFilterSchema } from "../../gen/calltrace/v1/query_pb.js";
 import { StoredTraceSchema, type StoredTrace } from "../../gen/calltrace/v1/trace_pb.js";
 import type { GroupDimension } from "../../src/store/group-dimension.js";
 import { openSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
+import { maxPartTraces } from "../../src/store/sqlite/sqlite-trace-reader.js";
 import type { Store } from "../../src/store/store.js";
 import { tempDir } from "../support/temp-dir.js";
 
@@ -129,5 +130,43 @@ describe.each(adapters)("value cap on %s", (_name, open) => {
     expect(users.groups.filter((g) => !g.other).map((g) => g.value).sort()).toEqual(["user-200", "user-201", "user-202"]);
     expect(users.groups.find((g) => g.other)!.totals!.calls).toBe(5n);
     await again.close();
+  });
+
+  it("counts the part of a day with too many traces to group in time as its whole day, and says so", { timeout: 180_000 }, async () => {
+    const store = await open();
+    const yesterday = Math.floor(Date.now() / day) * day - day;
+    const morning = [0, 1, 2].map((i) => ({ at: yesterday + 3_600_000 + i, user: "early" }));
+    const afternoon = Array.from({ length: maxPartTraces + 1 }, (_, i) => ({ at: yesterday + day / 2 + i, user: `user-${i % 50}` }));
+    const all = [...morning, ...afternoon];
+    for (let start = 0; start < all.length; start += 1000) {
+      await store.writeBatch(
+        all.slice(start, start + 1000).map(({ at, user }) => ({
+          trace: create(StoredTraceSchema, {
+            receivedAt: timestampFromMs(at),
+            keyId: "key_cap",
+            accountId: "acc_cap",
+            country: "DE",
+            provider: "openai",
+            model: "gpt-4o",
+            tokensIn: 1,
+            tokensOut: 1,
+            latencyMs: 100,
+            costUsd: 0.001,
+            status: "success",
+            userId: user,
+          }),
+          idempotencyKey: undefined,
+        })),
+      );
+    }
+    const wide = await store.usageByGroup("acc_cap", filter(yesterday + day / 2, yesterday + day), { kind: "user" }, 1000);
+    expect(wide.wholeDays).toBe(true);
+    expect(wide.groups.find((g) => g.value === "early")!.totals!.calls).toBe(3n);
+    expect(wide.groups.reduce((s, g) => s + g.totals!.calls, 0n)).toBe(BigInt(all.length));
+    // A part with few traces is still read exactly.
+    const exact = await store.usageByGroup("acc_cap", filter(yesterday + 1000, yesterday + day / 2), { kind: "user" }, 1000);
+    expect(exact.wholeDays).toBe(false);
+    expect(exact.groups.map((g) => [g.value, g.totals!.calls])).toEqual([["early", 3n]]);
+    await store.close();
   });
 });

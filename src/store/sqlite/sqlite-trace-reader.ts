@@ -16,6 +16,13 @@ import { dayMs } from "./sqlite-usage-rollup.js";
 /** The sort expressions of the orders other than time; each has an index (account_id, expression, seq). */
 const sortExpressions = { cost: "cost_usd", latency: "latency_ms", tokens: "(tokens_in + tokens_out)" } as const;
 
+/**
+ * Most traces an attribute group-by reads in the part of a day at either end of its range; past
+ * it, that part's whole UTC day is read from the roll-ups (the answer says so: `wholeDays`).
+ * Grouping 20,000 traces by their tags takes about 100 ms (bench/storage.ts).
+ */
+export const maxPartTraces = 20_000;
+
 /** The dimensions the roll-ups of key, provider and model (usage_daily and its kin) hold as columns. */
 const rollupColumns: Partial<Record<string, string>> = { key: "key_id", provider: "provider", model: "model" };
 
@@ -47,6 +54,9 @@ export function sqliteTraceReader(db: Database.Database, retentionMs: number, id
     if (!statement) statements.set(sql, (statement = db.prepare(sql)));
     return statement;
   };
+
+  const countTraces = db.prepare(`SELECT COUNT(*) FROM traces WHERE account_id = ? AND received_at >= ? AND received_at < ?`).pluck();
+  const tracesBetween = (accountId: string, from: number, to: number) => countTraces.get(accountId, from, to) as number;
 
   const cells = async (accountId: string, filter: ResolvedTraceFilter, grouping: UsageGrouping): Promise<UsageCells> => {
     const dims = [
@@ -206,10 +216,28 @@ export function sqliteTraceReader(db: Database.Database, retentionMs: number, id
 
     const firstDay = Math.ceil(filter.sinceMs / dayMs);
     const endDay = Math.floor(Math.min(filter.untilMs, Date.now() + 2 * dayMs) / dayMs);
-    if (rollups && firstDay < endDay) {
-      days(firstDay, endDay);
-      traces(filter.sinceMs, firstDay * dayMs);
-      traces(endDay * dayMs, filter.untilMs);
+    if (rollups && (firstDay < endDay || attributeRollup)) {
+      // The parts of a day at either end (one part, when the range holds no whole day).
+      const parts: [number, number][] =
+        firstDay < endDay
+          ? [
+              [filter.sinceMs, firstDay * dayMs],
+              [endDay * dayMs, filter.untilMs],
+            ]
+          : [[filter.sinceMs, filter.untilMs]];
+      let [from, to] = [firstDay, endDay];
+      for (const [start, end] of parts) {
+        if (start >= end) continue;
+        // An attribute's values are read from too many traces to answer in time: its whole days instead (D54).
+        if (attributeRollup && tracesBetween(accountId, start, end) > maxPartTraces) {
+          from = Math.min(from, Math.floor(start / dayMs));
+          to = Math.max(to, Math.ceil(end / dayMs));
+          out.wholeDays = true;
+        } else {
+          traces(start, end);
+        }
+      }
+      if (from < to) days(from, to);
     } else {
       traces(filter.sinceMs, filter.untilMs);
     }

@@ -135,6 +135,12 @@ export function Attribution() {
               <span class="muted small">
                 ({count(groups.data.totalGroups)} in all{groups.data.totalGroups > BigInt(tableSize) ? `, the top ${tableSize} shown` : ""}; p50 and p95 are estimates from latency buckets, at most 5% high)
               </span>
+              {groups.data.wholeDays && (
+                <span class="muted small" data-whole-days="">
+                  {" "}
+                  Counted over whole UTC days: the range's first or last day had too many calls to group in time.
+                </span>
+              )}
             </h2>
             <table class="groups" data-groups={dim}>
               <thead>
