@@ -71,6 +71,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     countryOf: openCountryLookup(),
     timeoutMs: config.writeTimeoutMs,
     prices,
+    retentionDays: config.retentionDays,
   });
   const alertSecrets = await openAlertSecretBox(config, store.alerts, logger);
   let deliveries: DeliveryWorker | undefined;

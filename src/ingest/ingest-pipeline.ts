@@ -24,6 +24,7 @@ import {
   storeUnavailable,
   validationFailed,
 } from "./ingest-errors.js";
+import { callTimeProblem, keptDays, timestampMsChecked } from "./call-time.js";
 import { describeProblems, traceProblems, type FieldProblem } from "./trace-validation.js";
 
 /** An authenticated request that passed its per-minute limit. */
@@ -136,6 +137,8 @@ export interface IngestPipelineDeps {
   timeoutMs: number;
   /** Projects' custom prices, which the server's price of a call applies before the catalog's. */
   prices: ProjectPrices;
+  /** RETENTION_DAYS: with the project's own retention, how old a call time may be (D58). */
+  retentionDays: number;
 }
 
 /** Seconds a client should wait when the store cannot take a write (D13). */
@@ -189,6 +192,8 @@ export function createIngestPipeline(deps: IngestPipelineDeps): IngestPipeline {
       const undecodable = new Set(decodeProblems.map((p) => p.field));
       problems = [...decodeProblems, ...problems.filter((p) => !undecodable.has(p.field))];
     }
+    const lateOrEarly = callTimeOutOfBounds(admission, trace);
+    if (lateOrEarly) problems.push(lateOrEarly);
     if (idempotencyKey !== null && (idempotencyKey.length === 0 || idempotencyKey.length > maxIdempotencyKeyLength)) {
       problems.push({ field: "Idempotency-Key", problem: `must be 1 to ${maxIdempotencyKeyLength} characters` });
     }
@@ -213,6 +218,12 @@ export function createIngestPipeline(deps: IngestPipelineDeps): IngestPipeline {
     }
     reservation.stored();
     return { headers, counted: true };
+  }
+
+  /** What is wrong with a trace's call time, if it has one (D58). */
+  function callTimeOutOfBounds(admission: Admission, trace: Trace): FieldProblem | undefined {
+    if (trace.calledAt === undefined) return undefined;
+    return callTimeProblem(timestampMsChecked(trace.calledAt), Date.now(), keptDays(deps.retentionDays, admission.key.retentionDays));
   }
 
   /**
@@ -250,6 +261,7 @@ export function createIngestPipeline(deps: IngestPipelineDeps): IngestPipeline {
       ...(trace.tokensAudioIn === undefined ? {} : { tokensAudioIn: trace.tokensAudioIn }),
       ...(trace.tokensAudioOut === undefined ? {} : { tokensAudioOut: trace.tokensAudioOut }),
       ...(trace.webSearchRequests === undefined ? {} : { webSearchRequests: trace.webSearchRequests }),
+      ...(trace.calledAt === undefined ? {} : { calledAt: trace.calledAt }),
       ...origin,
     };
   }
@@ -314,6 +326,8 @@ export function createIngestPipeline(deps: IngestPipelineDeps): IngestPipeline {
       for (let index = 0; index < calls.length; index++) {
         const { trace, origin, idempotencyKey, otlpStartS } = calls[index]!;
         trace.apiKey = admission.presentedKey;
+        // A span's start out of bounds (a skewed clock, a replayed file) places the call at its receipt instead.
+        if (callTimeOutOfBounds(admission, trace)) delete trace.calledAt;
         const problems = traceProblems(trace);
         if (problems.length > 0) rejected.push({ index, reason: describeProblems(problems) });
         else valid.push({ index, stored: storedTrace(admission, trace, clientAddress, origin), idempotencyKey, otlpStartS });

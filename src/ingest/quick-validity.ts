@@ -69,12 +69,17 @@ export function compileQuickValidity(schema: DescMessage): QuickValidity {
   };
 }
 
+/** Well-known messages that carry no protovalidate rules of their own. */
+const ruleFreeMessages = new Set(["google.protobuf.Timestamp", "google.protobuf.Duration"]);
+
 /** One field's checks; null when it has no rules, undefined when it has rules not compiled here. */
 function fieldCheck(field: DescField): Check | null | undefined {
   const rules = getOption(field, fieldRulesOption);
   const ruleNames = setFieldNames(FieldRulesSchema, rules);
   if (field.fieldKind === "list" || field.fieldKind === "map") return collectionCheck(field, rules, ruleNames);
-  // Message and enum fields: protovalidate also looks inside them.
+  // A timestamp without rules (Trace.called_at, bounded by the pipeline instead): nothing inside it to check.
+  if (field.fieldKind === "message" && ruleNames.length === 0 && ruleFreeMessages.has(field.message.typeName)) return null;
+  // Other message and enum fields: protovalidate also looks inside them.
   if (field.fieldKind !== "scalar") return undefined;
   if (ruleNames.length === 0) return null;
   if (ruleNames.some((name) => name !== "required" && name !== rules.type.case)) return undefined;

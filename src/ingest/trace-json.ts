@@ -1,4 +1,5 @@
-import { create, ScalarType, type DescField } from "@bufbuild/protobuf";
+import { create, fromJson, ScalarType, type DescField } from "@bufbuild/protobuf";
+import { TimestampSchema } from "@bufbuild/protobuf/wkt";
 import { TraceSchema, type Trace } from "../../gen/calltrace/v1/trace_pb.js";
 import type { FieldProblem } from "./trace-validation.js";
 
@@ -15,11 +16,20 @@ export function traceFromJson(body: Record<string, unknown>): { trace: Trace; pr
   for (const field of TraceSchema.fields) {
     const value = Object.hasOwn(body, field.jsonName) ? body[field.jsonName] : undefined;
     if (value === undefined || value === null) continue;
-    const problem = typeProblem(field, value);
-    if (problem) problems.push({ field: field.name, problem });
-    else (trace as unknown as Record<string, unknown>)[field.localName] = value;
+    const read = readValue(field, value);
+    if (typeof read === "string") problems.push({ field: field.name, problem: read });
+    else (trace as unknown as Record<string, unknown>)[field.localName] = read.value;
   }
   return { trace, problems };
+}
+
+/** The field's value as the message holds it, or what is wrong with its type. */
+function readValue(field: DescField, value: unknown): { value: unknown } | string {
+  if (field.fieldKind === "message" && field.message.typeName === TimestampSchema.typeName) {
+    const timestamp = typeof value === "string" ? timestampOf(value) : undefined;
+    return timestamp ? { value: timestamp } : timestampProblem;
+  }
+  return typeProblem(field, value) ?? { value };
 }
 
 function typeProblem(field: DescField, value: unknown): string | undefined {
@@ -36,6 +46,17 @@ function typeProblem(field: DescField, value: unknown): string | undefined {
     return wrong ? `must be an object of ${scalarNoun(field.scalar)}` : undefined;
   }
   throw new Error(`trace-json: no JSON reading for field ${field.name}`);
+}
+
+const timestampProblem = "must be an RFC 3339 timestamp such as 2026-11-26T19:00:00Z (UTC, Z or an offset)";
+
+/** A JSON timestamp as protobuf's JSON mapping reads it (RFC 3339, year 1 to 9999), or undefined. */
+function timestampOf(text: string) {
+  try {
+    return fromJson(TimestampSchema, text);
+  } catch {
+    return undefined;
+  }
 }
 
 function scalarProblem(scalar: ScalarType, value: unknown, name: string): string | undefined {

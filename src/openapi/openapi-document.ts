@@ -32,6 +32,8 @@ const traceFieldDescriptions: Record<string, string> = {
   tokens_audio_in: "Uncached input tokens that were audio; part of `tokens_in`, priced at the audio-input rate.",
   tokens_audio_out: "Output tokens that were audio; part of `tokens_out`, priced at the audio-output rate.",
   web_search_requests: "Web searches (or Gemini search groundings) the provider billed for the call.",
+  called_at:
+    "When the call was made (its start), RFC 3339. The trace is placed at this time; without it, at its receipt. At most 5 minutes ahead of the server's clock and no older than the project's retention.",
 };
 
 /** The contract's CEL rules on Trace, in JSON Schema. */

@@ -12,7 +12,8 @@ export function storedTraceJsonSchema(): JsonSchema {
   const required: string[] = [];
   for (const field of StoredTraceSchema.fields) {
     properties[field.name] = valueSchema(field);
-    if (!field.proto.proto3Optional) required.push(field.name);
+    // called_at is written only for a trace that carried one.
+    if (!field.proto.proto3Optional && field.name !== "called_at") required.push(field.name);
   }
   return {
     title: "StoredTrace",

@@ -78,6 +78,8 @@ function fieldSchema(field: DescField, rules: FieldRules): JsonSchema {
       ...(map?.maxPairs ? { maxProperties: Number(map.maxPairs) } : {}),
     };
   }
+  // Bounds that depend on the clock and the project (D58) are described, not expressed.
+  if (field.fieldKind === "message" && field.message.typeName === "google.protobuf.Timestamp") return { type: "string", format: "date-time" };
   throw new Error(`openapi: no JSON Schema for the field ${field.name}`);
 }
 

@@ -1,3 +1,4 @@
+import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { createHash } from "node:crypto";
 import { type Trace, TraceSource } from "../../gen/calltrace/v1/trace_pb.js";
 import { Status_StatusCode } from "../../gen/opentelemetry/proto/trace/v1/trace_pb.js";
@@ -169,6 +170,8 @@ export function llmCallOf(span: OtlpSpan, scope: string, resource: SpanResource,
     if (tokensReasoning !== undefined) trace.tokensReasoning = tokensReasoning;
     if (ttftMs !== undefined) trace.ttftMs = ttftMs;
     if (serviceTier !== undefined) trace.serviceTier = serviceTier;
+    // The span's start is the time of the call (D58); the pipeline drops it where it is out of bounds.
+    if (span.startTimeUnixNano > 0n) trace.calledAt = timestampOfNanos(span.startTimeUnixNano);
     addAttribution(trace, attributes, resource.attributes, options.metadataAttributes);
     const submission: CallSubmission = {
       trace,
@@ -229,6 +232,10 @@ function ttftOf(attributes: Attributes, latencyMs: number): number | undefined {
     if (Number.isFinite(units) && units >= 0) return Math.min(latencyMs, Math.round(units * msPerUnit));
   }
   return undefined;
+}
+
+function timestampOfNanos(nanos: bigint): Timestamp {
+  return { $typeName: "google.protobuf.Timestamp", seconds: nanos / 1_000_000_000n, nanos: Number(nanos % 1_000_000_000n) };
 }
 
 /** End minus start in whole milliseconds; a span that ends before it starts took 0. */

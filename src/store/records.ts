@@ -12,6 +12,8 @@ export interface ApiKeyRecord {
   accountId: string;
   /** The project's plan, resolved when the key is read. */
   plan: string;
+  /** The project's own retention in days, resolved like the plan; undefined: RETENTION_DAYS alone. */
+  retentionDays?: number | undefined;
   scope: KeyScope;
   name: string;
   /** The first characters after `ct_`, kept to tell keys apart. */

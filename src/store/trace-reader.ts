@@ -41,9 +41,9 @@ export interface TraceReader {
   getTrace(accountId: string, id: string): Promise<StoredTrace | undefined>;
   usageTotals(accountId: string, filter: TraceFilter): Promise<UsageTotals>;
   /**
-   * The traces a key has stored since `monthStart` (the start of a UTC month), from a count the
-   * store keeps as it writes; absent where usageTotals is as cheap (the embedded store's daily
-   * roll-ups). May be above the truth, never below it (the monthly quota's rebuild, D11).
+   * The traces a key has stored since `monthStart` (the start of a UTC month), counted by when
+   * they were received, not where their call time places them (D58); absent where usageTotals is
+   * as good. May be above the truth, never below it (the monthly quota's rebuild, D11).
    */
   monthlyTraceCount?(key: { id: string; accountId: string }, monthStart: Date): Promise<number>;
   /** Sorted by cost, highest first. */

@@ -1,6 +1,7 @@
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { createValidator } from "@bufbuild/protovalidate";
 import { describe, expect, it } from "vitest";
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { SignUpRequestSchema } from "../../gen/calltrace/v1/auth_service_pb.js";
 import { TraceSchema, type Trace } from "../../gen/calltrace/v1/trace_pb.js";
 import { compileQuickValidity } from "../../src/ingest/quick-validity.js";
@@ -51,6 +52,8 @@ const candidates: Record<string, unknown[]> = {
   tokensAudioIn: [undefined, 0, 0, 1, -1],
   tokensAudioOut: [undefined, 0, 0, 350, 351],
   webSearchRequests: [undefined, 0, 3, 3, -1],
+  // Bounded by the pipeline, not by a rule: any timestamp, even an odd one, is the rules' valid.
+  calledAt: [undefined, timestampFromMs(Date.UTC(2026, 10, 26)), { seconds: -1n, nanos: 2_000_000_000 }],
 };
 
 /** A deterministic pseudo-random walk over the combinations (all of them would be millions). */

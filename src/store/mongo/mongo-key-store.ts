@@ -107,6 +107,7 @@ function toKey(doc: KeyDoc, account: AccountDoc | undefined): ApiKeyRecord {
     accountId: doc.accountId,
     // A key whose account is gone has no plan, and so no limits: the pipeline refuses it.
     plan: account?.plan ?? "",
+    ...(account?.retentionDays ? { retentionDays: account.retentionDays } : {}),
     scope: doc.scope === "read" ? "read" : "ingest",
     name: doc.name,
     prefix: doc.prefix,

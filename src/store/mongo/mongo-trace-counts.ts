@@ -14,7 +14,8 @@ const counterId = (keyId: string, at: Date) => `${keyId}:${at.toISOString().slic
 export async function addTraceCounts(c: MongoCollections, docs: TraceDoc[], sign: 1 | -1, timeoutMs: number): Promise<void> {
   const counts = new Map<string, { accountId: string; n: number }>();
   for (const doc of docs) {
-    const id = counterId(doc.meta.keyId, doc.receivedAt);
+    // Counted in the month the trace arrived, wherever its call time places it (D58).
+    const id = counterId(doc.meta.keyId, doc.arrivedAt ?? doc.receivedAt);
     const entry = counts.get(id);
     if (entry) entry.n += 1;
     else counts.set(id, { accountId: doc.meta.accountId, n: 1 });

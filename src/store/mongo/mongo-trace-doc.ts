@@ -1,9 +1,10 @@
 import { create } from "@bufbuild/protobuf";
-import { timestampFromMs, timestampMs } from "@bufbuild/protobuf/wkt";
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { ObjectId } from "mongodb";
 import { StoredTraceSchema, type StoredTrace } from "../../../gen/calltrace/v1/trace_pb.js";
 import { latencyBucket } from "../latency-bucket.js";
 import { traceIdCodec } from "../trace-id.js";
+import { arrivedAtMs, placedAtMs } from "../trace-time.js";
 
 /**
  * A trace in the traces collection. `meta` is the time-series meta field: traces of one key,
@@ -13,7 +14,10 @@ import { traceIdCodec } from "../trace-id.js";
  */
 export interface TraceDoc {
   _id: ObjectId;
+  /** Where the trace is placed (D58): its call time when it carries one, else its receipt. */
   receivedAt: Date;
+  /** When a trace that carries its call time was received; absent for others. */
+  arrivedAt?: Date;
   meta: { accountId: string; keyId: string; provider: string; model: string; status: string };
   country: string;
   tokensIn: number;
@@ -57,10 +61,12 @@ export interface TraceDoc {
 }
 
 export function traceToDoc(trace: StoredTrace, id: ObjectId): TraceDoc {
-  const receivedAt = new Date(timestampMs(trace.receivedAt!));
+  const receivedAt = new Date(placedAtMs(trace));
+  const arrivedAt = arrivedAtMs(trace);
   return {
     _id: id,
     receivedAt,
+    ...(arrivedAt === undefined ? {} : { arrivedAt: new Date(arrivedAt) }),
     meta: { accountId: trace.accountId, keyId: trace.keyId, provider: trace.provider, model: trace.model, status: trace.status },
     country: trace.country,
     tokensIn: trace.tokensIn,
@@ -102,7 +108,8 @@ export function traceToDoc(trace: StoredTrace, id: ObjectId): TraceDoc {
 export function traceFromDoc(doc: TraceDoc, id: string): StoredTrace {
   return create(StoredTraceSchema, {
     id,
-    receivedAt: timestampFromMs(doc.receivedAt.getTime()),
+    receivedAt: timestampFromMs((doc.arrivedAt ?? doc.receivedAt).getTime()),
+    ...(doc.arrivedAt ? { calledAt: timestampFromMs(doc.receivedAt.getTime()) } : {}),
     keyId: doc.meta.keyId,
     accountId: doc.meta.accountId,
     country: doc.country,

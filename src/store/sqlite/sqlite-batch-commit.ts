@@ -72,7 +72,7 @@ export function sqliteBatchCommit(db: Database.Database, cap: ValueCap): (batch:
     const stored: TraceValues[] = [];
     for (let i = 0; i < traces.length; i++) {
       const values = traces[i]!;
-      const [receivedAt, keyId, accountId] = values;
+      const [placedAt, keyId, accountId] = values;
       const idempotencyKey = idempotencyKeys[i];
       const otlpCallKey = values[28];
       if (idempotencyKey != null) {
@@ -90,7 +90,7 @@ export function sqliteBatchCommit(db: Database.Database, cap: ValueCap): (batch:
         continue;
       }
       stored.push(values);
-      lastUse.set(keyId, receivedAt);
+      lastUse.set(keyId, values[35] ?? placedAt);
     }
     for (const [keyId, at] of lastUse) statements.touchKey.run(at, keyId);
     addToRollups(stored);

@@ -425,6 +425,12 @@ export const migrations: readonly string[] = [
      updated_at INTEGER NOT NULL
    );
    CREATE INDEX reprice_jobs_state ON reprice_jobs(state);`,
+  // A trace's call time (D58): received_at becomes where a trace is placed, its call time when it
+  // carries one, so every index, page and roll-up places it there; arrived_at keeps its receipt
+  // (NULL: the same as received_at). The monthly quota counts by receipt: the index finds the few
+  // traces that arrived on another day than they are placed, which roll-ups count elsewhere.
+  `ALTER TABLE traces ADD COLUMN arrived_at INTEGER;
+   CREATE INDEX traces_key_arrived_apart ON traces(key_id, arrived_at) WHERE arrived_at / 86400000 <> received_at / 86400000;`,
 ];
 
 /** Brings the database to the current schema; safe to run from several processes at once. */

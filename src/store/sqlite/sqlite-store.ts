@@ -41,6 +41,7 @@ interface KeyRow {
   last_used_at: number | null;
   expires_at: number | null;
   scope: string;
+  retention_days: number | null;
 }
 
 /**
@@ -73,6 +74,14 @@ export function openSqliteStore(dataDir: string, options: RetentionOptions & Val
        UNION ALL
        SELECT provider, model, COUNT(*) AS calls FROM traces WHERE received_at >= @since AND received_at < @fromDay * ${dayMs} GROUP BY provider, model`,
     ),
+    // Traces placed from the month's first day, and those placed before it that arrived in it (D58).
+    monthlyTraceCount: db
+      .prepare(
+        `SELECT (SELECT COALESCE(SUM(calls), 0) FROM usage_daily WHERE account_id = @account AND key_id = @key AND day >= @since / ${dayMs})
+              + (SELECT COUNT(*) FROM traces WHERE key_id = @key AND arrived_at >= @since AND received_at < @since
+                   AND arrived_at / 86400000 <> received_at / 86400000)`,
+      )
+      .pluck(),
     exportPage: db.prepare(
       `SELECT * FROM traces WHERE seq > @after AND received_at >= @since AND received_at < @until
          AND (@account_id IS NULL OR account_id = @account_id)
@@ -85,11 +94,11 @@ export function openSqliteStore(dataDir: string, options: RetentionOptions & Val
       `SELECT COUNT(*) FROM api_keys WHERE account_id = ? AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)`,
     ).pluck(),
     renameKey: db.prepare(`UPDATE api_keys SET name = ? WHERE id = ?`),
-    keyByHash: db.prepare(`SELECT k.*, a.plan FROM api_keys k JOIN projects a ON a.id = k.account_id WHERE k.hash = ?`),
-    keyById: db.prepare(`SELECT k.*, a.plan FROM api_keys k JOIN projects a ON a.id = k.account_id WHERE k.id = ?`),
-    keysByPrefix: db.prepare(`SELECT k.*, a.plan FROM api_keys k JOIN projects a ON a.id = k.account_id WHERE k.prefix = ?`),
+    keyByHash: db.prepare(`SELECT k.*, a.plan, a.retention_days FROM api_keys k JOIN projects a ON a.id = k.account_id WHERE k.hash = ?`),
+    keyById: db.prepare(`SELECT k.*, a.plan, a.retention_days FROM api_keys k JOIN projects a ON a.id = k.account_id WHERE k.id = ?`),
+    keysByPrefix: db.prepare(`SELECT k.*, a.plan, a.retention_days FROM api_keys k JOIN projects a ON a.id = k.account_id WHERE k.prefix = ?`),
     listKeys: db.prepare(
-      `SELECT k.*, a.plan FROM api_keys k JOIN projects a ON a.id = k.account_id
+      `SELECT k.*, a.plan, a.retention_days FROM api_keys k JOIN projects a ON a.id = k.account_id
        WHERE (@account_id IS NULL OR k.account_id = @account_id) ORDER BY k.created_at, k.id`,
     ),
     revokeKey: db.prepare(`UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`),
@@ -162,6 +171,9 @@ export function openSqliteStore(dataDir: string, options: RetentionOptions & Val
     // by about a third under 50 concurrent clients).
     handover: { maxInFlight: 8, batchSize: 32 },
     otlpSpans: sqliteOtlpSpans(db),
+    async monthlyTraceCount(key, monthStart) {
+      return statements.monthlyTraceCount.get({ account: key.accountId, key: key.id, since: monthStart.getTime() }) as number;
+    },
     async *exportTraces(query: TraceQuery) {
       const params = {
         after: 0,
@@ -211,6 +223,7 @@ function toKey(row: KeyRow): ApiKeyRecord {
     id: row.id,
     accountId: row.account_id,
     plan: row.plan,
+    ...(row.retention_days ? { retentionDays: row.retention_days } : {}),
     scope: row.scope as KeyScope,
     name: row.name,
     prefix: row.prefix,

@@ -1,7 +1,8 @@
 import { create } from "@bufbuild/protobuf";
-import { timestampFromMs, timestampMs } from "@bufbuild/protobuf/wkt";
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { StoredTraceSchema, type StoredTrace, TraceSource } from "../../../gen/calltrace/v1/trace_pb.js";
 import type { TraceWrite } from "../trace-store.js";
+import { arrivedAtMs, placedAtMs } from "../trace-time.js";
 
 /** A row of the traces table. */
 export interface TraceRow {
@@ -45,6 +46,8 @@ export interface TraceRow {
   tokens_audio_in: number | null;
   tokens_audio_out: number | null;
   web_search_requests: number | null;
+  /** When a trace that carries its call time was received (D58); null for others, whose received_at is their receipt. */
+  arrived_at: number | null;
 }
 
 /**
@@ -87,6 +90,7 @@ export type TraceValues = [
   tokens_audio_in: number | null,
   tokens_audio_out: number | null,
   web_search_requests: number | null,
+  arrived_at: number | null,
 ];
 
 export const traceColumns = [
@@ -125,6 +129,7 @@ export const traceColumns = [
   "tokens_audio_in",
   "tokens_audio_out",
   "web_search_requests",
+  "arrived_at",
 ] as const satisfies readonly (keyof TraceRow)[];
 
 /**
@@ -139,7 +144,7 @@ export function writeToRow({ trace, idempotencyKey, otlpStartS }: TraceWrite): {
 
 function traceToValues(trace: StoredTrace, otlpCallKey: string | null, otlpStartS: number | null): TraceValues {
   return [
-    timestampMs(trace.receivedAt!),
+    placedAtMs(trace),
     trace.keyId,
     trace.accountId,
     trace.country,
@@ -174,6 +179,7 @@ function traceToValues(trace: StoredTrace, otlpCallKey: string | null, otlpStart
     trace.tokensAudioIn ?? null,
     trace.tokensAudioOut ?? null,
     trace.webSearchRequests ?? null,
+    arrivedAtMs(trace) ?? null,
   ];
 }
 
@@ -181,7 +187,9 @@ function traceToValues(trace: StoredTrace, otlpCallKey: string | null, otlpStart
 export function traceFromRow(row: TraceRow, id: string): StoredTrace {
   return create(StoredTraceSchema, {
     id,
-    receivedAt: timestampFromMs(row.received_at),
+    // received_at is where the trace is placed: its call time when it arrived with one (D58).
+    receivedAt: timestampFromMs(row.arrived_at ?? row.received_at),
+    ...(row.arrived_at === null ? {} : { calledAt: timestampFromMs(row.received_at) }),
     keyId: row.key_id,
     accountId: row.account_id,
     country: row.country,
