@@ -1,12 +1,14 @@
 // OTLP ingest throughput: OTLP/HTTP protobuf Exports of 100 GenAI spans each against the spec's
 // REST path, both on one calltrace process and embedded store, taking turns in rounds: stored spans
-// per second against REST traces per second, and the service's CPU time per stored trace.
+// per second against REST traces per second, and the service's CPU time per stored trace; the
+// Exports also with attributed spans (a user, a session, two metadata attributes), into a store
+// that already holds a million traces.
 import { readFileSync, rmSync } from "node:fs";
 import { loadavg } from "node:os";
 import { type LoadResult, wrkPost } from "./support/load.js";
-import { exportTemplate, otlpExportLoad } from "./support/otlp-load.js";
-import { benchStore, compiledService, loadSettings, startListening, storedTraceCount, waitUntilIdle } from "./support/processes.js";
-import { machineLine, table, writeResultsSection } from "./support/results.js";
+import { exportTemplate, otlpExportLoad, otlpMetadataAttributes } from "./support/otlp-load.js";
+import { benchStore, compiledService, loadSettings, seededStore, startListening, storedTraceCount, waitUntilIdle } from "./support/processes.js";
+import { guard, machineLine, table, writeResultsSection } from "./support/results.js";
 import { spanFloor } from "./support/span-floor.js";
 import { traceBody } from "../test/support/test-service.js";
 
@@ -21,7 +23,8 @@ const headers = { "Content-Type": "application/json", Authorization: `Bearer ${k
 const progress = (what: string) => console.error(`[bench otlp-ingest] ${what}`);
 
 const loadAtStart = loadavg()[0]!;
-const server = await startListening(compiledService("serve", "--port", "0"), env);
+const { seeding } = seededStore();
+const server = await startListening(compiledService("serve", "--port", "0"), { ...env, OTLP_METADATA_ATTRIBUTES: otlpMetadataAttributes });
 const url = `http://127.0.0.1:${server.port}`;
 /** The service process's CPU time (all threads), in ms: what a stored trace costs it, whatever the machine's load. */
 const cpuMs = () => {
@@ -29,23 +32,32 @@ const cpuMs = () => {
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
 };
 const rest: (LoadResult & { cpuUsPerTrace: number })[] = [];
-const otlp: (Awaited<ReturnType<typeof otlpExportLoad>> & { cpuUsPerTrace: number })[] = [];
+type OtlpRound = Awaited<ReturnType<typeof otlpExportLoad>> & { cpuUsPerTrace: number };
+const otlp: OtlpRound[] = [];
+const otlpAttributed: OtlpRound[] = [];
+/** An OTLP turn: its warm-up apart, then the measured run with the service's CPU over it. */
+const otlpTurn = async (warmupSeconds: number, attributed: boolean): Promise<OtlpRound> => {
+  if (warmupSeconds > 0)
+    await otlpExportLoad(url, key, { ...settings, connections: exporters, seconds: warmupSeconds, warmupSeconds: 0 }, spansPerExport, attributed);
+  const cpu = cpuMs();
+  const o = await otlpExportLoad(url, key, { ...settings, connections: exporters, warmupSeconds: 0 }, spansPerExport, attributed);
+  return { ...o, cpuUsPerTrace: ((cpuMs() - cpu) * 1000) / (o.exports * spansPerExport) };
+};
 for (let round = 0; round < rounds; round++) {
   const warmupSeconds = round === 0 ? settings.warmupSeconds : 0;
   // Each turn starts once the service is idle: its writer thread and WAL checkpoints go on after a turn.
   await waitUntilIdle([server.child.pid!]);
   progress(`round ${round + 1} of ${rounds}: REST`);
   if (warmupSeconds > 0) await wrkPost(`${url}/v1/traces`, body, headers, { ...settings, seconds: warmupSeconds, warmupSeconds: 0 });
-  let cpu = cpuMs();
+  const cpu = cpuMs();
   const r = await wrkPost(`${url}/v1/traces`, body, headers, { ...settings, warmupSeconds: 0 });
   rest.push({ ...r, cpuUsPerTrace: ((cpuMs() - cpu) * 1000) / (r.requestsPerSecond * settings.seconds) });
   await waitUntilIdle([server.child.pid!]);
   progress(`round ${round + 1} of ${rounds}: OTLP`);
-  if (warmupSeconds > 0)
-    await otlpExportLoad(url, key, { ...settings, connections: exporters, seconds: warmupSeconds, warmupSeconds: 0 }, spansPerExport);
-  cpu = cpuMs();
-  const o = await otlpExportLoad(url, key, { ...settings, connections: exporters, warmupSeconds: 0 }, spansPerExport);
-  otlp.push({ ...o, cpuUsPerTrace: ((cpuMs() - cpu) * 1000) / (o.exports * spansPerExport) });
+  otlp.push(await otlpTurn(warmupSeconds, false));
+  await waitUntilIdle([server.child.pid!]);
+  progress(`round ${round + 1} of ${rounds}: OTLP, attributed spans`);
+  otlpAttributed.push(await otlpTurn(warmupSeconds, true));
 }
 const rss = server.peakRssMiB();
 await server.stop();
@@ -65,6 +77,9 @@ progress("the floor of a span's cost");
 const floor = await spanFloor(exportTemplate(spansPerExport).template, targetRate);
 const floorUs = floor.readUs + floor.keyedRowUs;
 const otlpErrors = otlp.reduce((n, o) => n + o.errors, 0);
+const attributedRatios = otlpAttributed.map((o, i) => o.spansPerSecond / otlp[i]!.spansPerSecond);
+const spansGuard = guard("OTLP spans/s ≥ 0.9× REST traces/s", ratio, 0.9);
+console.error(`[bench otlp-ingest] guard ${spansGuard.line}`);
 const rows = [
   [
     "REST `POST /v1/traces`, one trace per request (wrk, 50 connections)",
@@ -84,14 +99,25 @@ const rows = [
     `**${fmt(ratio, 2)}** (${ratios.map((x) => fmt(x, 2)).join(", ")})`,
     otlpErrors,
   ],
+  [
+    `OTLP/HTTP protobuf, ${spansPerExport} attributed GenAI spans per Export (${exporters} exporters)`,
+    `${fmt(median(otlpAttributed.map((o) => o.requestsPerSecond)), 0)} Exports/s = **${fmt(median(otlpAttributed.map((o) => o.spansPerSecond)), 0)} spans/s**`,
+    fmt(median(otlpAttributed.map((o) => o.p50Ms)), 2),
+    fmt(Math.max(...otlpAttributed.map((o) => o.p99Ms)), 2),
+    fmt(median(otlpAttributed.map((o) => o.cpuUsPerTrace)), 0),
+    `**${fmt(median(attributedRatios), 2)}× plain OTLP** (${attributedRatios.map((x) => fmt(x, 2)).join(", ")})`,
+    otlpAttributed.reduce((n, o) => n + o.errors, 0),
+  ],
 ];
 const markdown = `## OTLP ingest against REST (\`npm run bench\`, bench/otlp-ingest.ts)
 
-${machineLine()}; one calltrace process on the embedded store, loaded in turns: REST (wrk -t1, 50 connections) then OTLP/HTTP protobuf Exports (${exporters} exporters, each sending one Export at a time on a keep-alive connection), ${settings.warmupSeconds} s warm-up each, then ${rounds} rounds of ${settings.seconds} s each. Every Export is new (fresh trace and response ids patched into one encoded template of OpenLLMetry-like \`openai.chat\` spans), so each span is mapped, priced, validated, checked against the calls stored before (D37) and durably committed (SQLite WAL, synchronous=FULL, group commit) before the Export's 200; an Export that was not 200, or whose response reported a rejected span, counts as an error. Throughput and p50 are the median round, p99 the worst round (per request: one trace for REST, one Export of ${spansPerExport} for OTLP); the ratio is OTLP's stored spans/s over REST's traces/s in the same round (each round's in brackets). CPU µs per trace is the service process's CPU time (all threads) over the traces stored in the round, a figure the machine's load moves less than throughput. Peak RSS ${fmt(rss, 0)} MiB; ${stored} traces were in the store after the run. Machine load (1-minute load average on its 2 cores, shared with other work): ${loadAtStart.toFixed(1)} at the start, ${loadAtEnd.toFixed(1)} at the end.
+${machineLine()}; one calltrace process on the embedded store, which held ${seeding.traces.toLocaleString("en-US")} attributed traces before the run (as bench/ingest.ts's), loaded in turns: REST (wrk -t1, 50 connections) then OTLP/HTTP protobuf Exports (${exporters} exporters, each sending one Export at a time on a keep-alive connection), ${settings.warmupSeconds} s warm-up each, then ${rounds} rounds of ${settings.seconds} s each. Every Export is new (fresh trace and response ids patched into one encoded template of OpenLLMetry-like \`openai.chat\` spans), so each span is mapped, priced, validated, checked against the calls stored before (D37) and durably committed (SQLite WAL, synchronous=FULL, group commit) before the Export's 200; an Export that was not 200, or whose response reported a rejected span, counts as an error. Throughput and p50 are the median round, p99 the worst round (per request: one trace for REST, one Export of ${spansPerExport} for OTLP); the ratio is OTLP's stored spans/s over REST's traces/s in the same round (each round's in brackets). CPU µs per trace is the service process's CPU time (all threads) over the traces stored in the round, a figure the machine's load moves less than throughput. Peak RSS ${fmt(rss, 0)} MiB; ${stored} traces were in the store after the run. Machine load (1-minute load average on its 2 cores, shared with other work): ${loadAtStart.toFixed(1)} at the start, ${loadAtEnd.toFixed(1)} at the end.
 
 ${table(["target", "throughput", "p50 ms", "p99 ms", "CPU µs per trace", "ratio to REST traces/s", "non-2xx / errors"], rows)}
 
-Target: OTLP at least 10× the REST path's traces/s in stored spans/s, every span committed before its 200: **${ratio >= 10 && otlpErrors === 0 ? "met" : "not met"}**.
+The attributed Exports' spans each carry a \`user.id\` of 10,000, a \`session.id\` drawn from a million and two attributes kept as metadata (\`feature\` of 20 values, \`team\` of 5, the service's OTLP_METADATA_ATTRIBUTES), drawn afresh for every span of every Export, and the resource's environment (OTLP has no tags); their ratio is to the plain Exports' spans/s in the same round.
+
+Regression guard (the retired 10× target's floor, issue 27): ${spansGuard.markdown}, every span committed before its 200 (${otlpErrors} errors).
 
 The floor, measured in this run once the service had stopped (bench/support/span-floor.ts, one thread, the service's compiled code): 10× the REST path's ${fmt(restRate, 0)} traces/s is ${fmt(targetRate, 0)} spans/s, which leaves each span ${fmt(budgetUs, 1)} µs of CPU on the machine's 2 cores, the load driver's share included. Reading a span of this load's Exports and mapping it to a priced trace costs ${fmt(floor.readUs, 1)} µs. Its durable row (WAL, synchronous=FULL, commits of 1,000 rows) in the store's traces table costs ${fmt(floor.rowUs, 1)} µs with none of its indexes, and ${fmt(floor.keyedRowUs, 1)} µs with only the one the retry promise needs, the unique call key (D37, D44), whose start second holds as many keys as it would at the target's rate. Reading and a deduplicated row alone come to ${fmt(floorUs, 1)} µs, ${fmt(floorUs / budgetUs, 2)}× the budget, before HTTP, the key's check, validation, the hand-over to the writer thread, the nested-span look-up, the dashboard's indexes and roll-ups, and garbage collection. ${floorUs > budgetUs ? `So with SQLite, the embedded store's engine, no design that reads every span and keeps a durable, deduplicated row of it before the 200 reaches 10× on this machine; without the retry key, reading and the bare row would still take ${fmt(floor.readUs + floor.rowUs, 1)} µs of the ${fmt(budgetUs, 1)}.` : `So the floor leaves ${fmt(budgetUs - floorUs, 1)} µs per span for the rest of the path.`}
 

@@ -35,31 +35,70 @@ function require(tool: string, install: string): void {
   if (spawnSync("sh", ["-c", `command -v ${tool}`]).status !== 0) throw new Error(`${tool} is not installed: ${install}`);
 }
 
-/** HTTP/1.1 keep-alive load with wrk (one thread: the other core belongs to the server). */
-export async function wrkPost(url: string, body: string | Uint8Array, headers: Record<string, string>, settings: LoadSettings): Promise<LoadResult> {
+/**
+ * HTTP/1.1 keep-alive load with wrk (one thread: the other core belongs to the server). Several
+ * bodies are sent in turn, each request the next: wrk formats them all once, before the run, so
+ * a request costs wrk a table look-up more than one fixed body does.
+ */
+export async function wrkPost(
+  url: string,
+  body: string | Uint8Array | (string | Uint8Array)[],
+  headers: Record<string, string>,
+  settings: LoadSettings,
+): Promise<LoadResult> {
   require("wrk", "apt-get install -y wrk");
   const dir = mkdtempSync(join(tmpdir(), "calltrace-wrk-"));
   const script = join(dir, "post.lua");
   const headerLines = Object.entries(headers)
     .map(([k, v]) => `wrk.headers[${JSON.stringify(k)}] = ${JSON.stringify(v)}`)
     .join("\n");
-  // A binary body (protobuf) as a Lua string of decimal escapes, one per byte.
-  const luaBody = typeof body === "string" ? JSON.stringify(body) : `"${Array.from(body, (b) => `\\${b}`).join("")}"`;
-  writeFileSync(script, `wrk.method = "POST"\nwrk.body = ${luaBody}\n${headerLines}\n`);
+  writeFileSync(script, `wrk.method = "POST"\n${headerLines}\n${Array.isArray(body) ? bodiesInTurn(body, join(dir, "bodies")) : `wrk.body = ${luaString(body)}`}\n`);
   const run = async (seconds: number) => {
     const result = await runTool("wrk", ["-t1", `-c${settings.connections}`, `-d${seconds}s`, "--latency", "-s", script, url]);
     if (result.status !== 0) throw new Error(`wrk failed: ${result.stderr}`);
     return result.stdout;
   };
-  if (settings.warmupSeconds > 0) await run(settings.warmupSeconds);
-  const out = await run(settings.seconds);
-  const latency = (pct: string) => toMs(new RegExp(`^\\s*${pct}%\\s+([\\d.]+)(us|ms|s)`, "m").exec(out));
-  return {
-    requestsPerSecond: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? 0),
-    p50Ms: latency("50"),
-    p99Ms: latency("99"),
-    errors: Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(out)?.[1] ?? 0) + Number(/Socket errors:.*?timeout (\d+)/.exec(out)?.[1] ?? 0),
-  };
+  try {
+    if (settings.warmupSeconds > 0) await run(settings.warmupSeconds);
+    const out = await run(settings.seconds);
+    const latency = (pct: string) => toMs(new RegExp(`^\\s*${pct}%\\s+([\\d.]+)(us|ms|s)`, "m").exec(out));
+    return {
+      requestsPerSecond: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? 0),
+      p50Ms: latency("50"),
+      p99Ms: latency("99"),
+      errors: Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(out)?.[1] ?? 0) + Number(/Socket errors:.*?timeout (\d+)/.exec(out)?.[1] ?? 0),
+    };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** A body as a Lua string literal; a binary one (protobuf) as decimal escapes, one per byte. */
+function luaString(body: string | Uint8Array): string {
+  return typeof body === "string" ? JSON.stringify(body) : `"${Array.from(body, (b) => `\\${b}`).join("")}"`;
+}
+
+/** Lua that reads `bodies` (written to `file`, each as its length, a newline and its bytes) and sends them in turn. */
+function bodiesInTurn(bodies: (string | Uint8Array)[], file: string): string {
+  writeFileSync(file, Buffer.concat(bodies.flatMap((b) => { const bytes = Buffer.from(b); return [Buffer.from(`${bytes.length}\n`), bytes]; })));
+  return `local requests = {}
+local sent = 0
+function init(args)
+  local f = assert(io.open(${JSON.stringify(file)}, "rb"))
+  local data = f:read("*a")
+  f:close()
+  local at = 1
+  while at <= #data do
+    local newline = string.find(data, "\\n", at, true)
+    local length = tonumber(string.sub(data, at, newline - 1))
+    requests[#requests + 1] = wrk.format(nil, nil, nil, string.sub(data, newline + 1, newline + length))
+    at = newline + 1 + length
+  end
+end
+function request()
+  sent = sent % #requests + 1
+  return requests[sent]
+end`;
 }
 
 function toMs(match: RegExpExecArray | null): number {
@@ -90,13 +129,16 @@ async function callsToMeasure(settings: LoadSettings, lastRate: number | undefin
  */
 export async function ghzIngest(
   target: string,
-  data: unknown,
+  data: GhzData,
   metadata: Record<string, string>,
   settings: LoadSettings,
   /** Calls per second measured before: sizes the run when there is no warm-up to measure it. */
   lastRate?: number,
 ): Promise<LoadResult> {
   require("ghz", "go install github.com/bojand/ghz/cmd/ghz@v0.120.0");
+  const dir = mkdtempSync(join(tmpdir(), "calltrace-ghz-"));
+  const messagesFile = join(dir, "messages");
+  if ("messages" in data) writeFileSync(messagesFile, data.messages);
   const args = (length: string[]) => [
     "--insecure",
     "--proto",
@@ -105,8 +147,7 @@ export async function ghzIngest(
     "proto,third_party/protovalidate,third_party/googleapis",
     "--call",
     "calltrace.v1.TraceService.Ingest",
-    "-d",
-    JSON.stringify(data),
+    ...("json" in data ? ["-d", JSON.stringify(data.json)] : ["--binary-file", messagesFile]),
     "-m",
     JSON.stringify(metadata),
     "-c",
@@ -135,12 +176,22 @@ export async function ghzIngest(
     if (result.status !== 0 && !result.stdout) throw new Error(`ghz failed: ${result.stderr}`);
     return JSON.parse(result.stdout) as GhzReport;
   };
-  const calls = await callsToMeasure(settings, lastRate, async (seconds) => (await run(["-z", `${seconds}s`])).rps);
-  const report = await run(["-n", String(calls)]);
-  const pct = (p: number) => (report.latencyDistribution.find((d) => d.percentage === p)?.latency ?? Number.NaN) / 1e6;
-  const errors = Object.entries(report.statusCodeDistribution).reduce((n, [code, count]) => n + (code === "OK" ? 0 : count), 0);
-  return { requestsPerSecond: report.rps, p50Ms: pct(50), p99Ms: pct(99), errors };
+  try {
+    const calls = await callsToMeasure(settings, lastRate, async (seconds) => (await run(["-z", `${seconds}s`])).rps);
+    const report = await run(["-n", String(calls)]);
+    const pct = (p: number) => (report.latencyDistribution.find((d) => d.percentage === p)?.latency ?? Number.NaN) / 1e6;
+    const errors = Object.entries(report.statusCodeDistribution).reduce((n, [code, count]) => n + (code === "OK" ? 0 : count), 0);
+    return { requestsPerSecond: report.rps, p50Ms: pct(50), p99Ms: pct(99), errors };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
+
+/**
+ * What ghz sends: one message, as JSON, in every call; or several, size-delimited binary, which
+ * ghz decodes once before the run and sends in turn, each call the next.
+ */
+export type GhzData = { json: unknown } | { messages: Uint8Array };
 
 interface GhzReport {
   rps: number;

@@ -6,6 +6,7 @@ import {
   ExportTraceServiceResponseSchema,
 } from "../../gen/opentelemetry/proto/collector/trace/v1/trace_service_pb.js";
 import { attributes } from "../../test/otlp/otlp-support.js";
+import { attributedCardinality } from "./attributed-traffic.js";
 import { type LoadResult, type LoadSettings, percentile } from "./load.js";
 
 /**
@@ -21,8 +22,10 @@ export async function otlpExportLoad(
   key: string,
   settings: LoadSettings,
   spansPerExport: number,
+  /** Spans with a user, session, two metadata attributes and an environment, drawn afresh in every Export (exportTemplate). */
+  attributed = false,
 ): Promise<LoadResult & { spansPerSecond: number; exports: number }> {
-  const { template, counterOffsets, responseIdOffsets, startOffsets, endOffsets } = exportTemplate(spansPerExport);
+  const { template, counterOffsets, responseIdOffsets, startOffsets, endOffsets, drawn } = exportTemplate(spansPerExport, attributed);
   const agent = new Agent({ keepAlive: true, maxSockets: settings.connections });
   let counter = 0;
   const next = () => {
@@ -41,6 +44,8 @@ export async function otlpExportLoad(
     const end = BigInt(Date.now()) * 1_000_000n;
     for (const offset of startOffsets) body.writeBigUInt64LE(end - spanNanos, offset);
     for (const offset of endOffsets) body.writeBigUInt64LE(end, offset);
+    for (const { offsets, digits, values } of drawn)
+      for (const offset of offsets) body.write(String(Math.floor(Math.random() * values)).padStart(digits, "0"), offset, "latin1");
     return body;
   };
 
@@ -72,16 +77,35 @@ export async function otlpExportLoad(
 const spanNanos = 842_000_000n;
 
 /**
+ * The attribution an attributed Export's spans carry, at the cardinality of
+ * bench/support/attributed-traffic.ts (OTLP has no tags): each value's digits are drawn per span
+ * and Export; the template holds `#`s in their place. The environment is the resource's.
+ */
+const drawnAttributes = [
+  { name: "user.id", prefix: "user-", digits: 5, values: attributedCardinality.users },
+  { name: "session.id", prefix: "session-", digits: 7, values: attributedCardinality.sessions },
+  { name: "feature", prefix: "feature-", digits: 2, values: attributedCardinality.features },
+  { name: "team", prefix: "team-", digits: 1, values: attributedCardinality.teams },
+];
+/** The span attributes an attributed Export keeps as metadata (the service's OTLP_METADATA_ATTRIBUTES). */
+export const otlpMetadataAttributes = "feature,team";
+
+/**
  * An Export whose spans' trace ids end in 4 bytes, whose response ids (as OpenLLMetry's openai
  * spans carry them) end in 8 hex digits, and whose start and end times (fixed64) are to be
  * overwritten per Export: their offsets in the encoding.
  */
-export function exportTemplate(spans: number): {
+export function exportTemplate(
+  spans: number,
+  attributed = false,
+): {
   template: Buffer;
   counterOffsets: number[];
   responseIdOffsets: number[];
   startOffsets: number[];
   endOffsets: number[];
+  /** Where each drawn attribute's digits are, and how many values it has. */
+  drawn: { offsets: number[]; digits: number; values: number }[];
 } {
   const now = BigInt(Date.now()) * 1_000_000n;
   const traceIds = Array.from({ length: spans }, () => Buffer.concat([randomBytes(12), Buffer.from([0xde, 0xad, 0xbe, 0xef])]));
@@ -110,7 +134,9 @@ export function exportTemplate(spans: number): {
                 "gen_ai.usage.output_tokens": 567,
                 "gen_ai.usage.cache_read.input_tokens": 1000,
                 "gen_ai.is_streaming": false,
-                "user.id": "cust_42",
+                ...(attributed
+                  ? Object.fromEntries(drawnAttributes.map((a) => [a.name, a.prefix + "#".repeat(a.digits)]))
+                  : { "user.id": "cust_42" }),
               }),
             })),
           },
@@ -125,7 +151,9 @@ export function exportTemplate(spans: number): {
   const endOffsets = fixed64Offsets(template, 8, now);
   if (counterOffsets.some((o) => o < 12) || responseIdOffsets.some((o) => o < 8)) throw new Error("an id is not in the encoded Export");
   if (startOffsets.length !== spans || endOffsets.length !== spans) throw new Error("a span time is not in the encoded Export");
-  return { template, counterOffsets, responseIdOffsets, startOffsets, endOffsets };
+  const drawn = (attributed ? drawnAttributes : []).map((a) => ({ offsets: textOffsets(template, a.prefix + "#".repeat(a.digits), a.prefix.length), ...a }));
+  if (drawn.some((d) => d.offsets.length !== spans)) throw new Error("a drawn attribute is not in every span of the encoded Export");
+  return { template, counterOffsets, responseIdOffsets, startOffsets, endOffsets, drawn };
 }
 
 /** Where a fixed64 field (its tag, then `value`) holds `value` in `encoded`: the offsets of the value. */
@@ -135,6 +163,13 @@ function fixed64Offsets(encoded: Buffer, fieldNumber: number, value: bigint): nu
   field.writeBigUInt64LE(value, 1);
   const offsets: number[] = [];
   for (let at = encoded.indexOf(field); at >= 0; at = encoded.indexOf(field, at + 9)) offsets.push(at + 1);
+  return offsets;
+}
+
+/** Where `text` is in `encoded`, each offset moved on by `skip`. */
+function textOffsets(encoded: Buffer, text: string, skip: number): number[] {
+  const offsets: number[] = [];
+  for (let at = encoded.indexOf(text, 0, "latin1"); at >= 0; at = encoded.indexOf(text, at + text.length, "latin1")) offsets.push(at + skip);
   return offsets;
 }
 

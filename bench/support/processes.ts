@@ -1,8 +1,10 @@
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { attributedStoredTrace, seededRandom } from "./attributed-traffic.js";
+import { bulkSeed, type SeedRate } from "./bulk-seed.js";
 
 export const repoRoot = fileURLToPath(new URL("../..", import.meta.url));
 
@@ -41,12 +43,22 @@ export async function startListening(args: string[], env: NodeJS.ProcessEnv = {}
   };
 }
 
-/** CPU seconds a process has used so far, all its threads (utime + stime of /proc/PID/stat). */
-function cpuSeconds(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+/** CPU seconds a process (`/proc/PID/stat`) or one of its threads (`/proc/PID/task/TID/stat`) has used so far: utime + stime. */
+function cpuSecondsOf(statFile: string): number {
+  const stat = readFileSync(statFile, "utf8");
   // The fields after the command name, which is in parentheses and may hold spaces.
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   return (Number(fields[11]) + Number(fields[12])) / 100; // clock ticks (USER_HZ is 100 on Linux)
+}
+
+/** CPU seconds a process has used so far, all its threads. */
+export function cpuSeconds(pid: number): number {
+  return cpuSecondsOf(`/proc/${pid}/stat`);
+}
+
+/** CPU seconds each thread of a process has used so far, by thread id (the main thread's is the process id). */
+export function threadCpuSeconds(pid: number): Map<number, number> {
+  return new Map(readdirSync(`/proc/${pid}/task`).map((tid) => [Number(tid), cpuSecondsOf(`/proc/${pid}/task/${tid}/stat`)]));
 }
 
 /**
@@ -127,15 +139,52 @@ export function loadSettings(connections = 50) {
   };
 }
 
+/** Traces already in the store each ingest benchmark loads (BENCH_SEED_TRACES), as a store in use holds them. */
+const seededTraces = Number(process.env.BENCH_SEED_TRACES ?? 1_000_000);
+
 /**
  * A fresh embedded store with a key on a plan whose limits never throttle the run, so every
- * request takes the accepted path (D19): its directory, the environment that points calltrace
- * at it, and the key.
+ * request takes the accepted path (D19), holding `seededTraces` attributed traces of the key's
+ * project over the last 30 days: its directory, the environment that points calltrace at it,
+ * and the key. A copy of one seeded store (seededStore), seeded once per `npm run bench`.
  */
 export function benchStore(): { dataDir: string; env: NodeJS.ProcessEnv; key: string } {
+  const seeded = seededStore();
   const dataDir = mkdtempSync(join(tmpdir(), "calltrace-bench-"));
+  copyFileSync(join(seeded.dataDir, "calltrace.db"), join(dataDir, "calltrace.db"));
+  return { dataDir, ...storeSettings(dataDir), key: seeded.key };
+}
+
+/** The plans file (written into `dataDir`) and the environment of a bench store. */
+function storeSettings(dataDir: string): { env: NodeJS.ProcessEnv } {
   const plansFile = join(dataDir, "plans.json");
   writeFileSync(plansFile, JSON.stringify({ bench: { per_minute: 1_000_000_000, per_month: 1_000_000_000 } }));
-  const env = { DATA_DIR: dataDir, PLANS_FILE: plansFile, LOG_LEVEL: "info" };
-  return { dataDir, env, key: calltrace(["keys", "create", "--plan", "bench"], env) };
+  return { env: { DATA_DIR: dataDir, PLANS_FILE: plansFile, LOG_LEVEL: "info" } };
 }
+
+/**
+ * The seeded store every benchStore copies: made on first use, through the store's bulk path
+ * (bench/support/bulk-seed.ts), and kept for the benchmarks after (bench/run.ts sets
+ * CALLTRACE_BENCH_SEEDED to its directory, and removes it at the end). Its seeding rate is kept
+ * beside it, for the benchmarks to report.
+ */
+export function seededStore(): { dataDir: string; key: string; seeding: SeedRate } {
+  const existing = process.env.CALLTRACE_BENCH_SEEDED;
+  if (existing && existsSync(join(existing, "seeded.json"))) return { dataDir: existing, ...JSON.parse(readFileSync(join(existing, "seeded.json"), "utf8")) };
+  const dataDir = mkdtempSync(join(tmpdir(), "calltrace-bench-seeded-"));
+  const { env } = storeSettings(dataDir);
+  const key = calltrace(["keys", "create", "--plan", "bench"], env);
+  const [created] = JSON.parse(calltrace(["keys", "list", "--json"], env)) as { id: string; project: string }[];
+  const rand = seededRandom(27);
+  const start = Date.now() - 30 * dayMs;
+  const step = (30 * dayMs - 60_000) / seededTraces;
+  const owner = { accountId: created!.project, keyId: created!.id };
+  const seeding = bulkSeed(dataDir, seededTraces, (i) => ({ trace: attributedStoredTrace(rand, owner, Math.floor(start + i * step)), idempotencyKey: undefined }), (line) =>
+    console.error(`[bench seed] ${line}`),
+  );
+  writeFileSync(join(dataDir, "seeded.json"), JSON.stringify({ key, seeding }));
+  process.env.CALLTRACE_BENCH_SEEDED = dataDir;
+  return { dataDir, key, seeding };
+}
+
+const dayMs = 86_400_000;

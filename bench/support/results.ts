@@ -24,3 +24,10 @@ export function table(header: string[], rows: (string | number)[][]): string {
 export function machineLine(): string {
   return `${new Date().toISOString().slice(0, 10)}, Node ${process.version}, ${process.platform}/${process.arch}`;
 }
+
+/** A regression guard: whether `ratio` holds at least `floor`, for the console and for RESULTS.md. */
+export function guard(name: string, ratio: number, floor: number): { held: boolean; line: string; markdown: string } {
+  const held = ratio >= floor;
+  const verdict = held ? "HELD" : "NOT HELD";
+  return { held, line: `${name}: ${verdict} (${ratio.toFixed(2)}×)`, markdown: `${name} **${verdict}** (${ratio.toFixed(2)}×)` };
+}
