@@ -7,6 +7,7 @@ import { type RowBatch, sqliteBatchCommit } from "../../src/store/sqlite/sqlite-
 import { openSqliteDatabase } from "../../src/store/sqlite/sqlite-database.js";
 import { writeToRow } from "../../src/store/sqlite/sqlite-trace-row.js";
 import type { TraceWrite } from "../../src/store/trace-store.js";
+import { defaultValuesPerDay, valueCap } from "../../src/store/value-cap.js";
 
 export interface SeedRate {
   traces: number;
@@ -26,7 +27,8 @@ const cacheKiB = 1 << 20;
 export function bulkSeed(dataDir: string, total: number, traceAt: (i: number) => TraceWrite, progress?: (line: string) => void): SeedRate {
   const db = openSqliteDatabase(join(dataDir, "calltrace.db"));
   db.pragma(`cache_size = -${cacheKiB}`);
-  const commit = sqliteBatchCommit(db);
+  // The service's default bound on values per attribute and day (D54), as a store in use has it.
+  const commit = sqliteBatchCommit(db, valueCap(defaultValuesPerDay));
   const started = performance.now();
   try {
     for (let i = 0; i < total; ) {
