@@ -120,6 +120,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       publicUrl: config.publicUrl,
       onKeysRevoked: (hashes) => verifier.forget(hashes),
       pricing: { prices: store.prices, cache: prices, reprice },
+      alerts: { store: store.alerts, secrets: alertSecrets, onDue: () => deliveries?.poke() },
     }),
   });
   const tls =

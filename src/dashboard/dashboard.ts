@@ -41,6 +41,11 @@ import { staticAssets } from "./static-assets.js";
 import { traceDownload } from "./trace-download.js";
 import { unexpectedErrors } from "./unexpected-errors.js";
 import { validationInterceptor } from "./validation-interceptor.js";
+import { AlertService } from "../../gen/calltrace/v1/alert_service_pb.js";
+import { alertService, type AlertServiceDeps } from "../alerts/alert-service.js";
+import { destinations } from "../alerts/destinations.js";
+import type { SecretBox } from "../alerts/secret-box.js";
+import type { AlertStore } from "../store/alert-store.js";
 
 export interface DashboardOptions {
   keys: KeyStore;
@@ -79,6 +84,8 @@ export interface DashboardOptions {
   /** Custom prices: the store, the ingest path's cache of them, and the re-price jobs. */
   pricing: Omit<PriceServiceDeps, "audit">;
   now?: () => Date;
+  /** Alert rules, destinations and deliveries (AlertService), with the box that seals their secrets. */
+  alerts: { store: AlertStore; secrets: SecretBox } & Pick<AlertServiceDeps, "onDue" | "ruleValues">;
 }
 
 export type DashboardLimits = Pick<
@@ -96,7 +103,7 @@ export type DashboardLimits = Pick<
 
 /** The web dashboard: its Connect services and the paths the web app is served from. */
 export interface Dashboard {
-  /** Registers AuthService, AccountService, QueryService, TeamService and PriceService. */
+  /** Registers AuthService, AccountService, QueryService, TeamService, PriceService and AlertService. */
   routes(router: ConnectRouter): void;
   /** Serves `/`, `/app/...`, the downloads (traces, audit log) and single sign-on's `/auth/oidc/...`; false for a path it does not own. */
   serve(req: NodeRequest, res: NodeResponse): boolean;
@@ -209,6 +216,18 @@ export function createDashboard(options: DashboardOptions): Dashboard {
         guarded,
       );
       router.service(PriceService, priceService({ ...options.pricing, audit }), guarded);
+      router.service(
+        AlertService,
+        alertService({
+          alerts: options.alerts.store,
+          keys: options.keys,
+          destinations: destinations(options.alerts.store, options.alerts.secrets),
+          audit,
+          onDue: options.alerts.onDue,
+          ruleValues: options.alerts.ruleValues,
+        }),
+        guarded,
+      );
     },
     serve(req, res) {
       const url = new URL(req.url ?? "/", "http://localhost");

@@ -1,5 +1,6 @@
 import type { DescService } from "@bufbuild/protobuf";
 import { AccountService } from "../../gen/calltrace/v1/account_service_pb.js";
+import { AlertService } from "../../gen/calltrace/v1/alert_service_pb.js";
 import { AuthService } from "../../gen/calltrace/v1/auth_service_pb.js";
 import { QueryService } from "../../gen/calltrace/v1/query_service_pb.js";
 import { PriceService } from "../../gen/calltrace/v1/price_service_pb.js";
@@ -78,6 +79,23 @@ export const rpcPolicies: Record<string, RpcPolicy> = {
     updatePrice: { kind: "project", permission: "project.settings" },
     deletePrice: { kind: "project", permission: "project.settings" },
     startReprice: { kind: "project", permission: "project.settings" },
+  }),
+  // Alert rules and destinations are project settings: viewers read them, admins change them.
+  ...policiesOf(AlertService, {
+    listRules: { kind: "project", permission: "project.read" },
+    createRule: { kind: "project", permission: "project.settings" },
+    updateRule: { kind: "project", permission: "project.settings" },
+    muteRule: { kind: "project", permission: "project.settings" },
+    deleteRule: { kind: "project", permission: "project.settings" },
+    listEvents: { kind: "project", permission: "project.read" },
+    listDestinations: { kind: "project", permission: "project.read" },
+    createDestination: { kind: "project", permission: "project.settings" },
+    deleteDestination: { kind: "project", permission: "project.settings" },
+    rotateDestinationSecret: { kind: "project", permission: "project.settings" },
+    enableDestination: { kind: "project", permission: "project.settings" },
+    listDeliveries: { kind: "project", permission: "project.read" },
+    resendDelivery: { kind: "project", permission: "project.settings" },
+    sendTestEvent: { kind: "project", permission: "project.settings" },
   }),
 };
 

@@ -1,5 +1,5 @@
 /** The calls that act on one project. */
-const projectScoped = /^(QueryService\/|PriceService\/|AccountService\/(GetAccount|ListKeys|CreateKey|RevokeKey|RenameKey)$)/;
+const projectScoped = /^(QueryService\/|PriceService\/|AlertService\/|AccountService\/(GetAccount|ListKeys|CreateKey|RevokeKey|RenameKey)$)/;
 
 /** A JSON answer whose shape each test checks for itself. */
 // biome-ignore lint/suspicious/noExplicitAny: tests read answers as loosely as JSON is

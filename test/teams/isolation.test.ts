@@ -1,5 +1,6 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { AccountService } from "../../gen/calltrace/v1/account_service_pb.js";
+import { AlertService } from "../../gen/calltrace/v1/alert_service_pb.js";
 import { AuthService } from "../../gen/calltrace/v1/auth_service_pb.js";
 import { PriceService } from "../../gen/calltrace/v1/price_service_pb.js";
 import { QueryService } from "../../gen/calltrace/v1/query_service_pb.js";
@@ -26,6 +27,9 @@ interface Ids {
   invitation: string;
   price: string;
   repriceJob: string;
+  rule: string;
+  destination: string;
+  delivery: string;
 }
 
 /**
@@ -120,6 +124,26 @@ const cases: Record<string, Record<string, Case>> = {
     StartReprice: project({ from: "2026-01-01T00:00:00Z" }),
     GetReprice: { foreign: (a, m) => ({ projectId: m.project, jobId: a.repriceJob }), unknown: (m) => ({ projectId: m.project, jobId: none }) },
   },
+  [AlertService.typeName]: {
+    ListRules: project(),
+    CreateRule: project({ rule: { kind: "ALERT_KIND_UNPRICED" } }),
+    // The rule's id travels inside the rule: Alice's project is named, with her rule.
+    UpdateRule: { foreign: (a) => ({ projectId: a.project, rule: { id: a.rule, kind: "ALERT_KIND_UNPRICED" } }), unknown: () => ({ projectId: none, rule: { id: none, kind: "ALERT_KIND_UNPRICED" } }) },
+    MuteRule: { foreign: (a, m) => ({ projectId: m.project, ruleId: a.rule, muted: true }), unknown: (m) => ({ projectId: m.project, ruleId: none, muted: true }) },
+    DeleteRule: { foreign: (a, m) => ({ projectId: m.project, ruleId: a.rule }), unknown: (m) => ({ projectId: m.project, ruleId: none }) },
+    ListEvents: project(),
+    ListDestinations: project(),
+    CreateDestination: project({ kind: "ALERT_DESTINATION_KIND_EMAIL", emails: ["x@example.com"] }),
+    DeleteDestination: { foreign: (a, m) => ({ projectId: m.project, destinationId: a.destination }), unknown: (m) => ({ projectId: m.project, destinationId: none }) },
+    RotateDestinationSecret: {
+      foreign: (a, m) => ({ projectId: m.project, destinationId: a.destination }),
+      unknown: (m) => ({ projectId: m.project, destinationId: none }),
+    },
+    EnableDestination: { foreign: (a, m) => ({ projectId: m.project, destinationId: a.destination }), unknown: (m) => ({ projectId: m.project, destinationId: none }) },
+    ListDeliveries: project(),
+    ResendDelivery: { foreign: (a, m) => ({ projectId: m.project, deliveryId: a.delivery }), unknown: (m) => ({ projectId: m.project, deliveryId: none }) },
+    SendTestEvent: { foreign: (a, m) => ({ projectId: m.project, destinationId: a.destination }), unknown: (m) => ({ projectId: m.project, destinationId: none }) },
+  },
 };
 
 /** What the answer says, with the id it names made anonymous, so two answers can be compared. */
@@ -147,6 +171,10 @@ describe("isolation: another organization's ids answer as unknown ones", () => {
     const me = (await client.ok("AuthService/GetSession")).session as Json;
     const price = (await client.ok("PriceService/CreatePrice", { spec: priceSpec })).price as Json;
     const job = (await client.ok("PriceService/StartReprice", { from: "2026-01-01T00:00:00Z" })).job as Json;
+    // A webhook to a port nothing listens on, a rule sending to it, and a test event's delivery.
+    const destination = (await client.ok("AlertService/CreateDestination", { kind: "ALERT_DESTINATION_KIND_WEBHOOK", url: "http://127.0.0.1:9/hook" })).destination as Json;
+    const rule = (await client.ok("AlertService/CreateRule", { rule: { kind: "ALERT_KIND_UNPRICED", destinationIds: [destination.id] } })).rule as Json;
+    const event = (await client.ok("AlertService/SendTestEvent", { destinationId: destination.id })).event as Json;
     return {
       project: client.project,
       organization: organizationId,
@@ -156,6 +184,9 @@ describe("isolation: another organization's ids answer as unknown ones", () => {
       invitation: invitation.invitation.id as string,
       price: price.id as string,
       repriceJob: job.id as string,
+      rule: rule.id as string,
+      destination: destination.id as string,
+      delivery: `${event.id}.${destination.id}`,
     };
   };
 
@@ -167,7 +198,7 @@ describe("isolation: another organization's ids answer as unknown ones", () => {
   });
 
   it("names every procedure of every dashboard service, and no other", () => {
-    const procedures = [AuthService, QueryService, AccountService, TeamService, PriceService].flatMap((s) => s.methods.map((m) => `/${s.typeName}/${m.name}`));
+    const procedures = [AuthService, QueryService, AccountService, TeamService, PriceService, AlertService].flatMap((s) => s.methods.map((m) => `/${s.typeName}/${m.name}`));
     const named = Object.entries(cases).flatMap(([service, methods]) => Object.keys(methods).map((m) => `/${service}/${m}`));
     expect(named.sort()).toEqual(procedures.sort());
     // And the server has a policy for each (a procedure without one is refused outright).
