@@ -1,7 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
-import { TraceFilterSchema, type TraceFilter } from "../../gen/calltrace/v1/query_pb.js";
+import { RunOrder, TraceFilterSchema, type TraceFilter } from "../../gen/calltrace/v1/query_pb.js";
 import {
   GetLatencyHistogramResponseSchema,
   GetUsageByCountryResponseSchema,
@@ -13,6 +13,9 @@ import {
   GetUsageByGroupResponseSchema,
   GetUsageByModelResponseSchema,
   GetUsageTotalsResponseSchema,
+  GetErrorGroupsResponseSchema,
+  GetRunResponseSchema,
+  ListRunsResponseSchema,
   ListTracesResponseSchema,
   type QueryService,
 } from "../../gen/calltrace/v1/query_service_pb.js";
@@ -25,6 +28,8 @@ import { projectFilter } from "../teams/project-retention.js";
 
 const defaultPageSize = 50;
 const defaultGroupLimit = 100;
+const defaultErrorGroups = 50;
+const defaultRuns = 50;
 
 /** QueryService: the store's reads, each for the one project the access interceptor let the caller read. */
 export function queryService(reader: TraceReader): ServiceImpl<typeof QueryService> {
@@ -101,6 +106,25 @@ export function queryService(reader: TraceReader): ServiceImpl<typeof QueryServi
     async getLatencyHistogram(request, context) {
       const buckets = await reader.latencyHistogram(projectOf(context), filterOf(request, context));
       return create(GetLatencyHistogramResponseSchema, { buckets });
+    },
+    async getErrorGroups(request, context) {
+      const { groups, totalErrors, totalGroups } = await reader.errorGroups(
+        projectOf(context),
+        filterOf(request, context),
+        request.limit || defaultErrorGroups,
+      );
+      return create(GetErrorGroupsResponseSchema, { groups, totalErrors: BigInt(totalErrors), totalGroups: BigInt(totalGroups) });
+    },
+    async listRuns(request, context) {
+      const order = request.order === RunOrder.COST ? "cost" : "recent";
+      const runs = await reader.listRuns(projectOf(context), filterOf(request, context), order, request.limit || defaultRuns);
+      return create(ListRunsResponseSchema, { runs });
+    },
+    async getRun(request, context) {
+      const detail = await reader.getRun(projectOf(context), request.id);
+      // Another project's run is as unknown as one that never existed.
+      if (!detail) throw new ConnectError(`no run with id ${JSON.stringify(request.id)}`, Code.NotFound);
+      return create(GetRunResponseSchema, detail);
     },
   };
 }

@@ -1,5 +1,6 @@
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import type { TraceFilter } from "../../gen/calltrace/v1/query_pb.js";
+import { storedErrorGroup } from "./error-groups-fold.js";
 
 /** The latest instant a JavaScript Date (and so a BSON date read back) can hold. */
 const latestMs = 8_640_000_000_000_000;
@@ -27,6 +28,8 @@ export interface ResolvedTraceFilter {
   modelContains: string | undefined;
   errorContains: string | undefined;
   otlpTraceId: string | undefined;
+  /** The stored error group (error-groups-fold.ts's storedErrorGroup). */
+  errorGroup: string | undefined;
 }
 
 /** The filter fields the daily roll-ups of key, provider, model and status cannot answer. */
@@ -40,7 +43,8 @@ export function filtersAttributes(filter: ResolvedTraceFilter): boolean {
     filter.service !== undefined ||
     filter.modelContains !== undefined ||
     filter.errorContains !== undefined ||
-    filter.otlpTraceId !== undefined
+    filter.otlpTraceId !== undefined ||
+    filter.errorGroup !== undefined
   );
 }
 
@@ -66,5 +70,6 @@ export function resolveTraceFilter(filter: TraceFilter, retentionMs: number, now
     modelContains: filter.modelContains || undefined,
     errorContains: filter.errorContains || undefined,
     otlpTraceId: filter.otlpTraceId || undefined,
+    errorGroup: filter.errorGroup ? storedErrorGroup(filter.errorGroup) : undefined,
   };
 }

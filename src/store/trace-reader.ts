@@ -1,4 +1,5 @@
 import type {
+  RunSummary,
   CountryUsage,
   DayGroupUsage,
   DayModelUsage,
@@ -12,7 +13,9 @@ import type {
   UsageTotals,
 } from "../../gen/calltrace/v1/query_pb.js";
 import type { StoredTrace } from "../../gen/calltrace/v1/trace_pb.js";
+import type { ErrorGroups } from "./error-groups-fold.js";
 import type { GroupDimension } from "./group-dimension.js";
+import type { RunDetail, RunOrder } from "./run-summary.js";
 import type { TraceSort } from "./trace-cursor.js";
 
 /** What page of traces to read: `cursor` is the previous page's `nextCursor`, made with the same sort. */
@@ -67,4 +70,10 @@ export interface TraceReader {
     values: string[],
     other?: boolean,
   ): Promise<DayGroupUsage[]>;
+  /** Failed calls grouped by masked message (error-group.ts), most calls first; at most `limit` groups. */
+  errorGroups(accountId: string, filter: TraceFilter, limit: number): Promise<ErrorGroups>;
+  /** Runs (D59) with a call in the filter's range, in `order`; at most `limit`. */
+  listRuns(accountId: string, filter: TraceFilter, order: RunOrder, limit: number): Promise<RunSummary[]>;
+  /** One run by its id (run-id.ts); undefined when it has no call in this account (within retention). */
+  getRun(accountId: string, runId: string): Promise<RunDetail | undefined>;
 }

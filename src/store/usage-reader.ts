@@ -89,7 +89,10 @@ export const hourMs = 3_600_000;
 export const maxHours = 48;
 
 /** The aggregate reads of TraceReader, built on an adapter's UsageCells. */
-export function usageReader(cells: UsageQuery, retentionMs: number): Omit<TraceReader, "listTraces" | "getTrace"> {
+export function usageReader(
+  cells: UsageQuery,
+  retentionMs: number,
+): Omit<TraceReader, "listTraces" | "getTrace" | "errorGroups" | "listRuns" | "getRun"> {
   const query = (accountId: string, filter: Parameters<TraceReader["usageTotals"]>[1], grouping: UsageGrouping) =>
     cells(accountId, resolveTraceFilter(filter, retentionMs), grouping);
 

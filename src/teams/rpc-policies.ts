@@ -38,6 +38,9 @@ export const rpcPolicies: Record<string, RpcPolicy> = {
     getUsageByGroup: projectRead,
     getUsageByGroupAndDay: projectRead,
     getTrace: projectRead,
+    getErrorGroups: projectRead,
+    listRuns: projectRead,
+    getRun: projectRead,
   }),
   ...policiesOf(AccountService, {
     getAccount: { kind: "project", permission: "project.read" },

@@ -67,6 +67,9 @@ const cases: Record<string, Record<string, Case>> = {
     GetLatencyHistogram: filtered,
     GetUsageByGroup: grouped,
     GetUsageByGroupAndDay: project({ dimension: "DIMENSION_USER", values: ["u"] }),
+    GetErrorGroups: filtered,
+    ListRuns: filtered,
+    GetRun: project({ id: "session:s1" }),
     GetTrace: {
       // Alice's trace id asked in Mallory's own project, and in Alice's.
       foreign: (a, m) => ({ projectId: m.project, id: a.trace }),

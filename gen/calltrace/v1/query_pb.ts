@@ -15,7 +15,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file calltrace/v1/query.proto.
  */
 export const file_calltrace_v1_query: GenFile = /*@__PURE__*/
-  fileDesc("ChhjYWxsdHJhY2UvdjEvcXVlcnkucHJvdG8SDGNhbGx0cmFjZS52MSKuBAoLVHJhY2VGaWx0ZXISKQoFc2luY2UYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEikKBXVudGlsGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIOCgZrZXlfaWQYAyABKAkSEAoIcHJvdmlkZXIYBCABKAkSDQoFbW9kZWwYBSABKAkSDgoGc3RhdHVzGAYgASgJEhkKB3VzZXJfaWQYByABKAlCCLpIBXIDGIACEhwKCnNlc3Npb25faWQYCCABKAlCCLpIBXIDGIACEhwKBHRhZ3MYCSADKAlCDrpIC5IBCBAUIgRyAhhAEmMKCG1ldGFkYXRhGAogAygLMicuY2FsbHRyYWNlLnYxLlRyYWNlRmlsdGVyLk1ldGFkYXRhRW50cnlCKLpIJZoBIhAgIhdyFRhAMhFeW0EtWmEtejAtOV8uLV0rJCoFcgMYgAQSHAoLZW52aXJvbm1lbnQYCyABKAlCB7pIBHICGEASGQoHc2VydmljZRgMIAEoCUIIukgFcgMYgAQSIAoObW9kZWxfY29udGFpbnMYDSABKAlCCLpIBXIDGIACEiAKDmVycm9yX2NvbnRhaW5zGA4gASgJQgi6SAVyAxiABBIeCg1vdGxwX3RyYWNlX2lkGA8gASgJQge6SARyAhggGi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJVCgpHcm91cFVzYWdlEg0KBXZhbHVlGAEgASgJEikKBnRvdGFscxgCIAEoCzIZLmNhbGx0cmFjZS52MS5Vc2FnZVRvdGFscxINCgVvdGhlchgDIAEoCCJbCg1EYXlHcm91cFVzYWdlEgsKA2RheRgBIAEoCRINCgV2YWx1ZRgCIAEoCRINCgVjYWxscxgDIAEoAxIQCghjb3N0X3VzZBgEIAEoARINCgVvdGhlchgFIAEoCCLHAQoLVXNhZ2VUb3RhbHMSDQoFY2FsbHMYASABKAMSDgoGZXJyb3JzGAIgASgDEhAKCGNvc3RfdXNkGAMgASgBEhEKCXRva2Vuc19pbhgEIAEoAxISCgp0b2tlbnNfb3V0GAUgASgDEhYKDmxhdGVuY3lfcDUwX21zGAYgASgFEhYKDmxhdGVuY3lfcDk1X21zGAcgASgFEhYKDnVucHJpY2VkX2NhbGxzGAggASgDEhgKEG1pc21hdGNoZWRfY2FsbHMYCSABKAMiWAoKTW9kZWxVc2FnZRIQCghwcm92aWRlchgBIAEoCRINCgVtb2RlbBgCIAEoCRIpCgZ0b3RhbHMYAyABKAsyGS5jYWxsdHJhY2UudjEuVXNhZ2VUb3RhbHMiaAoNRGF5TW9kZWxVc2FnZRILCgNkYXkYASABKAkSEAoIcHJvdmlkZXIYAiABKAkSDQoFbW9kZWwYAyABKAkSKQoGdG90YWxzGAQgASgLMhkuY2FsbHRyYWNlLnYxLlVzYWdlVG90YWxzIkIKCERheVVzYWdlEgsKA2RheRgBIAEoCRIpCgZ0b3RhbHMYAiABKAsyGS5jYWxsdHJhY2UudjEuVXNhZ2VUb3RhbHMiYAoJSG91clVzYWdlEigKBGhvdXIYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEikKBnRvdGFscxgCIAEoCzIZLmNhbGx0cmFjZS52MS5Vc2FnZVRvdGFscyJACgxDb3VudHJ5VXNhZ2USDwoHY291bnRyeRgBIAEoCRINCgVjYWxscxgCIAEoAxIQCghjb3N0X3VzZBgDIAEoASI2Cg1MYXRlbmN5QnVja2V0EhYKDnVwcGVyX2JvdW5kX21zGAEgASgFEg0KBWNhbGxzGAIgASgDIksKCVRyYWNlUGFnZRIpCgZ0cmFjZXMYASADKAsyGS5jYWxsdHJhY2UudjEuU3RvcmVkVHJhY2USEwoLbmV4dF9jdXJzb3IYAiABKAkqigIKCURpbWVuc2lvbhIZChVESU1FTlNJT05fVU5TUEVDSUZJRUQQABISCg5ESU1FTlNJT05fVVNFUhABEhUKEURJTUVOU0lPTl9TRVNTSU9OEAISEQoNRElNRU5TSU9OX1RBRxADEhYKEkRJTUVOU0lPTl9NRVRBREFUQRAEEhkKFURJTUVOU0lPTl9FTlZJUk9OTUVOVBAFEhEKDURJTUVOU0lPTl9LRVkQBhIWChJESU1FTlNJT05fUFJPVklERVIQBxITCg9ESU1FTlNJT05fTU9ERUwQCBIVChFESU1FTlNJT05fU0VSVklDRRAJEhoKFkRJTUVOU0lPTl9NRVRBREFUQV9LRVkQCiqGAQoKVHJhY2VPcmRlchIbChdUUkFDRV9PUkRFUl9VTlNQRUNJRklFRBAAEhQKEFRSQUNFX09SREVSX1RJTUUQARIUChBUUkFDRV9PUkRFUl9DT1NUEAISFwoTVFJBQ0VfT1JERVJfTEFURU5DWRADEhYKElRSQUNFX09SREVSX1RPS0VOUxAEQlIKEGRldi5jYWxsdHJhY2UudjFQAVotY2FsbHRyYWNlLmRldi9nZW4vZ28vY2FsbHRyYWNlL3YxO2NhbGx0cmFjZXYxqgIMQ2FsbHRyYWNlLlYxYgZwcm90bzM", [file_buf_validate_validate, file_calltrace_v1_trace, file_google_protobuf_timestamp]);
+  fileDesc("ChhjYWxsdHJhY2UvdjEvcXVlcnkucHJvdG8SDGNhbGx0cmFjZS52MSLMBAoLVHJhY2VGaWx0ZXISKQoFc2luY2UYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEikKBXVudGlsGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIOCgZrZXlfaWQYAyABKAkSEAoIcHJvdmlkZXIYBCABKAkSDQoFbW9kZWwYBSABKAkSDgoGc3RhdHVzGAYgASgJEhkKB3VzZXJfaWQYByABKAlCCLpIBXIDGIACEhwKCnNlc3Npb25faWQYCCABKAlCCLpIBXIDGIACEhwKBHRhZ3MYCSADKAlCDrpIC5IBCBAUIgRyAhhAEmMKCG1ldGFkYXRhGAogAygLMicuY2FsbHRyYWNlLnYxLlRyYWNlRmlsdGVyLk1ldGFkYXRhRW50cnlCKLpIJZoBIhAgIhdyFRhAMhFeW0EtWmEtejAtOV8uLV0rJCoFcgMYgAQSHAoLZW52aXJvbm1lbnQYCyABKAlCB7pIBHICGEASGQoHc2VydmljZRgMIAEoCUIIukgFcgMYgAQSIAoObW9kZWxfY29udGFpbnMYDSABKAlCCLpIBXIDGIACEiAKDmVycm9yX2NvbnRhaW5zGA4gASgJQgi6SAVyAxiABBIeCg1vdGxwX3RyYWNlX2lkGA8gASgJQge6SARyAhggEhwKC2Vycm9yX2dyb3VwGBAgASgJQge6SARyAhggGi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJVCgpHcm91cFVzYWdlEg0KBXZhbHVlGAEgASgJEikKBnRvdGFscxgCIAEoCzIZLmNhbGx0cmFjZS52MS5Vc2FnZVRvdGFscxINCgVvdGhlchgDIAEoCCJbCg1EYXlHcm91cFVzYWdlEgsKA2RheRgBIAEoCRINCgV2YWx1ZRgCIAEoCRINCgVjYWxscxgDIAEoAxIQCghjb3N0X3VzZBgEIAEoARINCgVvdGhlchgFIAEoCCLHAQoLVXNhZ2VUb3RhbHMSDQoFY2FsbHMYASABKAMSDgoGZXJyb3JzGAIgASgDEhAKCGNvc3RfdXNkGAMgASgBEhEKCXRva2Vuc19pbhgEIAEoAxISCgp0b2tlbnNfb3V0GAUgASgDEhYKDmxhdGVuY3lfcDUwX21zGAYgASgFEhYKDmxhdGVuY3lfcDk1X21zGAcgASgFEhYKDnVucHJpY2VkX2NhbGxzGAggASgDEhgKEG1pc21hdGNoZWRfY2FsbHMYCSABKAMiWAoKTW9kZWxVc2FnZRIQCghwcm92aWRlchgBIAEoCRINCgVtb2RlbBgCIAEoCRIpCgZ0b3RhbHMYAyABKAsyGS5jYWxsdHJhY2UudjEuVXNhZ2VUb3RhbHMiaAoNRGF5TW9kZWxVc2FnZRILCgNkYXkYASABKAkSEAoIcHJvdmlkZXIYAiABKAkSDQoFbW9kZWwYAyABKAkSKQoGdG90YWxzGAQgASgLMhkuY2FsbHRyYWNlLnYxLlVzYWdlVG90YWxzIkIKCERheVVzYWdlEgsKA2RheRgBIAEoCRIpCgZ0b3RhbHMYAiABKAsyGS5jYWxsdHJhY2UudjEuVXNhZ2VUb3RhbHMiYAoJSG91clVzYWdlEigKBGhvdXIYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEikKBnRvdGFscxgCIAEoCzIZLmNhbGx0cmFjZS52MS5Vc2FnZVRvdGFscyJACgxDb3VudHJ5VXNhZ2USDwoHY291bnRyeRgBIAEoCRINCgVjYWxscxgCIAEoAxIQCghjb3N0X3VzZBgDIAEoASI2Cg1MYXRlbmN5QnVja2V0EhYKDnVwcGVyX2JvdW5kX21zGAEgASgFEg0KBWNhbGxzGAIgASgDIksKCVRyYWNlUGFnZRIpCgZ0cmFjZXMYASADKAsyGS5jYWxsdHJhY2UudjEuU3RvcmVkVHJhY2USEwoLbmV4dF9jdXJzb3IYAiABKAkiKgoKVmFsdWVDb3VudBINCgV2YWx1ZRgBIAEoCRINCgVjYWxscxgCIAEoAyLvAgoKRXJyb3JHcm91cBIKCgJpZBgBIAEoCRIPCgdtZXNzYWdlGAIgASgJEg0KBWNhbGxzGAMgASgDEg0KBXNoYXJlGAQgASgBEi4KCmZpcnN0X3NlZW4YBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi0KCWxhc3Rfc2VlbhgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKAoGbW9kZWxzGAcgAygLMhguY2FsbHRyYWNlLnYxLlZhbHVlQ291bnQSEwoLbW9kZWxfY291bnQYCCABKAMSJgoEa2V5cxgJIAMoCzIYLmNhbGx0cmFjZS52MS5WYWx1ZUNvdW50EhEKCWtleV9jb3VudBgKIAEoAxInCgV1c2VycxgLIAMoCzIYLmNhbGx0cmFjZS52MS5WYWx1ZUNvdW50EhIKCnVzZXJfY291bnQYDCABKAMSEAoIY29zdF91c2QYDSABKAEixAEKClJ1blN1bW1hcnkSCgoCaWQYASABKAkSDQoFY2FsbHMYAiABKAMSDgoGZXJyb3JzGAMgASgDEhAKCGNvc3RfdXNkGAQgASgBEhEKCXRva2Vuc19pbhgFIAEoAxISCgp0b2tlbnNfb3V0GAYgASgDEikKBXN0YXJ0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBInCgNlbmQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wKooCCglEaW1lbnNpb24SGQoVRElNRU5TSU9OX1VOU1BFQ0lGSUVEEAASEgoORElNRU5TSU9OX1VTRVIQARIVChFESU1FTlNJT05fU0VTU0lPThACEhEKDURJTUVOU0lPTl9UQUcQAxIWChJESU1FTlNJT05fTUVUQURBVEEQBBIZChVESU1FTlNJT05fRU5WSVJPTk1FTlQQBRIRCg1ESU1FTlNJT05fS0VZEAYSFgoSRElNRU5TSU9OX1BST1ZJREVSEAcSEwoPRElNRU5TSU9OX01PREVMEAgSFQoRRElNRU5TSU9OX1NFUlZJQ0UQCRIaChZESU1FTlNJT05fTUVUQURBVEFfS0VZEAoqhgEKClRyYWNlT3JkZXISGwoXVFJBQ0VfT1JERVJfVU5TUEVDSUZJRUQQABIUChBUUkFDRV9PUkRFUl9USU1FEAESFAoQVFJBQ0VfT1JERVJfQ09TVBACEhcKE1RSQUNFX09SREVSX0xBVEVOQ1kQAxIWChJUUkFDRV9PUkRFUl9UT0tFTlMQBCo5CghSdW5PcmRlchIZChVSVU5fT1JERVJfVU5TUEVDSUZJRUQQABISCg5SVU5fT1JERVJfQ09TVBABQlIKEGRldi5jYWxsdHJhY2UudjFQAVotY2FsbHRyYWNlLmRldi9nZW4vZ28vY2FsbHRyYWNlL3YxO2NhbGx0cmFjZXYxqgIMQ2FsbHRyYWNlLlYxYgZwcm90bzM", [file_buf_validate_validate, file_calltrace_v1_trace, file_google_protobuf_timestamp]);
 
 /**
  * TraceFilter narrows the traces of the caller's account. Unset fields do not filter.
@@ -128,6 +128,13 @@ export type TraceFilter = Message<"calltrace.v1.TraceFilter"> & {
    * @generated from field: string otlp_trace_id = 15;
    */
   otlpTraceId: string;
+
+  /**
+   * Only failed calls of this error group (an ErrorGroup's `id`).
+   *
+   * @generated from field: string error_group = 16;
+   */
+  errorGroup: string;
 };
 
 /**
@@ -486,6 +493,176 @@ export const TracePageSchema: GenMessage<TracePage> = /*@__PURE__*/
   messageDesc(file_calltrace_v1_query, 10);
 
 /**
+ * ValueCount is how many calls of a group had one value (a model, a key, a user).
+ *
+ * @generated from message calltrace.v1.ValueCount
+ */
+export type ValueCount = Message<"calltrace.v1.ValueCount"> & {
+  /**
+   * @generated from field: string value = 1;
+   */
+  value: string;
+
+  /**
+   * @generated from field: int64 calls = 2;
+   */
+  calls: bigint;
+};
+
+/**
+ * Describes the message calltrace.v1.ValueCount.
+ * Use `create(ValueCountSchema)` to create a new message.
+ */
+export const ValueCountSchema: GenMessage<ValueCount> = /*@__PURE__*/
+  messageDesc(file_calltrace_v1_query, 11);
+
+/**
+ * ErrorGroup is the failed calls whose error message is the same once numbers, ids, UUIDs, hex,
+ * e-mail addresses and quoted values are masked.
+ *
+ * @generated from message calltrace.v1.ErrorGroup
+ */
+export type ErrorGroup = Message<"calltrace.v1.ErrorGroup"> & {
+  /**
+   * 16 lower-case hex digits, or `other`: the groups past the cap of groups per project and day.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * The masked message (`<num>`, `<id>`, `<uuid>`, `<hex>`, `<email>`, `<str>`).
+   *
+   * @generated from field: string message = 2;
+   */
+  message: string;
+
+  /**
+   * @generated from field: int64 calls = 3;
+   */
+  calls: bigint;
+
+  /**
+   * Of the failed calls in view, 0 to 1.
+   *
+   * @generated from field: double share = 4;
+   */
+  share: number;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp first_seen = 5;
+   */
+  firstSeen?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp last_seen = 6;
+   */
+  lastSeen?: Timestamp | undefined;
+
+  /**
+   * The models, keys and users most affected (most calls first), and how many there were in all.
+   *
+   * @generated from field: repeated calltrace.v1.ValueCount models = 7;
+   */
+  models: ValueCount[];
+
+  /**
+   * @generated from field: int64 model_count = 8;
+   */
+  modelCount: bigint;
+
+  /**
+   * @generated from field: repeated calltrace.v1.ValueCount keys = 9;
+   */
+  keys: ValueCount[];
+
+  /**
+   * @generated from field: int64 key_count = 10;
+   */
+  keyCount: bigint;
+
+  /**
+   * @generated from field: repeated calltrace.v1.ValueCount users = 11;
+   */
+  users: ValueCount[];
+
+  /**
+   * @generated from field: int64 user_count = 12;
+   */
+  userCount: bigint;
+
+  /**
+   * @generated from field: double cost_usd = 13;
+   */
+  costUsd: number;
+};
+
+/**
+ * Describes the message calltrace.v1.ErrorGroup.
+ * Use `create(ErrorGroupSchema)` to create a new message.
+ */
+export const ErrorGroupSchema: GenMessage<ErrorGroup> = /*@__PURE__*/
+  messageDesc(file_calltrace_v1_query, 12);
+
+/**
+ * RunSummary is the calls that share an OTLP trace id, or else a session id: one agent run.
+ *
+ * @generated from message calltrace.v1.RunSummary
+ */
+export type RunSummary = Message<"calltrace.v1.RunSummary"> & {
+  /**
+   * `otlp:` and the OTLP trace id, or `session:` and the session id.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: int64 calls = 2;
+   */
+  calls: bigint;
+
+  /**
+   * @generated from field: int64 errors = 3;
+   */
+  errors: bigint;
+
+  /**
+   * @generated from field: double cost_usd = 4;
+   */
+  costUsd: number;
+
+  /**
+   * @generated from field: int64 tokens_in = 5;
+   */
+  tokensIn: bigint;
+
+  /**
+   * @generated from field: int64 tokens_out = 6;
+   */
+  tokensOut: bigint;
+
+  /**
+   * The earliest call's start (received time less latency) and the latest call's end.
+   *
+   * @generated from field: google.protobuf.Timestamp start = 7;
+   */
+  start?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp end = 8;
+   */
+  end?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message calltrace.v1.RunSummary.
+ * Use `create(RunSummarySchema)` to create a new message.
+ */
+export const RunSummarySchema: GenMessage<RunSummary> = /*@__PURE__*/
+  messageDesc(file_calltrace_v1_query, 13);
+
+/**
  * Dimension is what usage can be grouped by.
  *
  * @generated from enum calltrace.v1.Dimension
@@ -622,4 +799,31 @@ export enum TraceOrder {
  */
 export const TraceOrderSchema: GenEnum<TraceOrder> = /*@__PURE__*/
   enumDesc(file_calltrace_v1_query, 1);
+
+/**
+ * RunOrder is how runs are listed.
+ *
+ * @generated from enum calltrace.v1.RunOrder
+ */
+export enum RunOrder {
+  /**
+   * Most recently ended first.
+   *
+   * @generated from enum value: RUN_ORDER_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Highest total cost first.
+   *
+   * @generated from enum value: RUN_ORDER_COST = 1;
+   */
+  COST = 1,
+}
+
+/**
+ * Describes the enum calltrace.v1.RunOrder.
+ */
+export const RunOrderSchema: GenEnum<RunOrder> = /*@__PURE__*/
+  enumDesc(file_calltrace_v1_query, 2);
 

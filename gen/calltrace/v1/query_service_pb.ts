@@ -5,7 +5,7 @@
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_buf_validate_validate } from "@bufbuild/protovalidate/gen/buf/validate/validate_pb.js";
-import type { CountryUsage, DayGroupUsage, DayModelUsage, DayUsage, Dimension, GroupUsage, HourUsage, LatencyBucket, ModelUsage, TraceFilter, TraceOrder, TracePage, UsageTotals } from "./query_pb.js";
+import type { CountryUsage, DayGroupUsage, DayModelUsage, DayUsage, Dimension, ErrorGroup, GroupUsage, HourUsage, LatencyBucket, ModelUsage, RunOrder, RunSummary, TraceFilter, TraceOrder, TracePage, UsageTotals } from "./query_pb.js";
 import { file_calltrace_v1_query } from "./query_pb.js";
 import type { StoredTrace } from "./trace_pb.js";
 import { file_calltrace_v1_trace } from "./trace_pb.js";
@@ -15,7 +15,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file calltrace/v1/query_service.proto.
  */
 export const file_calltrace_v1_query_service: GenFile = /*@__PURE__*/
-  fileDesc("CiBjYWxsdHJhY2UvdjEvcXVlcnlfc2VydmljZS5wcm90bxIMY2FsbHRyYWNlLnYxItoBChFMaXN0VHJhY2VzUmVxdWVzdBIpCgZmaWx0ZXIYASABKAsyGS5jYWxsdHJhY2UudjEuVHJhY2VGaWx0ZXISHQoJcGFnZV9zaXplGAIgASgFQgq6SAcaBRj0AygAEhgKBmN1cnNvchgDIAEoCUIIukgFcgMYgAQSMQoFb3JkZXIYBCABKA4yGC5jYWxsdHJhY2UudjEuVHJhY2VPcmRlckIIukgFggECEAESEQoJYXNjZW5kaW5nGAUgASgIEhsKCnByb2plY3RfaWQYDyABKAlCB7pIBHICGEAiOwoSTGlzdFRyYWNlc1Jlc3BvbnNlEiUKBHBhZ2UYASABKAsyFy5jYWxsdHJhY2UudjEuVHJhY2VQYWdlIl8KFUdldFVzYWdlVG90YWxzUmVxdWVzdBIpCgZmaWx0ZXIYASABKAsyGS5jYWxsdHJhY2UudjEuVHJhY2VGaWx0ZXISGwoKcHJvamVjdF9pZBgPIAEoCUIHukgEcgIYQCJDChZHZXRVc2FnZVRvdGFsc1Jlc3BvbnNlEikKBnRvdGFscxgBIAEoCzIZLmNhbGx0cmFjZS52MS5Vc2FnZVRvdGFscyJgChZHZXRVc2FnZUJ5TW9kZWxSZXF1ZXN0EikKBmZpbHRlchgBIAEoCzIZLmNhbGx0cmFjZS52MS5UcmFjZUZpbHRlchIbCgpwcm9qZWN0X2lkGA8gASgJQge6SARyAhhAIkMKF0dldFVzYWdlQnlNb2RlbFJlc3BvbnNlEigKBm1vZGVscxgBIAMoCzIYLmNhbGx0cmFjZS52MS5Nb2RlbFVzYWdlIl4KFEdldFVzYWdlQnlEYXlSZXF1ZXN0EikKBmZpbHRlchgBIAEoCzIZLmNhbGx0cmFjZS52MS5UcmFjZUZpbHRlchIbCgpwcm9qZWN0X2lkGA8gASgJQge6SARyAhhAIkIKFUdldFVzYWdlQnlEYXlSZXNwb25zZRIpCgRkYXlzGAEgAygLMhsuY2FsbHRyYWNlLnYxLkRheU1vZGVsVXNhZ2UiYgoYR2V0VXNhZ2VCeUNvdW50cnlSZXF1ZXN0EikKBmZpbHRlchgBIAEoCzIZLmNhbGx0cmFjZS52MS5UcmFjZUZpbHRlchIbCgpwcm9qZWN0X2lkGA8gASgJQge6SARyAhhAIkoKGUdldFVzYWdlQnlDb3VudHJ5UmVzcG9uc2USLQoJY291bnRyaWVzGAEgAygLMhouY2FsbHRyYWNlLnYxLkNvdW50cnlVc2FnZSJkChpHZXRMYXRlbmN5SGlzdG9ncmFtUmVxdWVzdBIpCgZmaWx0ZXIYASABKAsyGS5jYWxsdHJhY2UudjEuVHJhY2VGaWx0ZXISGwoKcHJvamVjdF9pZBgPIAEoCUIHukgEcgIYQCJLChtHZXRMYXRlbmN5SGlzdG9ncmFtUmVzcG9uc2USLAoHYnVja2V0cxgBIAMoCzIbLmNhbGx0cmFjZS52MS5MYXRlbmN5QnVja2V0IocDChZHZXRVc2FnZUJ5R3JvdXBSZXF1ZXN0EikKBmZpbHRlchgBIAEoCzIZLmNhbGx0cmFjZS52MS5UcmFjZUZpbHRlchI3CglkaW1lbnNpb24YAiABKA4yFy5jYWxsdHJhY2UudjEuRGltZW5zaW9uQgu6SAjIAQGCAQIQARIzCgxtZXRhZGF0YV9rZXkYAyABKAlCHbpIGnIYGEAyFF4oW0EtWmEtejAtOV8uLV0rKT8kEhkKBWxpbWl0GAQgASgFQgq6SAcaBRjoBygAEhsKCnByb2plY3RfaWQYDyABKAlCB7pIBHICGEA6mwG6SJcBGpQBChJncm91cC5tZXRhZGF0YV9rZXkSSm1ldGFkYXRhX2tleTogcmVxdWlyZWQgd2hlbiBkaW1lbnNpb24gaXMgRElNRU5TSU9OX01FVEFEQVRBLCBhbmQgb25seSB0aGVuGjIodGhpcy5kaW1lbnNpb24gPT0gNCkgPT0gKHRoaXMubWV0YWRhdGFfa2V5ICE9ICcnKSJtChdHZXRVc2FnZUJ5R3JvdXBSZXNwb25zZRIoCgZncm91cHMYASADKAsyGC5jYWxsdHJhY2UudjEuR3JvdXBVc2FnZRIUCgx0b3RhbF9ncm91cHMYAiABKAMSEgoKd2hvbGVfZGF5cxgDIAEoCCKoAwocR2V0VXNhZ2VCeUdyb3VwQW5kRGF5UmVxdWVzdBIpCgZmaWx0ZXIYASABKAsyGS5jYWxsdHJhY2UudjEuVHJhY2VGaWx0ZXISNwoJZGltZW5zaW9uGAIgASgOMhcuY2FsbHRyYWNlLnYxLkRpbWVuc2lvbkILukgIyAEBggECEAESMwoMbWV0YWRhdGFfa2V5GAMgASgJQh26SBpyGBhAMhReKFtBLVphLXowLTlfLi1dKyk/JBIhCgZ2YWx1ZXMYBCADKAlCEbpIDpIBCwgBEBQiBXIDGIAEEg0KBW90aGVyGAUgASgIEhsKCnByb2plY3RfaWQYDyABKAlCB7pIBHICGEA6nwG6SJsBGpgBChZncm91cF9kYXkubWV0YWRhdGFfa2V5EkptZXRhZGF0YV9rZXk6IHJlcXVpcmVkIHdoZW4gZGltZW5zaW9uIGlzIERJTUVOU0lPTl9NRVRBREFUQSwgYW5kIG9ubHkgdGhlbhoyKHRoaXMuZGltZW5zaW9uID09IDQpID09ICh0aGlzLm1ldGFkYXRhX2tleSAhPSAnJykiSgodR2V0VXNhZ2VCeUdyb3VwQW5kRGF5UmVzcG9uc2USKQoEZGF5cxgBIAMoCzIbLmNhbGx0cmFjZS52MS5EYXlHcm91cFVzYWdlIkUKD0dldFRyYWNlUmVxdWVzdBIVCgJpZBgBIAEoCUIJukgGcgQQARhAEhsKCnByb2plY3RfaWQYDyABKAlCB7pIBHICGEAiPAoQR2V0VHJhY2VSZXNwb25zZRIoCgV0cmFjZRgBIAEoCzIZLmNhbGx0cmFjZS52MS5TdG9yZWRUcmFjZSJkChpHZXRVc2FnZUJ5RGF5VG90YWxzUmVxdWVzdBIpCgZmaWx0ZXIYASABKAsyGS5jYWxsdHJhY2UudjEuVHJhY2VGaWx0ZXISGwoKcHJvamVjdF9pZBgPIAEoCUIHukgEcgIYQCJDChtHZXRVc2FnZUJ5RGF5VG90YWxzUmVzcG9uc2USJAoEZGF5cxgBIAMoCzIWLmNhbGx0cmFjZS52MS5EYXlVc2FnZSJtChtHZXRVc2FnZUJ5SG91clRvdGFsc1JlcXVlc3QSMQoGZmlsdGVyGAEgASgLMhkuY2FsbHRyYWNlLnYxLlRyYWNlRmlsdGVyQga6SAPIAQESGwoKcHJvamVjdF9pZBgPIAEoCUIHukgEcgIYQCJGChxHZXRVc2FnZUJ5SG91clRvdGFsc1Jlc3BvbnNlEiYKBWhvdXJzGAEgAygLMhcuY2FsbHRyYWNlLnYxLkhvdXJVc2FnZTLACAoMUXVlcnlTZXJ2aWNlEk8KCkxpc3RUcmFjZXMSHy5jYWxsdHJhY2UudjEuTGlzdFRyYWNlc1JlcXVlc3QaIC5jYWxsdHJhY2UudjEuTGlzdFRyYWNlc1Jlc3BvbnNlElsKDkdldFVzYWdlVG90YWxzEiMuY2FsbHRyYWNlLnYxLkdldFVzYWdlVG90YWxzUmVxdWVzdBokLmNhbGx0cmFjZS52MS5HZXRVc2FnZVRvdGFsc1Jlc3BvbnNlEl4KD0dldFVzYWdlQnlNb2RlbBIkLmNhbGx0cmFjZS52MS5HZXRVc2FnZUJ5TW9kZWxSZXF1ZXN0GiUuY2FsbHRyYWNlLnYxLkdldFVzYWdlQnlNb2RlbFJlc3BvbnNlElgKDUdldFVzYWdlQnlEYXkSIi5jYWxsdHJhY2UudjEuR2V0VXNhZ2VCeURheVJlcXVlc3QaIy5jYWxsdHJhY2UudjEuR2V0VXNhZ2VCeURheVJlc3BvbnNlEmQKEUdldFVzYWdlQnlDb3VudHJ5EiYuY2FsbHRyYWNlLnYxLkdldFVzYWdlQnlDb3VudHJ5UmVxdWVzdBonLmNhbGx0cmFjZS52MS5HZXRVc2FnZUJ5Q291bnRyeVJlc3BvbnNlEmoKE0dldExhdGVuY3lIaXN0b2dyYW0SKC5jYWxsdHJhY2UudjEuR2V0TGF0ZW5jeUhpc3RvZ3JhbVJlcXVlc3QaKS5jYWxsdHJhY2UudjEuR2V0TGF0ZW5jeUhpc3RvZ3JhbVJlc3BvbnNlEl4KD0dldFVzYWdlQnlHcm91cBIkLmNhbGx0cmFjZS52MS5HZXRVc2FnZUJ5R3JvdXBSZXF1ZXN0GiUuY2FsbHRyYWNlLnYxLkdldFVzYWdlQnlHcm91cFJlc3BvbnNlEnAKFUdldFVzYWdlQnlHcm91cEFuZERheRIqLmNhbGx0cmFjZS52MS5HZXRVc2FnZUJ5R3JvdXBBbmREYXlSZXF1ZXN0GisuY2FsbHRyYWNlLnYxLkdldFVzYWdlQnlHcm91cEFuZERheVJlc3BvbnNlEkkKCEdldFRyYWNlEh0uY2FsbHRyYWNlLnYxLkdldFRyYWNlUmVxdWVzdBoeLmNhbGx0cmFjZS52MS5HZXRUcmFjZVJlc3BvbnNlEmoKE0dldFVzYWdlQnlEYXlUb3RhbHMSKC5jYWxsdHJhY2UudjEuR2V0VXNhZ2VCeURheVRvdGFsc1JlcXVlc3QaKS5jYWxsdHJhY2UudjEuR2V0VXNhZ2VCeURheVRvdGFsc1Jlc3BvbnNlEm0KFEdldFVzYWdlQnlIb3VyVG90YWxzEikuY2FsbHRyYWNlLnYxLkdldFVzYWdlQnlIb3VyVG90YWxzUmVxdWVzdBoqLmNhbGx0cmFjZS52MS5HZXRVc2FnZUJ5SG91clRvdGFsc1Jlc3BvbnNlQlIKEGRldi5jYWxsdHJhY2UudjFQAVotY2FsbHRyYWNlLmRldi9nZW4vZ28vY2FsbHRyYWNlL3YxO2NhbGx0cmFjZXYxqgIMQ2FsbHRyYWNlLlYxYgZwcm90bzM", [file_buf_validate_validate, file_calltrace_v1_query, file_calltrace_v1_trace]);
+  fileDesc("CiBjYWxsdHJhY2UvdjEvcXVlcnlfc2VydmljZS5wcm90bxIMY2FsbHRyYWNlLnYxItoBChFMaXN0VHJhY2VzUmVxdWVzdBIpCgZmaWx0ZXIYASABKAsyGS5jYWxsdHJhY2UudjEuVHJhY2VGaWx0ZXISHQoJcGFnZV9zaXplGAIgASgFQgq6SAcaBRj0AygAEhgKBmN1cnNvchgDIAEoCUIIukgFcgMYgAQSMQoFb3JkZXIYBCABKA4yGC5jYWxsdHJhY2UudjEuVHJhY2VPcmRlckIIukgFggECEAESEQoJYXNjZW5kaW5nGAUgASgIEhsKCnByb2plY3RfaWQYDyABKAlCB7pIBHICGEAiOwoSTGlzdFRyYWNlc1Jlc3BvbnNlEiUKBHBhZ2UYASABKAsyFy5jYWxsdHJhY2UudjEuVHJhY2VQYWdlIl8KFUdldFVzYWdlVG90YWxzUmVxdWVzdBIpCgZmaWx0ZXIYASABKAsyGS5jYWxsdHJhY2UudjEuVHJhY2VGaWx0ZXISGwoKcHJvamVjdF9pZBgPIAEoCUIHukgEcgIYQCJDChZHZXRVc2FnZVRvdGFsc1Jlc3BvbnNlEikKBnRvdGFscxgBIAEoCzIZLmNhbGx0cmFjZS52MS5Vc2FnZVRvdGFscyJgChZHZXRVc2FnZUJ5TW9kZWxSZXF1ZXN0EikKBmZpbHRlchgBIAEoCzIZLmNhbGx0cmFjZS52MS5UcmFjZUZpbHRlchIbCgpwcm9qZWN0X2lkGA8gASgJQge6SARyAhhAIkMKF0dldFVzYWdlQnlNb2RlbFJlc3BvbnNlEigKBm1vZGVscxgBIAMoCzIYLmNhbGx0cmFjZS52MS5Nb2RlbFVzYWdlIl4KFEdldFVzYWdlQnlEYXlSZXF1ZXN0EikKBmZpbHRlchgBIAEoCzIZLmNhbGx0cmFjZS52MS5UcmFjZUZpbHRlchIbCgpwcm9qZWN0X2lkGA8gASgJQge6SARyAhhAIkIKFUdldFVzYWdlQnlEYXlSZXNwb25zZRIpCgRkYXlzGAEgAygLMhsuY2FsbHRyYWNlLnYxLkRheU1vZGVsVXNhZ2UiYgoYR2V0VXNhZ2VCeUNvdW50cnlSZXF1ZXN0EikKBmZpbHRlchgBIAEoCzIZLmNhbGx0cmFjZS52MS5UcmFjZUZpbHRlchIbCgpwcm9qZWN0X2lkGA8gASgJQge6SARyAhhAIkoKGUdldFVzYWdlQnlDb3VudHJ5UmVzcG9uc2USLQoJY291bnRyaWVzGAEgAygLMhouY2FsbHRyYWNlLnYxLkNvdW50cnlVc2FnZSJkChpHZXRMYXRlbmN5SGlzdG9ncmFtUmVxdWVzdBIpCgZmaWx0ZXIYASABKAsyGS5jYWxsdHJhY2UudjEuVHJhY2VGaWx0ZXISGwoKcHJvamVjdF9pZBgPIAEoCUIHukgEcgIYQCJLChtHZXRMYXRlbmN5SGlzdG9ncmFtUmVzcG9uc2USLAoHYnVja2V0cxgBIAMoCzIbLmNhbGx0cmFjZS52MS5MYXRlbmN5QnVja2V0IocDChZHZXRVc2FnZUJ5R3JvdXBSZXF1ZXN0EikKBmZpbHRlchgBIAEoCzIZLmNhbGx0cmFjZS52MS5UcmFjZUZpbHRlchI3CglkaW1lbnNpb24YAiABKA4yFy5jYWxsdHJhY2UudjEuRGltZW5zaW9uQgu6SAjIAQGCAQIQARIzCgxtZXRhZGF0YV9rZXkYAyABKAlCHbpIGnIYGEAyFF4oW0EtWmEtejAtOV8uLV0rKT8kEhkKBWxpbWl0GAQgASgFQgq6SAcaBRjoBygAEhsKCnByb2plY3RfaWQYDyABKAlCB7pIBHICGEA6mwG6SJcBGpQBChJncm91cC5tZXRhZGF0YV9rZXkSSm1ldGFkYXRhX2tleTogcmVxdWlyZWQgd2hlbiBkaW1lbnNpb24gaXMgRElNRU5TSU9OX01FVEFEQVRBLCBhbmQgb25seSB0aGVuGjIodGhpcy5kaW1lbnNpb24gPT0gNCkgPT0gKHRoaXMubWV0YWRhdGFfa2V5ICE9ICcnKSJtChdHZXRVc2FnZUJ5R3JvdXBSZXNwb25zZRIoCgZncm91cHMYASADKAsyGC5jYWxsdHJhY2UudjEuR3JvdXBVc2FnZRIUCgx0b3RhbF9ncm91cHMYAiABKAMSEgoKd2hvbGVfZGF5cxgDIAEoCCKoAwocR2V0VXNhZ2VCeUdyb3VwQW5kRGF5UmVxdWVzdBIpCgZmaWx0ZXIYASABKAsyGS5jYWxsdHJhY2UudjEuVHJhY2VGaWx0ZXISNwoJZGltZW5zaW9uGAIgASgOMhcuY2FsbHRyYWNlLnYxLkRpbWVuc2lvbkILukgIyAEBggECEAESMwoMbWV0YWRhdGFfa2V5GAMgASgJQh26SBpyGBhAMhReKFtBLVphLXowLTlfLi1dKyk/JBIhCgZ2YWx1ZXMYBCADKAlCEbpIDpIBCwgBEBQiBXIDGIAEEg0KBW90aGVyGAUgASgIEhsKCnByb2plY3RfaWQYDyABKAlCB7pIBHICGEA6nwG6SJsBGpgBChZncm91cF9kYXkubWV0YWRhdGFfa2V5EkptZXRhZGF0YV9rZXk6IHJlcXVpcmVkIHdoZW4gZGltZW5zaW9uIGlzIERJTUVOU0lPTl9NRVRBREFUQSwgYW5kIG9ubHkgdGhlbhoyKHRoaXMuZGltZW5zaW9uID09IDQpID09ICh0aGlzLm1ldGFkYXRhX2tleSAhPSAnJykiSgodR2V0VXNhZ2VCeUdyb3VwQW5kRGF5UmVzcG9uc2USKQoEZGF5cxgBIAMoCzIbLmNhbGx0cmFjZS52MS5EYXlHcm91cFVzYWdlIkUKD0dldFRyYWNlUmVxdWVzdBIVCgJpZBgBIAEoCUIJukgGcgQQARhAEhsKCnByb2plY3RfaWQYDyABKAlCB7pIBHICGEAiPAoQR2V0VHJhY2VSZXNwb25zZRIoCgV0cmFjZRgBIAEoCzIZLmNhbGx0cmFjZS52MS5TdG9yZWRUcmFjZSJkChpHZXRVc2FnZUJ5RGF5VG90YWxzUmVxdWVzdBIpCgZmaWx0ZXIYASABKAsyGS5jYWxsdHJhY2UudjEuVHJhY2VGaWx0ZXISGwoKcHJvamVjdF9pZBgPIAEoCUIHukgEcgIYQCJDChtHZXRVc2FnZUJ5RGF5VG90YWxzUmVzcG9uc2USJAoEZGF5cxgBIAMoCzIWLmNhbGx0cmFjZS52MS5EYXlVc2FnZSJtChtHZXRVc2FnZUJ5SG91clRvdGFsc1JlcXVlc3QSMQoGZmlsdGVyGAEgASgLMhkuY2FsbHRyYWNlLnYxLlRyYWNlRmlsdGVyQga6SAPIAQESGwoKcHJvamVjdF9pZBgPIAEoCUIHukgEcgIYQCJGChxHZXRVc2FnZUJ5SG91clRvdGFsc1Jlc3BvbnNlEiYKBWhvdXJzGAEgAygLMhcuY2FsbHRyYWNlLnYxLkhvdXJVc2FnZSJ6ChVHZXRFcnJvckdyb3Vwc1JlcXVlc3QSKQoGZmlsdGVyGAEgASgLMhkuY2FsbHRyYWNlLnYxLlRyYWNlRmlsdGVyEhkKBWxpbWl0GAIgASgFQgq6SAcaBRjIASgAEhsKCnByb2plY3RfaWQYDyABKAlCB7pIBHICGEAibgoWR2V0RXJyb3JHcm91cHNSZXNwb25zZRIoCgZncm91cHMYASADKAsyGC5jYWxsdHJhY2UudjEuRXJyb3JHcm91cBIUCgx0b3RhbF9lcnJvcnMYAiABKAMSFAoMdG90YWxfZ3JvdXBzGAMgASgDIqUBCg9MaXN0UnVuc1JlcXVlc3QSKQoGZmlsdGVyGAEgASgLMhkuY2FsbHRyYWNlLnYxLlRyYWNlRmlsdGVyEi8KBW9yZGVyGAIgASgOMhYuY2FsbHRyYWNlLnYxLlJ1bk9yZGVyQgi6SAWCAQIQARIZCgVsaW1pdBgDIAEoBUIKukgHGgUY9AMoABIbCgpwcm9qZWN0X2lkGA8gASgJQge6SARyAhhAIjoKEExpc3RSdW5zUmVzcG9uc2USJgoEcnVucxgBIAMoCzIYLmNhbGx0cmFjZS52MS5SdW5TdW1tYXJ5ImYKDUdldFJ1blJlcXVlc3QSOAoCaWQYASABKAlCLLpIKXInEAEYrAIyIF4ob3RscDpbMC05YS1mXXszMn18c2Vzc2lvbjouKykkEhsKCnByb2plY3RfaWQYDyABKAlCB7pIBHICGEAidAoOR2V0UnVuUmVzcG9uc2USJQoDcnVuGAEgASgLMhguY2FsbHRyYWNlLnYxLlJ1blN1bW1hcnkSKAoFY2FsbHMYAiADKAsyGS5jYWxsdHJhY2UudjEuU3RvcmVkVHJhY2USEQoJdHJ1bmNhdGVkGAMgASgIMq0KCgxRdWVyeVNlcnZpY2USTwoKTGlzdFRyYWNlcxIfLmNhbGx0cmFjZS52MS5MaXN0VHJhY2VzUmVxdWVzdBogLmNhbGx0cmFjZS52MS5MaXN0VHJhY2VzUmVzcG9uc2USWwoOR2V0VXNhZ2VUb3RhbHMSIy5jYWxsdHJhY2UudjEuR2V0VXNhZ2VUb3RhbHNSZXF1ZXN0GiQuY2FsbHRyYWNlLnYxLkdldFVzYWdlVG90YWxzUmVzcG9uc2USXgoPR2V0VXNhZ2VCeU1vZGVsEiQuY2FsbHRyYWNlLnYxLkdldFVzYWdlQnlNb2RlbFJlcXVlc3QaJS5jYWxsdHJhY2UudjEuR2V0VXNhZ2VCeU1vZGVsUmVzcG9uc2USWAoNR2V0VXNhZ2VCeURheRIiLmNhbGx0cmFjZS52MS5HZXRVc2FnZUJ5RGF5UmVxdWVzdBojLmNhbGx0cmFjZS52MS5HZXRVc2FnZUJ5RGF5UmVzcG9uc2USZAoRR2V0VXNhZ2VCeUNvdW50cnkSJi5jYWxsdHJhY2UudjEuR2V0VXNhZ2VCeUNvdW50cnlSZXF1ZXN0GicuY2FsbHRyYWNlLnYxLkdldFVzYWdlQnlDb3VudHJ5UmVzcG9uc2USagoTR2V0TGF0ZW5jeUhpc3RvZ3JhbRIoLmNhbGx0cmFjZS52MS5HZXRMYXRlbmN5SGlzdG9ncmFtUmVxdWVzdBopLmNhbGx0cmFjZS52MS5HZXRMYXRlbmN5SGlzdG9ncmFtUmVzcG9uc2USXgoPR2V0VXNhZ2VCeUdyb3VwEiQuY2FsbHRyYWNlLnYxLkdldFVzYWdlQnlHcm91cFJlcXVlc3QaJS5jYWxsdHJhY2UudjEuR2V0VXNhZ2VCeUdyb3VwUmVzcG9uc2UScAoVR2V0VXNhZ2VCeUdyb3VwQW5kRGF5EiouY2FsbHRyYWNlLnYxLkdldFVzYWdlQnlHcm91cEFuZERheVJlcXVlc3QaKy5jYWxsdHJhY2UudjEuR2V0VXNhZ2VCeUdyb3VwQW5kRGF5UmVzcG9uc2USSQoIR2V0VHJhY2USHS5jYWxsdHJhY2UudjEuR2V0VHJhY2VSZXF1ZXN0Gh4uY2FsbHRyYWNlLnYxLkdldFRyYWNlUmVzcG9uc2USagoTR2V0VXNhZ2VCeURheVRvdGFscxIoLmNhbGx0cmFjZS52MS5HZXRVc2FnZUJ5RGF5VG90YWxzUmVxdWVzdBopLmNhbGx0cmFjZS52MS5HZXRVc2FnZUJ5RGF5VG90YWxzUmVzcG9uc2USbQoUR2V0VXNhZ2VCeUhvdXJUb3RhbHMSKS5jYWxsdHJhY2UudjEuR2V0VXNhZ2VCeUhvdXJUb3RhbHNSZXF1ZXN0GiouY2FsbHRyYWNlLnYxLkdldFVzYWdlQnlIb3VyVG90YWxzUmVzcG9uc2USWwoOR2V0RXJyb3JHcm91cHMSIy5jYWxsdHJhY2UudjEuR2V0RXJyb3JHcm91cHNSZXF1ZXN0GiQuY2FsbHRyYWNlLnYxLkdldEVycm9yR3JvdXBzUmVzcG9uc2USSQoITGlzdFJ1bnMSHS5jYWxsdHJhY2UudjEuTGlzdFJ1bnNSZXF1ZXN0Gh4uY2FsbHRyYWNlLnYxLkxpc3RSdW5zUmVzcG9uc2USQwoGR2V0UnVuEhsuY2FsbHRyYWNlLnYxLkdldFJ1blJlcXVlc3QaHC5jYWxsdHJhY2UudjEuR2V0UnVuUmVzcG9uc2VCUgoQZGV2LmNhbGx0cmFjZS52MVABWi1jYWxsdHJhY2UuZGV2L2dlbi9nby9jYWxsdHJhY2UvdjE7Y2FsbHRyYWNldjGqAgxDYWxsdHJhY2UuVjFiBnByb3RvMw", [file_buf_validate_validate, file_calltrace_v1_query, file_calltrace_v1_trace]);
 
 /**
  * @generated from message calltrace.v1.ListTracesRequest
@@ -568,6 +568,180 @@ export const GetUsageByHourTotalsResponseSchema: GenMessage<GetUsageByHourTotals
   messageDesc(file_calltrace_v1_query_service, 21);
 
 /**
+ * @generated from message calltrace.v1.GetErrorGroupsRequest
+ */
+export type GetErrorGroupsRequest = Message<"calltrace.v1.GetErrorGroupsRequest"> & {
+  /**
+   * @generated from field: calltrace.v1.TraceFilter filter = 1;
+   */
+  filter?: TraceFilter | undefined;
+
+  /**
+   * At most this many groups (default 50).
+   *
+   * @generated from field: int32 limit = 2;
+   */
+  limit: number;
+
+  /**
+   * The project to read; empty only for a read key, which reads its own.
+   *
+   * @generated from field: string project_id = 15;
+   */
+  projectId: string;
+};
+
+/**
+ * Describes the message calltrace.v1.GetErrorGroupsRequest.
+ * Use `create(GetErrorGroupsRequestSchema)` to create a new message.
+ */
+export const GetErrorGroupsRequestSchema: GenMessage<GetErrorGroupsRequest> = /*@__PURE__*/
+  messageDesc(file_calltrace_v1_query_service, 22);
+
+/**
+ * @generated from message calltrace.v1.GetErrorGroupsResponse
+ */
+export type GetErrorGroupsResponse = Message<"calltrace.v1.GetErrorGroupsResponse"> & {
+  /**
+   * Most calls first; ties by id.
+   *
+   * @generated from field: repeated calltrace.v1.ErrorGroup groups = 1;
+   */
+  groups: ErrorGroup[];
+
+  /**
+   * Failed calls in view, in every group.
+   *
+   * @generated from field: int64 total_errors = 2;
+   */
+  totalErrors: bigint;
+
+  /**
+   * How many groups there were, of which `groups` holds the first `limit`.
+   *
+   * @generated from field: int64 total_groups = 3;
+   */
+  totalGroups: bigint;
+};
+
+/**
+ * Describes the message calltrace.v1.GetErrorGroupsResponse.
+ * Use `create(GetErrorGroupsResponseSchema)` to create a new message.
+ */
+export const GetErrorGroupsResponseSchema: GenMessage<GetErrorGroupsResponse> = /*@__PURE__*/
+  messageDesc(file_calltrace_v1_query_service, 23);
+
+/**
+ * @generated from message calltrace.v1.ListRunsRequest
+ */
+export type ListRunsRequest = Message<"calltrace.v1.ListRunsRequest"> & {
+  /**
+   * @generated from field: calltrace.v1.TraceFilter filter = 1;
+   */
+  filter?: TraceFilter | undefined;
+
+  /**
+   * @generated from field: calltrace.v1.RunOrder order = 2;
+   */
+  order: RunOrder;
+
+  /**
+   * At most this many runs (default 50).
+   *
+   * @generated from field: int32 limit = 3;
+   */
+  limit: number;
+
+  /**
+   * The project to read; empty only for a read key, which reads its own.
+   *
+   * @generated from field: string project_id = 15;
+   */
+  projectId: string;
+};
+
+/**
+ * Describes the message calltrace.v1.ListRunsRequest.
+ * Use `create(ListRunsRequestSchema)` to create a new message.
+ */
+export const ListRunsRequestSchema: GenMessage<ListRunsRequest> = /*@__PURE__*/
+  messageDesc(file_calltrace_v1_query_service, 24);
+
+/**
+ * @generated from message calltrace.v1.ListRunsResponse
+ */
+export type ListRunsResponse = Message<"calltrace.v1.ListRunsResponse"> & {
+  /**
+   * @generated from field: repeated calltrace.v1.RunSummary runs = 1;
+   */
+  runs: RunSummary[];
+};
+
+/**
+ * Describes the message calltrace.v1.ListRunsResponse.
+ * Use `create(ListRunsResponseSchema)` to create a new message.
+ */
+export const ListRunsResponseSchema: GenMessage<ListRunsResponse> = /*@__PURE__*/
+  messageDesc(file_calltrace_v1_query_service, 25);
+
+/**
+ * @generated from message calltrace.v1.GetRunRequest
+ */
+export type GetRunRequest = Message<"calltrace.v1.GetRunRequest"> & {
+  /**
+   * A RunSummary's id.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * The project to read; empty only for a read key, which reads its own.
+   *
+   * @generated from field: string project_id = 15;
+   */
+  projectId: string;
+};
+
+/**
+ * Describes the message calltrace.v1.GetRunRequest.
+ * Use `create(GetRunRequestSchema)` to create a new message.
+ */
+export const GetRunRequestSchema: GenMessage<GetRunRequest> = /*@__PURE__*/
+  messageDesc(file_calltrace_v1_query_service, 26);
+
+/**
+ * @generated from message calltrace.v1.GetRunResponse
+ */
+export type GetRunResponse = Message<"calltrace.v1.GetRunResponse"> & {
+  /**
+   * @generated from field: calltrace.v1.RunSummary run = 1;
+   */
+  run?: RunSummary | undefined;
+
+  /**
+   * Earliest start first; at most 2,000.
+   *
+   * @generated from field: repeated calltrace.v1.StoredTrace calls = 2;
+   */
+  calls: StoredTrace[];
+
+  /**
+   * More calls than `calls` holds.
+   *
+   * @generated from field: bool truncated = 3;
+   */
+  truncated: boolean;
+};
+
+/**
+ * Describes the message calltrace.v1.GetRunResponse.
+ * Use `create(GetRunResponseSchema)` to create a new message.
+ */
+export const GetRunResponseSchema: GenMessage<GetRunResponse> = /*@__PURE__*/
+  messageDesc(file_calltrace_v1_query_service, 27);
+
+/**
  * QueryService reads one project's traces and usage; the dashboard uses it and
  * so can other tools. A call is authenticated either by a dashboard session
  * (the session cookie and the `x-csrf-token` header, see AuthService), which
@@ -697,6 +871,36 @@ export const QueryService: GenService<{
     methodKind: "unary";
     input: typeof GetUsageByHourTotalsRequestSchema;
     output: typeof GetUsageByHourTotalsResponseSchema;
+  },
+  /**
+   * Failed calls grouped by their masked message, most calls first.
+   *
+   * @generated from rpc calltrace.v1.QueryService.GetErrorGroups
+   */
+  getErrorGroups: {
+    methodKind: "unary";
+    input: typeof GetErrorGroupsRequestSchema;
+    output: typeof GetErrorGroupsResponseSchema;
+  },
+  /**
+   * Runs (calls sharing an OTLP trace id or a session id) with a call in the filter's range.
+   *
+   * @generated from rpc calltrace.v1.QueryService.ListRuns
+   */
+  listRuns: {
+    methodKind: "unary";
+    input: typeof ListRunsRequestSchema;
+    output: typeof ListRunsResponseSchema;
+  },
+  /**
+   * One run and its calls, earliest start first.
+   *
+   * @generated from rpc calltrace.v1.QueryService.GetRun
+   */
+  getRun: {
+    methodKind: "unary";
+    input: typeof GetRunRequestSchema;
+    output: typeof GetRunResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_calltrace_v1_query_service, 0);

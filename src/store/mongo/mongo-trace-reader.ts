@@ -8,6 +8,7 @@ import { resolveTraceFilter, type ResolvedTraceFilter } from "../trace-filter.js
 import type { TraceReader } from "../trace-reader.js";
 import { usageReader, type UsageCell, type UsageCells, type UsageGroup, type UsageGrouping } from "../usage-reader.js";
 import type { MongoCollections } from "./mongo-collections.js";
+import { errorGroupMatch, mongoErrorsAndRuns } from "./mongo-error-runs.js";
 import { mongoHourCells } from "./mongo-hour-cells.js";
 import { metadataPair, objectIdIds, traceFromDoc, type TraceDoc } from "./mongo-trace-doc.js";
 
@@ -180,13 +181,18 @@ const sortFields = { time: "receivedAt", cost: "costUsd", latency: "latencyMs", 
  */
 export function mongoTraceReader(c: MongoCollections, retentionMs: number): TraceReader {
   const ids = objectIdIds(c.traceIdKey);
+  /** The match narrowed to the filter's error group, if it names one. */
+  const withErrorGroup = async (match: Filter<TraceDoc>, filter: ResolvedTraceFilter): Promise<Filter<TraceDoc>> => {
+    const group = await errorGroupMatch(c, match, filter.errorGroup);
+    return group ? { ...match, $and: [...(match.$and ?? []), group] } : match;
+  };
   const cells = async (accountId: string, filter: ResolvedTraceFilter, grouping: UsageGrouping): Promise<UsageCells> => {
     const id = {
       ...(grouping.day ? { day: "$day" } : {}),
       ...(grouping.model ? { provider: "$meta.provider", model: "$meta.model" } : {}),
       ...(grouping.country ? { country: "$country" } : {}),
     };
-    const base = traceMatch(accountId, filter);
+    const base = await withErrorGroup(traceMatch(accountId, filter), filter);
     if (grouping.hour) return mongoHourCells(c.traces, base);
     type Row = { _id: Record<string, unknown> } & Partial<Record<keyof typeof sums, number>>;
     const group = async (stages: Document[], groupId: Record<string, string>, accumulators: Record<string, unknown>): Promise<Row[]> => {
@@ -260,11 +266,12 @@ export function mongoTraceReader(c: MongoCollections, retentionMs: number): Trac
 
   return {
     ...usageReader(cells, retentionMs),
+    ...mongoErrorsAndRuns(c, retentionMs, traceMatch),
     async listTraces(accountId, traceFilter, page) {
       const filter = resolveTraceFilter(traceFilter, retentionMs);
       const sort: TraceSort = page.sort ?? newestFirst;
       const field = sortFields[sort.order];
-      const match = traceMatch(accountId, filter);
+      const match = await withErrorGroup(traceMatch(accountId, filter), filter);
       const before = sort.ascending ? "$gt" : "$lt";
       const sortValue = (doc: TraceDoc) =>
         sort.order === "time"

@@ -1,6 +1,8 @@
 import type Database from "better-sqlite3";
 import { traceColumns, type TraceValues } from "./sqlite-trace-row.js";
 import type { ValueCap } from "../value-cap.js";
+import { sqliteErrorRollup } from "./sqlite-error-rollup.js";
+import { sqliteRunRollup } from "./sqlite-run-rollup.js";
 import { admittedValues, sqliteUsageRollup } from "./sqlite-usage-rollup.js";
 
 /** How long an Idempotency-Key is remembered (D14). */
@@ -32,6 +34,8 @@ export interface Duplicates {
  */
 export function sqliteBatchCommit(db: Database.Database, cap: ValueCap): (batch: RowBatch, now: number) => Duplicates {
   const addToRollups = sqliteUsageRollup(db, admittedValues(db, cap));
+  const errorGroups = sqliteErrorRollup(db, cap);
+  const addToRuns = sqliteRunRollup(db);
   const statements = {
     // The only unique index a new row can collide with is the OTLP call's (D37, D44).
     insertTrace: db.prepare(
@@ -84,6 +88,7 @@ export function sqliteBatchCommit(db: Database.Database, cap: ValueCap): (batch:
         }
       }
       const claimedBefore = otlpCallKey !== null && storedBeside(accountId, keyId, otlpCallKey, values[29]!, now);
+      if (!claimedBefore) errorGroups.assign(values);
       if (claimedBefore || statements.insertTrace.run(values).changes === 0) {
         duplicates.indexes.push(i);
         duplicates.quotaRemaining.push(null);
@@ -94,6 +99,8 @@ export function sqliteBatchCommit(db: Database.Database, cap: ValueCap): (batch:
     }
     for (const [keyId, at] of lastUse) statements.touchKey.run(at, keyId);
     addToRollups(stored);
+    errorGroups.add(stored);
+    addToRuns(stored);
     statements.forgetIdempotencyKeys.run(now - idempotencyWindowMs);
     return duplicates;
   });

@@ -431,6 +431,86 @@ export const migrations: readonly string[] = [
   // traces that arrived on another day than they are placed, which roll-ups count elsewhere.
   `ALTER TABLE traces ADD COLUMN arrived_at INTEGER;
    CREATE INDEX traces_key_arrived_apart ON traces(key_id, arrived_at) WHERE arrived_at / 86400000 <> received_at / 86400000;`,
+  // Errors and runs (D59, docs/dashboard.md). A failed call keeps the error group it was counted
+  // in (error_group_of: the masked message's id; past values_per_day() groups a project's day,
+  // the other group, D54), indexed for the Traces page's group filter. error_groups names each
+  // day's groups (the cap counts them), error_group_daily sums them by model and key, and
+  // error_group_users by user (at most error_users_per_group() a day, the rest as other). runs sums
+  // the calls of each OTLP trace or session (a call's span: run-id.ts's callSpanMs), read by recency
+  // through (project, end). Existing
+  // traces are grouped and summed here, in receive order, as the writer would have.
+  `ALTER TABLE traces ADD COLUMN error_group TEXT;
+   CREATE TABLE error_groups (
+     account_id TEXT NOT NULL,
+     day INTEGER NOT NULL,
+     group_id TEXT NOT NULL,
+     message TEXT NOT NULL,
+     PRIMARY KEY (account_id, day, group_id)
+   ) WITHOUT ROWID;
+   CREATE INDEX error_groups_group ON error_groups(account_id, group_id);
+   CREATE TABLE error_group_daily (
+     account_id TEXT NOT NULL,
+     day INTEGER NOT NULL,
+     group_id TEXT NOT NULL,
+     provider TEXT NOT NULL,
+     model TEXT NOT NULL,
+     key_id TEXT NOT NULL,
+     calls INTEGER NOT NULL,
+     cost_usd REAL NOT NULL,
+     first_ms INTEGER NOT NULL,
+     last_ms INTEGER NOT NULL,
+     PRIMARY KEY (account_id, day, group_id, provider, model, key_id)
+   ) WITHOUT ROWID;
+   CREATE TABLE error_group_users (
+     account_id TEXT NOT NULL,
+     day INTEGER NOT NULL,
+     group_id TEXT NOT NULL,
+     user_id TEXT NOT NULL,
+     calls INTEGER NOT NULL,
+     PRIMARY KEY (account_id, day, group_id, user_id)
+   ) WITHOUT ROWID;
+   CREATE TABLE runs (
+     account_id TEXT NOT NULL,
+     run_id TEXT NOT NULL,
+     calls INTEGER NOT NULL,
+     errors INTEGER NOT NULL,
+     cost_usd REAL NOT NULL,
+     tokens_in INTEGER NOT NULL,
+     tokens_out INTEGER NOT NULL,
+     start_ms INTEGER NOT NULL,
+     end_ms INTEGER NOT NULL,
+     PRIMARY KEY (account_id, run_id)
+   ) WITHOUT ROWID;
+   CREATE INDEX runs_account_end ON runs(account_id, end_ms);
+   UPDATE traces SET error_group = error_group_of(error) WHERE status = 'error';
+   CREATE TEMP TABLE capped_groups AS
+     SELECT account_id, day, group_id FROM (
+       SELECT account_id, received_at / 86400000 AS day, error_group AS group_id,
+         ROW_NUMBER() OVER (PARTITION BY account_id, received_at / 86400000 ORDER BY MIN(seq)) AS n
+       FROM traces WHERE error_group IS NOT NULL GROUP BY 1, 2, 3)
+     WHERE values_per_day() > 0 AND n > values_per_day();
+   UPDATE traces SET error_group = char(0) || 'other' WHERE error_group IS NOT NULL AND EXISTS (
+     SELECT 1 FROM capped_groups c WHERE c.account_id = traces.account_id AND c.day = traces.received_at / 86400000 AND c.group_id = traces.error_group);
+   DROP TABLE capped_groups;
+   CREATE INDEX traces_account_error_group ON traces(account_id, error_group, received_at) WHERE error_group IS NOT NULL;
+   INSERT INTO error_groups
+     SELECT account_id, received_at / 86400000, error_group, error_message(MIN(error)) FROM traces
+     WHERE error_group IS NOT NULL AND error_group <> char(0) || 'other' GROUP BY 1, 2, 3;
+   INSERT INTO error_group_daily
+     SELECT account_id, received_at / 86400000, error_group, provider, model, key_id, COUNT(*), SUM(cost_usd), MIN(received_at), MAX(received_at)
+     FROM traces WHERE error_group IS NOT NULL GROUP BY 1, 2, 3, 4, 5, 6;
+   INSERT INTO error_group_users
+     SELECT account_id, day, group_id, CASE WHEN n > error_users_per_group() THEN char(0) || 'other' ELSE user_id END, SUM(calls) FROM (
+       SELECT account_id, received_at / 86400000 AS day, error_group AS group_id, user_id, COUNT(*) AS calls,
+         ROW_NUMBER() OVER (PARTITION BY account_id, received_at / 86400000, error_group ORDER BY MIN(seq)) AS n
+       FROM traces WHERE error_group IS NOT NULL AND user_id IS NOT NULL GROUP BY 1, 2, 3, 4)
+     GROUP BY 1, 2, 3, 4;
+   INSERT INTO runs
+     SELECT account_id, CASE WHEN otlp_trace_id IS NOT NULL THEN 'otlp:' || otlp_trace_id ELSE 'session:' || session_id END,
+       COUNT(*), SUM(status = 'error'), SUM(cost_usd), SUM(tokens_in), SUM(tokens_out),
+       MIN(CASE WHEN arrived_at IS NULL THEN received_at - latency_ms ELSE received_at END),
+       MAX(CASE WHEN arrived_at IS NULL THEN received_at ELSE received_at + latency_ms END)
+     FROM traces WHERE otlp_trace_id IS NOT NULL OR session_id IS NOT NULL GROUP BY 1, 2;`,
 ];
 
 /** Brings the database to the current schema; safe to run from several processes at once. */

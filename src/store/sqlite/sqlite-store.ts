@@ -6,12 +6,14 @@ import type { Store } from "../store.js";
 import type { ModelCalls, TraceQuery } from "../trace-store.js";
 import { newId } from "../ids.js";
 import { latencyBucket } from "../latency-bucket.js";
+import { errorGroupOf } from "../error-group.js";
 import { retentionMs, type RetentionOptions } from "../retention.js";
 import { sequenceIds } from "../trace-id.js";
 import { migrate } from "./sqlite-schema.js";
 import { sqliteOtlpSpans } from "./sqlite-otlp-spans.js";
 import { sqliteTraceReader } from "./sqlite-trace-reader.js";
 import { openSqliteDatabase } from "./sqlite-database.js";
+import { errorUsersPerGroup } from "./sqlite-error-rollup.js";
 import { traceFromRow, type TraceRow } from "./sqlite-trace-row.js";
 import { dayMs } from "./sqlite-usage-rollup.js";
 import { sqliteWriterThread } from "./sqlite-writer-thread.js";
@@ -22,7 +24,17 @@ import { createSqliteUserStore } from "./sqlite-user-store.js";
 import { createSqliteAlertStore } from "./sqlite-alert-store.js";
 
 /** The daily roll-ups, each keyed by project (account_id) and day. */
-const rollupTables = ["usage_daily", "usage_country_daily", "latency_daily", "latency_daily_all", "group_daily", "group_latency_daily"];
+const rollupTables = [
+  "usage_daily",
+  "usage_country_daily",
+  "latency_daily",
+  "latency_daily_all",
+  "group_daily",
+  "group_latency_daily",
+  "error_groups",
+  "error_group_daily",
+  "error_group_users",
+];
 
 /** How often expired traces are deleted, besides once at start-up. */
 const sweepIntervalMs = 60 * 60 * 1000;
@@ -57,8 +69,14 @@ export function openSqliteStore(dataDir: string, options: RetentionOptions & Val
   const db = openSqliteDatabase(file);
   // Used by the roll-ups' migration and by reads of partial days.
   db.function("latency_bucket", { deterministic: true }, (ms) => latencyBucket(Number(ms)));
+  const valuesPerDay = options.groupValuesPerDay ?? defaultValuesPerDay;
+  // Used by the error groups' migration, which groups the traces stored before it.
+  db.function("error_group_of", { deterministic: true }, (error) => errorGroupOf(error as string | null).id);
+  db.function("error_message", { deterministic: true }, (error) => errorGroupOf(error as string | null).message);
+  db.function("values_per_day", { deterministic: true }, () => valuesPerDay);
+  db.function("error_users_per_group", { deterministic: true }, () => errorUsersPerGroup);
   migrate(db);
-  const writer = sqliteWriterThread({ file, groupValuesPerDay: options.groupValuesPerDay ?? defaultValuesPerDay });
+  const writer = sqliteWriterThread({ file, groupValuesPerDay: valuesPerDay });
   const ids = sequenceIds(db.prepare(`SELECT value FROM store_secrets WHERE name = 'trace_id_key'`).pluck().get() as Buffer);
 
   const statements = {
@@ -67,6 +85,8 @@ export function openSqliteStore(dataDir: string, options: RetentionOptions & Val
     deleteExpiredDays: rollupTables.map((table) =>
       db.prepare(`DELETE FROM ${table} WHERE day < @day AND (@project IS NULL OR account_id = @project)`),
     ),
+    // Runs whose last call is past the cut-off (a run with calls either side keeps its sums).
+    deleteExpiredRuns: db.prepare(`DELETE FROM runs WHERE end_ms < @cutoff AND (@project IS NULL OR account_id = @project)`),
     projectsKeepingLess: db.prepare(`SELECT id, retention_days FROM projects WHERE retention_days > 0`),
     // Whole days from the daily roll-up, the part of the first day from the traces.
     modelCalls: db.prepare(
@@ -142,6 +162,7 @@ export function openSqliteStore(dataDir: string, options: RetentionOptions & Val
    */
   const deleteBefore = (cutoff: number, project: string | null) => {
     statements.deleteExpiredTraces.run({ cutoff, project });
+    statements.deleteExpiredRuns.run({ cutoff, project });
     for (const statement of statements.deleteExpiredDays) statement.run({ day: Math.floor(cutoff / dayMs), project });
   };
   /** RETENTION_DAYS for every project, then the shorter retention some projects set (docs/teams.md). */

@@ -14,6 +14,7 @@ const attributeColumns = [
   ["sessionId", "session_id"],
   ["environment", "environment"],
   ["otlpTraceId", "otlp_trace_id"],
+  ["errorGroup", "error_group"],
 ] as const;
 
 /** The service of a trace: the OTLP resource's service.name, or else its metadata entry `service`. */

@@ -9,6 +9,8 @@ import { filtersAttributes, resolveTraceFilter, type ResolvedTraceFilter } from 
 import type { TraceReader } from "../trace-reader.js";
 import { hourMs, usageReader, type LatencyCell, type UsageCell, type UsageCells, type UsageGrouping } from "../usage-reader.js";
 import { otherValue } from "../value-cap.js";
+import { sqliteErrorReader } from "./sqlite-error-reader.js";
+import { sqliteRunReader } from "./sqlite-run-reader.js";
 import { groupExpression, traceConditions } from "./sqlite-trace-filter.js";
 import { traceFromRow, type TraceRow } from "./sqlite-trace-row.js";
 import { dayMs } from "./sqlite-usage-rollup.js";
@@ -250,6 +252,8 @@ export function sqliteTraceReader(db: Database.Database, retentionMs: number, id
 
   return {
     ...usageReader(cells, retentionMs),
+    ...sqliteErrorReader(db, retentionMs),
+    ...sqliteRunReader(db, retentionMs, ids),
     async listTraces(accountId, traceFilter, page) {
       const filter = resolveTraceFilter(traceFilter, retentionMs);
       const sort = page.sort ?? newestFirst;

@@ -48,6 +48,8 @@ export interface TraceRow {
   web_search_requests: number | null;
   /** When a trace that carries its call time was received (D58); null for others, whose received_at is their receipt. */
   arrived_at: number | null;
+  /** A failed call's error group (src/store/error-group.ts), or `otherValue` past the day's cap; null for other traces. */
+  error_group: string | null;
 }
 
 /**
@@ -91,6 +93,7 @@ export type TraceValues = [
   tokens_audio_out: number | null,
   web_search_requests: number | null,
   arrived_at: number | null,
+  error_group: string | null,
 ];
 
 export const traceColumns = [
@@ -130,6 +133,7 @@ export const traceColumns = [
   "tokens_audio_out",
   "web_search_requests",
   "arrived_at",
+  "error_group",
 ] as const satisfies readonly (keyof TraceRow)[];
 
 /**
@@ -180,6 +184,8 @@ function traceToValues(trace: StoredTrace, otlpCallKey: string | null, otlpStart
     trace.tokensAudioOut ?? null,
     trace.webSearchRequests ?? null,
     arrivedAtMs(trace) ?? null,
+    // Set by the writer, which knows the day's groups (sqlite-error-rollup.ts).
+    null,
   ];
 }
 
@@ -229,3 +235,7 @@ function isEmpty(map: Record<string, string>): boolean {
   for (const _ in map) return false;
   return true;
 }
+
+/** Where in TraceValues the writer reads and sets these columns. */
+export const arrivedAtIndex = traceColumns.indexOf("arrived_at");
+export const errorGroupIndex = traceColumns.indexOf("error_group");

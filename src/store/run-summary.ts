@@ -1,0 +1,46 @@
+import { create } from "@bufbuild/protobuf";
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import { RunSummarySchema, type RunSummary } from "../../gen/calltrace/v1/query_pb.js";
+import type { StoredTrace } from "../../gen/calltrace/v1/trace_pb.js";
+
+/** Sums over a run's calls, as an adapter reads them. */
+export interface RunCell {
+  id: string;
+  calls: number;
+  errors: number;
+  costUsd: number;
+  tokensIn: number;
+  tokensOut: number;
+  startMs: number;
+  endMs: number;
+}
+
+/** How runs are listed: most recently ended first, or highest cost first. */
+export type RunOrder = "recent" | "cost";
+
+/** One run and its calls (earliest start first, at most maxRunCalls). */
+export interface RunDetail {
+  run: RunSummary;
+  calls: StoredTrace[];
+  truncated: boolean;
+}
+
+export function runSummary(cell: RunCell): RunSummary {
+  return create(RunSummarySchema, {
+    id: cell.id,
+    calls: BigInt(cell.calls),
+    errors: BigInt(cell.errors),
+    costUsd: cell.costUsd,
+    tokensIn: BigInt(cell.tokensIn),
+    tokensOut: BigInt(cell.tokensOut),
+    start: timestampFromMs(cell.startMs),
+    end: timestampFromMs(cell.endMs),
+  });
+}
+
+/** Runs in the order asked for; ties by id, so pages of equal figures stay stable. */
+export function sortRuns(cells: RunCell[], order: RunOrder): RunCell[] {
+  return cells.sort(
+    (a, b) => (order === "cost" ? b.costUsd - a.costUsd : b.endMs - a.endMs) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0),
+  );
+}

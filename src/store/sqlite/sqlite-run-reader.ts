@@ -1,0 +1,81 @@
+import type Database from "better-sqlite3";
+import { callEndSql, callStartSql, maxRunCalls, parseRunId } from "../run-id.js";
+import { runSummary, sortRuns, type RunCell } from "../run-summary.js";
+import type { sequenceIds } from "../trace-id.js";
+import { filtersAttributes, resolveTraceFilter, type ResolvedTraceFilter } from "../trace-filter.js";
+import type { TraceReader } from "../trace-reader.js";
+import { traceConditions } from "./sqlite-trace-filter.js";
+import { traceFromRow, type TraceRow } from "./sqlite-trace-row.js";
+
+/** A call's run id in SQL (run-id.ts's runIdOf). */
+const runIdSql = "CASE WHEN otlp_trace_id IS NOT NULL THEN 'otlp:' || otlp_trace_id ELSE 'session:' || session_id END";
+const runSums = `COUNT(*) AS calls, SUM(status = 'error') AS errors, SUM(cost_usd) AS costUsd, SUM(tokens_in) AS tokensIn,
+  SUM(tokens_out) AS tokensOut, MIN(${callStartSql}) AS startMs, MAX(${callEndSql}) AS endMs`;
+
+function filtersCalls(filter: ResolvedTraceFilter): boolean {
+  return filtersAttributes(filter) || filter.keyId !== undefined || filter.provider !== undefined || filter.model !== undefined || filter.status !== undefined;
+}
+
+/**
+ * The Runs view's reads on the embedded store. An unfiltered list reads the runs roll-up through
+ * its (project, end) index: the runs that overlap the range, whole. A filtered list sums the
+ * matching calls of the range per run, from the traces. A run's calls come through the
+ * (project, OTLP trace id) and (project, session) indexes.
+ */
+export function sqliteRunReader(
+  db: Database.Database,
+  retentionMs: number,
+  ids: ReturnType<typeof sequenceIds>,
+): Pick<TraceReader, "listRuns" | "getRun"> {
+  const statements = new Map<string, Database.Statement>();
+  const prepare = (sql: string) => {
+    let statement = statements.get(sql);
+    if (!statement) statements.set(sql, (statement = db.prepare(sql)));
+    return statement;
+  };
+  const columns = `run_id AS id, calls, errors, cost_usd AS costUsd, tokens_in AS tokensIn, tokens_out AS tokensOut, start_ms AS startMs, end_ms AS endMs`;
+
+  return {
+    async listRuns(accountId, traceFilter, order, limit) {
+      const filter = resolveTraceFilter(traceFilter, retentionMs);
+      const params: Record<string, unknown> = { account: accountId, since: filter.sinceMs, until: filter.untilMs, limit };
+      const by = order === "cost" ? "costUsd DESC" : "endMs DESC";
+      let cells: RunCell[];
+      if (!filtersCalls(filter)) {
+        cells = prepare(
+          `SELECT ${columns} FROM runs WHERE account_id = @account AND end_ms >= @since AND start_ms < @until ORDER BY ${by}, run_id LIMIT @limit`,
+        ).all(params) as RunCell[];
+      } else {
+        const conditions = traceConditions(filter, params);
+        cells = prepare(
+          `SELECT ${runIdSql} AS id, ${runSums} FROM traces
+           WHERE account_id = @account AND received_at >= @since AND received_at < @until${conditions}
+             AND (otlp_trace_id IS NOT NULL OR session_id IS NOT NULL)
+           GROUP BY 1 ORDER BY ${by}, 1 LIMIT @limit`,
+        ).all(params) as RunCell[];
+      }
+      return sortRuns(cells, order).map(runSummary);
+    },
+    async getRun(accountId, runId) {
+      const key = parseRunId(runId);
+      if (!key) return undefined;
+      const cutoff = retentionMs > 0 ? Date.now() - retentionMs : 0;
+      // A session's run is its calls without an OTLP trace id (those belong to their OTLP trace's run).
+      const where =
+        "otlpTraceId" in key
+          ? "account_id = @account AND otlp_trace_id = @value AND received_at >= @cutoff"
+          : "account_id = @account AND session_id = @value AND otlp_trace_id IS NULL AND received_at >= @cutoff";
+      const params = { account: accountId, value: "otlpTraceId" in key ? key.otlpTraceId : key.sessionId, cutoff, limit: maxRunCalls + 1 };
+      const sums = prepare(`SELECT ${runSums} FROM traces WHERE ${where}`).get(params) as Omit<RunCell, "id">;
+      if (sums.calls === 0) return undefined;
+      const rows = prepare(`SELECT * FROM traces WHERE ${where} ORDER BY ${callStartSql}, seq LIMIT @limit`).all(params) as TraceRow[];
+      const truncated = rows.length > maxRunCalls;
+      if (truncated) rows.pop();
+      return {
+        run: runSummary({ id: runId, ...sums }),
+        calls: rows.map((row) => traceFromRow(row, ids.idOf(row.seq))),
+        truncated,
+      };
+    },
+  };
+}

@@ -1,0 +1,160 @@
+import { create } from "@bufbuild/protobuf";
+import { type Timestamp, timestampFromMs, timestampMs } from "@bufbuild/protobuf/wkt";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { TraceFilterSchema } from "../../gen/calltrace/v1/query_pb.js";
+import { type StoredTrace, TraceSource } from "../../gen/calltrace/v1/trace_pb.js";
+import { normaliseError } from "../../src/store/error-group.js";
+import type { Store } from "../../src/store/store.js";
+import { call, failures } from "../support/error-traces.js";
+import { storeAdapters } from "../support/store-adapters.js";
+
+/** The Errors and Runs views' reads: one contract for every store adapter. */
+const adapters = storeAdapters();
+
+const hour = 3_600_000;
+const day = 24 * hour;
+const filter = (init: Parameters<typeof create<typeof TraceFilterSchema>>[1] = {}) => create(TraceFilterSchema, init);
+const ms = (t: Timestamp | undefined) => timestampMs(t!);
+
+/** What the view should say, worked out here from the calls themselves. */
+function expectedGroups(calls: StoredTrace[]) {
+  const groups = new Map<string, { calls: number; first: number; last: number; models: Set<string>; keys: Set<string>; users: Set<string>; cost: number }>();
+  for (const t of calls) {
+    if (t.status !== "error") continue;
+    const message = normaliseError(t.error);
+    const at = timestampMs(t.receivedAt!);
+    const g = groups.get(message) ?? { calls: 0, first: at, last: at, models: new Set(), keys: new Set(), users: new Set(), cost: 0 };
+    g.calls += 1;
+    g.cost += t.costUsd;
+    g.first = Math.min(g.first, at);
+    g.last = Math.max(g.last, at);
+    g.models.add(t.model);
+    g.keys.add(t.keyId);
+    if (t.userId) g.users.add(t.userId);
+    groups.set(message, g);
+  }
+  return [...groups].sort((a, b) => b[1].calls - a[1].calls);
+}
+
+describe.each(adapters)("errors and runs contract: %s", (_name, open) => {
+  let store: Store;
+  beforeAll(async () => {
+    ({ store } = await open());
+  });
+  afterAll(async () => {
+    await store?.close();
+  });
+
+  it("ranks failed calls by masked message, with share, first and last seen, and the models, keys and users affected", async () => {
+    const now = Date.now();
+    const calls = failures("acc_err", now);
+    await store.writeBatch(calls.map((trace) => ({ trace, idempotencyKey: undefined })));
+    await store.writeBatch(failures("acc_other", now).map((trace) => ({ trace, idempotencyKey: undefined })));
+    const range = filter({ since: timestampFromMs(now - 4 * day), until: timestampFromMs(now + hour) });
+    const answer = await store.errorGroups("acc_err", range, 50);
+    const expected = expectedGroups(calls);
+    expect(answer.totalErrors).toBe(18);
+    expect(answer.totalGroups).toBe(expected.length);
+    expect(answer.groups.map((g) => [g.message, Number(g.calls)])).toEqual(expected.map(([m, g]) => [m, g.calls]));
+    const [top] = answer.groups;
+    const [, want] = expected[0]!;
+    expect(top!.message).toBe("<num> Rate limit reached for requests: limit <num>, request id <id>");
+    expect(top!.id).toMatch(/^[0-9a-f]{16}$/);
+    expect(top!.share).toBeCloseTo(12 / 18, 10);
+    expect(top!.costUsd).toBeCloseTo(want.cost, 10);
+    expect(ms(top!.firstSeen)).toBe(want.first);
+    expect(ms(top!.lastSeen)).toBe(want.last);
+    expect(top!.models.map((v) => [v.value, Number(v.calls)])).toEqual([
+      ["gpt-4o", 9],
+      ["gpt-4o-mini", 3],
+    ]);
+    expect(Number(top!.keyCount)).toBe(2);
+    expect(Number(top!.userCount)).toBe(5);
+    expect(top!.users.length).toBe(5);
+    expect(answer.groups.find((g) => g.message === "(no message)")!.calls).toBe(1n);
+
+    // Under a filter: only the failures it selects.
+    const mini = await store.errorGroups("acc_err", filter({ ...range, model: "gpt-4o-mini" }), 50);
+    expect(mini.totalErrors).toBe(4);
+    expect(mini.groups.map((g) => Number(g.calls))).toEqual([3, 1]);
+    const byUser = await store.errorGroups("acc_err", filter({ ...range, userId: "user-0" }), 50);
+    expect(byUser.groups.map((g) => [g.id, Number(g.calls)])).toEqual([[top!.id, 3]]);
+    // A range of a single day's part.
+    const lastHour = await store.errorGroups("acc_err", filter({ since: timestampFromMs(now - hour), until: timestampFromMs(now + hour) }), 50);
+    expect(lastHour.totalErrors).toBe(calls.filter((t) => t.status === "error" && timestampMs(t.receivedAt!) >= now - hour).length);
+    // The limit keeps the first groups; the totals still count them all.
+    const first = await store.errorGroups("acc_err", range, 1);
+    expect(first.groups.map((g) => g.id)).toEqual([top!.id]);
+    expect(first.totalGroups).toBe(expected.length);
+  });
+
+  it("lists exactly a group's calls on the Traces page's group filter", async () => {
+    const now = Date.now();
+    const range = { since: timestampFromMs(now - 4 * day), until: timestampFromMs(now + hour) };
+    const { groups } = await store.errorGroups("acc_err", filter(range), 50);
+    for (const group of groups) {
+      const page = await store.listTraces("acc_err", filter({ ...range, errorGroup: group.id }), { pageSize: 100 });
+      expect(page.traces).toHaveLength(Number(group.calls));
+      expect(new Set(page.traces.map((t) => normaliseError(t.error)))).toEqual(new Set([group.message]));
+    }
+    expect((await store.listTraces("acc_other", filter({ ...range, errorGroup: groups[0]!.id }), { pageSize: 100 })).traces).toHaveLength(12);
+    expect((await store.listTraces("acc_err", filter({ ...range, errorGroup: "0123456789abcdef" }), { pageSize: 100 })).traces).toHaveLength(0);
+  });
+
+  it("forms runs from an OTLP trace id, or else a session id, with totals, start, end and errors", async () => {
+    const now = Date.now();
+    const otlp = "a".repeat(32);
+    const calls = [
+      // An agent run of three OTLP calls, one of them failed; the middle one also names a session, which does not split it.
+      call({ accountId: "acc_run", at: now - 50_000, latencyMs: 4000, otlpTraceId: otlp, source: TraceSource.OTLP, costUsd: 0.01 }),
+      call({ accountId: "acc_run", at: now - 40_000, latencyMs: 1000, otlpTraceId: otlp, sessionId: "chat-1", source: TraceSource.OTLP, costUsd: 0.02 }),
+      call({ accountId: "acc_run", at: now - 30_000, latencyMs: 500, otlpTraceId: otlp, source: TraceSource.OTLP, status: "error", error: "boom", costUsd: 0 }),
+      // A chat session of two calls, the older and the dearer.
+      call({ accountId: "acc_run", at: now - 3 * hour, latencyMs: 2000, sessionId: "chat-1", costUsd: 0.5, model: "o3" }),
+      call({ accountId: "acc_run", at: now - 2 * hour, latencyMs: 1000, sessionId: "chat-1", costUsd: 0.25 }),
+      // No run.
+      call({ accountId: "acc_run", at: now - 1000 }),
+      // Another project's run with the same session id.
+      call({ accountId: "acc_run_other", at: now - 1000, sessionId: "chat-1" }),
+    ];
+    await store.writeBatch(calls.map((trace) => ({ trace, idempotencyKey: undefined })));
+    const range = filter({ since: timestampFromMs(now - day), until: timestampFromMs(now + hour) });
+
+    const recent = await store.listRuns("acc_run", range, "recent", 50);
+    expect(recent.map((r) => r.id)).toEqual([`otlp:${otlp}`, "session:chat-1"]);
+    const [agent, chat] = recent;
+    expect([Number(agent!.calls), Number(agent!.errors), agent!.costUsd, Number(agent!.tokensIn), Number(agent!.tokensOut)]).toEqual([3, 1, 0.03, 300, 60]);
+    expect(ms(agent!.start)).toBe(now - 54_000);
+    expect(ms(agent!.end)).toBe(now - 30_000);
+    expect([Number(chat!.calls), Number(chat!.errors), chat!.costUsd]).toEqual([2, 0, 0.75]);
+    expect(ms(chat!.start)).toBe(now - 3 * hour - 2000);
+    expect(ms(chat!.end)).toBe(now - 2 * hour);
+
+    expect((await store.listRuns("acc_run", range, "cost", 50)).map((r) => r.id)).toEqual(["session:chat-1", `otlp:${otlp}`]);
+    expect((await store.listRuns("acc_run", range, "recent", 1)).map((r) => r.id)).toEqual([`otlp:${otlp}`]);
+    // A range that ends before the agent run started.
+    expect((await store.listRuns("acc_run", filter({ since: timestampFromMs(now - day), until: timestampFromMs(now - hour) }), "recent", 50)).map((r) => r.id)).toEqual([
+      "session:chat-1",
+    ]);
+    // Filtered: the runs with matching calls, summed over those calls.
+    const o3 = await store.listRuns("acc_run", filter({ ...range, model: "o3" }), "recent", 50);
+    expect(o3.map((r) => [r.id, Number(r.calls), r.costUsd])).toEqual([["session:chat-1", 1, 0.5]]);
+  });
+
+  it("opens one run with its calls by start, and no other project's", async () => {
+    const otlp = "a".repeat(32);
+    const run = await store.getRun("acc_run", `otlp:${otlp}`);
+    expect(run).toBeDefined();
+    expect(Number(run!.run!.calls)).toBe(3);
+    expect(run!.truncated).toBe(false);
+    const starts = run!.calls.map((t) => timestampMs(t.receivedAt!) - t.latencyMs);
+    expect(starts).toEqual([...starts].sort((a, b) => a - b));
+    expect(run!.calls.map((t) => t.status)).toEqual(["success", "success", "error"]);
+    const chat = await store.getRun("acc_run", "session:chat-1");
+    expect(chat!.calls.map((t) => t.model)).toEqual(["o3", "gpt-4o"]);
+    expect(Number(chat!.run!.calls)).toBe(2);
+    expect(await store.getRun("acc_nobody", "session:chat-1")).toBeUndefined();
+    expect(await store.getRun("acc_run", "session:never")).toBeUndefined();
+    expect(await store.getRun("acc_run", "nonsense")).toBeUndefined();
+  });
+});
