@@ -4,7 +4,7 @@ import { Dimension, TraceFilterSchema, type TraceFilter } from "../../gen/calltr
 /**
  * Who and what a view is narrowed to, besides the time range, key, provider, model and status of
  * filters.ts: kept in the address bar (`user`, `session`, `tag`, `meta.<key>`, `env`, `service`,
- * `otlp`, and the searches `q` for model text and `error` for error text), so clicking a group on
+ * `otlp`, `error_group`, and the searches `q` for model text and `error` for error text), so clicking a group on
  * one page narrows every page, and any view can be shared.
  */
 export interface Attributes {
@@ -17,6 +17,8 @@ export interface Attributes {
   otlpTraceId: string;
   modelContains: string;
   errorContains: string;
+  /** An error group's id (the Errors page links here with it). */
+  errorGroup: string;
 }
 
 const metaPrefix = "meta.";
@@ -34,6 +36,7 @@ export function attributesFromQuery(query: URLSearchParams): Attributes {
     otlpTraceId: query.get("otlp") ?? "",
     modelContains: query.get("q") ?? "",
     errorContains: query.get("error") ?? "",
+    errorGroup: query.get("error_group") ?? "",
   };
 }
 
@@ -49,6 +52,7 @@ export function attributesToQuery(a: Attributes): string {
   if (a.otlpTraceId) q.set("otlp", a.otlpTraceId);
   if (a.modelContains) q.set("q", a.modelContains);
   if (a.errorContains) q.set("error", a.errorContains);
+  if (a.errorGroup) q.set("error_group", a.errorGroup);
   return q.toString();
 }
 
@@ -71,6 +75,7 @@ export function withAttributes(filter: TraceFilter, a: Attributes): TraceFilter 
     // The search box and the filter bar's model box both search model names.
     modelContains: a.modelContains || filter.modelContains,
     errorContains: a.errorContains,
+    errorGroup: a.errorGroup,
   });
 }
 
@@ -95,6 +100,7 @@ export function attributeChips(a: Attributes): AttributeChip[] {
   if (a.otlpTraceId) add(`OTLP trace: ${a.otlpTraceId.slice(0, 8)}…`, { otlpTraceId: "" });
   if (a.modelContains) add(`model contains: ${a.modelContains}`, { modelContains: "" });
   if (a.errorContains) add(`error contains: ${a.errorContains}`, { errorContains: "" });
+  if (a.errorGroup) add(`error group: ${a.errorGroup}`, { errorGroup: "" });
   return chips;
 }
 

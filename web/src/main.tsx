@@ -11,7 +11,10 @@ import { Members } from "./pages/members.js";
 import { Attribution } from "./pages/attribution.js";
 import { Geography } from "./pages/geography.js";
 import { Login } from "./pages/login.js";
+import { Errors } from "./pages/errors.js";
 import { Overview } from "./pages/overview.js";
+import { Run } from "./pages/run.js";
+import { Runs } from "./pages/runs.js";
 import { Settings } from "./pages/settings.js";
 import { Traces } from "./pages/traces.js";
 import { base, navigate, onLinkClick, projectBase, useLocation } from "./router.js";
@@ -22,6 +25,8 @@ const pages: { path: string; title: string; page: () => JSX.Element; permission?
   { path: "/", title: "Overview", page: Overview },
   { path: "/attribution", title: "Attribution", page: Attribution },
   { path: "/traces", title: "Traces", page: Traces },
+  { path: "/errors", title: "Errors", page: Errors },
+  { path: "/runs", title: "Runs", page: Runs },
   { path: "/geography", title: "Geography", page: Geography },
   { path: "/settings", title: "Settings · API keys", page: Settings },
   { path: "/members", title: "Members", page: Members },
@@ -87,8 +92,12 @@ function SignedIn({ session, onSignedOut }: { session: Session; onSignedOut: () 
     navigate(base);
   };
   const context = found && { session, memberships, ...found, reload };
-  const current = context ? pages.find((p) => p.path === path && (!p.permission || can(context.membership.role, p.permission))) : undefined;
-  const Page = current?.page ?? NotFound;
+  // A run has a page of its own, /runs/<id>, under the Runs entry of the navigation.
+  const onRun = /^\/runs\/./.test(path);
+  const current = context
+    ? pages.find((p) => p.path === (onRun ? "/runs" : path) && (!p.permission || can(context.membership.role, p.permission)))
+    : undefined;
+  const Page = onRun ? Run : (current?.page ?? NotFound);
   return (
     <div class="shell" onClick={onLinkClick}>
       <header class="top">
