@@ -169,4 +169,35 @@ describe.each(adapters)("value cap on %s", (_name, open) => {
     expect(exact.groups.map((g) => [g.value, g.totals!.calls])).toEqual([["early", 3n]]);
     await store.close();
   });
+
+  it("answers a group-by of 200,000 distinct users without a bound (more rows than a call's arguments can hold)", { timeout: 300_000 }, async () => {
+    const store = openSqliteStore(tempDir(), { groupValuesPerDay: 0 });
+    const yesterday = Math.floor(Date.now() / day) * day - day;
+    const users = 200_000;
+    for (let start = 0; start < users; start += 5000) {
+      await store.writeBatch(
+        Array.from({ length: 5000 }, (_, i) => ({
+          trace: create(StoredTraceSchema, {
+            receivedAt: timestampFromMs(yesterday + start + i),
+            keyId: "key_cap",
+            accountId: "acc_cap",
+            country: "DE",
+            provider: "openai",
+            model: "gpt-4o",
+            tokensIn: 1,
+            tokensOut: 1,
+            latencyMs: 100,
+            costUsd: (start + i) / 1e6,
+            status: "success",
+            userId: `user-${start + i}`,
+          }),
+          idempotencyKey: undefined,
+        })),
+      );
+    }
+    const answer = await store.usageByGroup("acc_cap", filter(yesterday, yesterday + day), { kind: "user" }, 10);
+    expect(answer.totalGroups).toBe(users);
+    expect(answer.groups[0]!.value).toBe(`user-${users - 1}`);
+    await store.close();
+  });
 });

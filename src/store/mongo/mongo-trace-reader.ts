@@ -218,7 +218,9 @@ export function mongoTraceReader(c: MongoCollections, retentionMs: number): Trac
       const partId = part.value ? { ...id, group: part.value } : id;
       const [sumRows, latencyRows] = await Promise.all([
         // Grouped by price check too ($group and $sum only), folded below: the unpriced and mismatched counts.
-        grouping.sums === false ? Promise.resolve([]) : group(stages, { ...partId, status: "$meta.status", priceCheck: "$priceCheck" }, sums),
+        grouping.sums === false
+          ? Promise.resolve([])
+          : group(stages, { ...partId, status: "$meta.status", priceCheck: "$priceCheck" }, sums),
         grouping.latency ? group(stages, { ...partId, bucket: "$latencyBucket" }, { calls: sums.calls }) : Promise.resolve([]),
       ]);
       const groupOf = (row: Row) => (grouping.group ? { group: part.fixed ?? (row._id.group == null ? "" : String(row._id.group)) } : {});
@@ -258,8 +260,9 @@ export function mongoTraceReader(c: MongoCollections, retentionMs: number): Trac
         return { sums: subtract(all.sums, less.sums), latency: subtract(all.latency, less.latency) };
       }),
     )) {
-      out.sums.push(...answer.sums.filter((cell) => !wanted || wanted.has(cell.group ?? "")));
-      out.latency.push(...answer.latency.filter((cell) => !wanted || wanted.has(cell.group ?? "")));
+      // Not push(...cells): a call's arguments live on the stack, which 200,000 groups overflow.
+      for (const cell of answer.sums) if (!wanted || wanted.has(cell.group ?? "")) out.sums.push(cell);
+      for (const cell of answer.latency) if (!wanted || wanted.has(cell.group ?? "")) out.latency.push(cell);
     }
     return out;
   };

@@ -74,6 +74,10 @@ export function sqliteTraceReader(db: Database.Database, retentionMs: number, id
     const out: UsageCells = { sums: [], latency: [] };
     const groupBy = (columns: string[]) => (columns.length > 0 ? ` GROUP BY ${columns.join(", ")}` : "");
     const run = <T>(sql: string, params: Record<string, unknown>) => prepare(sql).all(params) as T[];
+    // Not push(...rows): a call's arguments live on the stack, which 200,000 groups overflow.
+    const append = <T>(into: T[], rows: T[]) => {
+      for (const row of rows) into.push(row);
+    };
     const group = grouping.group;
     const values = grouping.groupValues;
     const rollupColumn = group && rollupColumns[group.kind];
@@ -108,8 +112,9 @@ export function sqliteTraceReader(db: Database.Database, retentionMs: number, id
       const select = (extra: string) => [...dims, ...grp, extra].join(", ");
       const usageTable = attributeRollup ? "group_daily" : grouping.country ? "usage_country_daily" : "usage_daily";
       if (grouping.sums !== false) {
-        out.sums.push(
-          ...run<UsageCell>(
+        append(
+          out.sums,
+          run<UsageCell>(
             `SELECT ${select("status")}, SUM(calls) AS calls, ${sums}${rolledChecks} FROM ${usageTable} ${range}${groupBy(keys("status"))}`,
             params,
           ),
@@ -122,8 +127,9 @@ export function sqliteTraceReader(db: Database.Database, retentionMs: number, id
           ? "latency_daily_all"
           : "latency_daily";
       if (grouping.latency) {
-        out.latency.push(
-          ...run<LatencyCell>(
+        append(
+          out.latency,
+          run<LatencyCell>(
             `SELECT ${select("bucket")}, SUM(calls) AS calls FROM ${latencyTable} ${range}${groupBy(keys("bucket"))}`,
             params,
           ),
@@ -157,7 +163,14 @@ export function sqliteTraceReader(db: Database.Database, retentionMs: number, id
             `SELECT ${select("status")}, SUM(calls) AS calls, ${sums}${rolledChecks} FROM ${table} ${where}${groupBy([...dims, "status"])}`,
             params,
           );
-        subtract(q("usage_daily", range), q("group_daily", having), "status", ["calls", "costUsd", "tokensIn", "tokensOut", "unpriced", "mismatched"]);
+        subtract(q("usage_daily", range), q("group_daily", having), "status", [
+          "calls",
+          "costUsd",
+          "tokensIn",
+          "tokensOut",
+          "unpriced",
+          "mismatched",
+        ]);
       }
       if (grouping.latency) {
         const q = (table: string, where: string) =>
@@ -199,19 +212,18 @@ export function sqliteTraceReader(db: Database.Database, retentionMs: number, id
       const keys = (extra: string) => [...dims, ...grp.map(() => `"group"`), extra];
       const select = (extra: string) => [...dims.map(column), ...grp, column(extra)].join(", ");
       if (grouping.sums !== false) {
-        out.sums.push(
-          ...run<UsageCell>(
+        append(
+          out.sums,
+          run<UsageCell>(
             `SELECT ${select("status")}, COUNT(*) AS calls, ${sums}${tracedChecks} FROM traces${join} ${range}${groupBy(keys("status"))}`,
             params,
           ),
         );
       }
       if (grouping.latency) {
-        out.latency.push(
-          ...run<LatencyCell>(
-            `SELECT ${select("bucket")}, COUNT(*) AS calls FROM traces${join} ${range}${groupBy(keys("bucket"))}`,
-            params,
-          ),
+        append(
+          out.latency,
+          run<LatencyCell>(`SELECT ${select("bucket")}, COUNT(*) AS calls FROM traces${join} ${range}${groupBy(keys("bucket"))}`, params),
         );
       }
     };
@@ -310,7 +322,9 @@ export function sqliteTraceReader(db: Database.Database, retentionMs: number, id
       const seq = ids.seqOf(id);
       if (seq === undefined) return undefined;
       const cutoff = retentionMs > 0 ? Date.now() - retentionMs : 0;
-      const row = prepare(`SELECT * FROM traces WHERE seq = ? AND account_id = ? AND received_at >= ?`).get(seq, accountId, cutoff) as TraceRow | undefined;
+      const row = prepare(`SELECT * FROM traces WHERE seq = ? AND account_id = ? AND received_at >= ?`).get(seq, accountId, cutoff) as
+        | TraceRow
+        | undefined;
       return row && traceFromRow(row, id);
     },
   };
