@@ -61,6 +61,14 @@ const users = 10_000;
 const tags = Array.from({ length: 50 }, (_, i) => `tag-${String(i).padStart(2, "0")}`);
 const features = Array.from({ length: 20 }, (_, i) => `feature-${String(i).padStart(2, "0")}`);
 const teams = ["payments", "growth", "search", "support", "platform"];
+/** Failures as providers word them, with the request ids and figures that vary per call (the Errors view masks them). */
+const failures = [
+  (n: number) => `rate_limit_error: ${30_000 + (n % 5000)} tokens per min exceeded, request req_${n.toString(36)}XyZ`,
+  (n: number) => `overloaded_error: Overloaded (request id ${n.toString(16).padStart(8, "0")}-aaaa-4bbb-8ccc-${n.toString(16).padStart(12, "0")})`,
+  (n: number) => `invalid_request_error: max_tokens: ${n % 100_000} > 8192, which is the maximum allowed`,
+  () => "upstream 502: bad gateway",
+  (n: number) => `context_length_exceeded: this model's maximum context length is 128000 tokens, you requested ${128_000 + (n % 9000)}`,
+];
 
 interface Seeded {
   accountId: string;
@@ -120,7 +128,7 @@ async function seed(store: Store, dataDir: string): Promise<Seeded> {
         latencyMs: Math.floor(Math.exp(5 + rand() * 3.5)),
         costUsd: failed ? 0 : (tokensIn * inPrice + tokensOut * outPrice) / 1e6,
         status: failed ? "error" : "success",
-        ...(failed ? { error: "rate_limit_error: slow down" } : {}),
+        ...(failed ? { error: failures[i % failures.length]!(i) } : {}),
         userId: `user-${user}`,
         sessionId: `user-${user}-s${Math.floor(rand() * 20)}`,
         tags: traceTags,
@@ -284,6 +292,17 @@ async function main(): Promise<void> {
   await measure("store: tags of the top user, 30 UTC days (group-by under a user filter)", () =>
     store.usageByGroup(seeded.accountId, topUser, { kind: "tag" }, 100),
   );
+  // The Errors and Runs views (D59): error groups from their roll-ups, and the failed calls of one
+  // model through their (project, group, time) index; runs from their roll-up, each user's sessions.
+  await measure("store: errors grouped, 30 UTC days (top 50 groups with models, keys, users)", () => store.errorGroups(seeded.accountId, thirtyDays, 50));
+  const oneModel = create(TraceFilterSchema, { since: thirtyDays.since, provider: "anthropic", model: "claude-sonnet-4" });
+  await measure("store: errors grouped under a model filter, 30 UTC days (from the failed calls)", () =>
+    store.errorGroups(seeded.accountId, oneModel, 50),
+  );
+  await measure("store: runs, most recent first, 30 UTC days (50 runs)", () => store.listRuns(seeded.accountId, thirtyDays, "recent", 50));
+  await measure("store: runs, highest cost first, 30 UTC days (50 runs)", () => store.listRuns(seeded.accountId, thirtyDays, "cost", 50));
+  const dearest = (await store.listRuns(seeded.accountId, thirtyDays, "cost", 1))[0]!.id;
+  await measure("store: one run with its calls (the dearest)", () => store.getRun(seeded.accountId, dearest));
   await store.close();
 
   const config = { ...resolveConfig({}, {}), port: 0, dataDir, logLevel: "silent", ...(uri ? { mongodbUri: uri } : {}) };
@@ -308,6 +327,9 @@ async function main(): Promise<void> {
     await measure("HTTP QueryService.ListTraces: first page sorted by cost", () =>
       call("QueryService/ListTraces", { filter, pageSize: 50, order: "TRACE_ORDER_COST" }),
     );
+    await measure("HTTP Errors page, 30 UTC days (GetErrorGroups, 50 groups)", () => call("QueryService/GetErrorGroups", { filter, limit: 50 }));
+    await measure("HTTP Runs page, 30 UTC days (ListRuns, 100 runs)", () => call("QueryService/ListRuns", { filter, limit: 100 }));
+    await measure("HTTP a run's page (GetRun)", () => call("QueryService/GetRun", { id: dearest }));
   } finally {
     await service.close(1000);
     await mongo?.close();
