@@ -13,6 +13,12 @@ Usage:
   calltrace accounts set-plan <account-id> <plan>
   calltrace accounts create --email EMAIL [--plan PLAN] --password-stdin
   calltrace prices check [--days N] [--json]                      models seen lately that the price table does not know
+  calltrace alerts create --kind spend|errors|latency|unpriced|quota [--budget-usd N --window day|week|month|Nh]
+                 [--window-minutes N --error-rate PCT --min-calls N | --p95-ms MS] [--thresholds 50,80,100]
+                 [--key ID|--user ID|--tag T|--model M|--environment E|--metadata k=v]
+                 [--webhook URL] [--slack URL] [--email ADDR] [--project ID] [--name NAME] [--json]
+  calltrace alerts list [--project ID] [--json]
+  calltrace alerts delete <rule-id> [--project ID]
 
 Every command takes the configuration flags (--data-dir, --mongodb-uri, --plans-file, ...),
 each also read from its environment variable (DATA_DIR, MONGODB_URI, PLANS_FILE, ...).`;
@@ -24,6 +30,7 @@ const commands: Record<string, () => Promise<(argv: string[]) => Promise<void>>>
   traces: async () => (await import("./traces-command.js")).tracesCommand,
   accounts: async () => (await import("./accounts-command.js")).accountsCommand,
   prices: async () => (await import("./prices-command.js")).pricesCommand,
+  alerts: async () => (await import("./alerts-command.js")).alertsCommand,
 };
 
 async function main(argv: string[]): Promise<void> {
