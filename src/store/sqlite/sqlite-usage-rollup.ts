@@ -93,14 +93,14 @@ function cappedGroups(
   groups: [dimension: string, value: string][],
   accountId: string,
   day: number,
-  valueOf: GroupValueOf,
+  keptValueOf: GroupValueOf,
 ): [dimension: string, value: string][] {
   const capped = new Map<string, [string, string]>();
   // traceGroups puts each metadata key right before its value.
   let keyIsOther = false;
   for (const [dimension, value] of groups) {
     if (keyIsOther && dimension.startsWith("m:")) continue;
-    const kept = valueOf(accountId, dimension, day, value);
+    const kept = keptValueOf(accountId, dimension, day, value);
     if (dimension === "metadataKey") keyIsOther = kept === otherValue;
     capped.set(`${dimension}\u0000${kept}`, [dimension, kept]);
   }
@@ -118,7 +118,7 @@ function cappedGroups(
  * rather than a key per roll-up row it counts in (14 for a trace without attribution). A sign of
  * -1 takes the traces out again: re-pricing takes out a trace's old values and adds its new ones.
  */
-export function sqliteUsageRollup(db: Database.Database, valueOf: GroupValueOf): (traces: TraceValues[], sign?: 1 | -1) => void {
+export function sqliteUsageRollup(db: Database.Database, keptValueOf: GroupValueOf): (traces: TraceValues[], sign?: 1 | -1) => void {
   const usage = db.prepare(
     `INSERT INTO usage_daily (account_id, day, provider, model, status, key_id, calls, cost_usd, tokens_in, tokens_out, unpriced, mismatched)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET ${checkedSumsUpdate}`,
@@ -156,7 +156,7 @@ export function sqliteUsageRollup(db: Database.Database, valueOf: GroupValueOf):
     for (const a of alikeTraces(traces, sign)) {
       const [, keyId, accountId, country, provider, model, , , , , status] = a.trace;
       const { day } = a;
-      const attribution = cappedGroups(traceGroups(a.trace), accountId, day, valueOf);
+      const attribution = cappedGroups(traceGroups(a.trace), accountId, day, keptValueOf);
       add(groups.usage, [accountId, day, provider, model, status, keyId], a);
       add(groups.country, [accountId, day, country, provider, model, status, keyId], a);
       for (const [dimension, value] of attribution) add(groups.group, [accountId, dimension, value, day, status], a);
