@@ -1,7 +1,7 @@
 import Anthropic from "@anthropic-ai/sdk";
 import OpenAI from "openai";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { BudgetExceeded, init, withAttributes, withCallAttributes } from "../src/index.js";
+import { BudgetExceeded, init, untraced, withAttributes, withCallAttributes } from "../src/index.js";
 import { clientsFor } from "./support/clients.js";
 import type { Answer, FakeCalltrace } from "./support/fake-calltrace.js";
 import { startHarness, TEST_KEY, type Harness } from "./support/harness.js";
@@ -147,9 +147,11 @@ describe("enforceBudget with an exceeded budget", () => {
     expect(await h.traces()).toHaveLength(5);
   });
 
-  it("lets calls through again once the budget is no longer exceeded", async () => {
+  it("refuses untraced calls too, and lets calls through again once the budget is no longer exceeded", async () => {
     await answerBudget(h.service, exceeded(PROJECT));
     await refused(() => clients.openai.chat.completions.create({ model: "gpt-4o", messages }));
+    // untraced() stops the trace, not the budget.
+    await untraced(() => refused(() => clients.openai.chat.completions.create({ model: "gpt-4o", messages })));
     await answerBudget(h.service, { status: 200, body: { projectId: "p_1", budgets: [] } });
     await expect(clients.openai.chat.completions.create({ model: "gpt-4o", messages })).resolves.toBeDefined();
   });
