@@ -70,7 +70,9 @@ export async function foldErrorGroups(
       .filter(([value, calls]) => value !== "" && calls > 0)
       .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1));
     return {
-      top: all.slice(0, topValues).map(([value, calls]) => create(ValueCountSchema, { value: value === otherValue ? "other" : value, calls: BigInt(calls) })),
+      top: all
+        .slice(0, topValues)
+        .map(([value, calls]) => create(ValueCountSchema, { value: value === otherValue ? "other" : value, calls: BigInt(calls) })),
       count: BigInt(all.length),
     };
   };

@@ -40,7 +40,5 @@ export function runSummary(cell: RunCell): RunSummary {
 
 /** Runs in the order asked for; ties by id, so pages of equal figures stay stable. */
 export function sortRuns(cells: RunCell[], order: RunOrder): RunCell[] {
-  return cells.sort(
-    (a, b) => (order === "cost" ? b.costUsd - a.costUsd : b.endMs - a.endMs) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0),
-  );
+  return cells.sort((a, b) => (order === "cost" ? b.costUsd - a.costUsd : b.endMs - a.endMs) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 }

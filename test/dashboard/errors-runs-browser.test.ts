@@ -74,7 +74,9 @@ describe("dashboard in a real browser: errors and runs", { timeout: 120_000 }, (
   it("Runs lists sessions by recency or cost, and a run opens on its own URL with its calls as a waterfall", async () => {
     await open("runs");
     const rows = page.locator("table.runs tbody tr");
-    await expect.poll(() => rows.evaluateAll((r) => r.map((row) => row.getAttribute("data-run-id")))).toEqual(["session:batch-1", "session:chat-7"]);
+    await expect
+      .poll(() => rows.evaluateAll((r) => r.map((row) => row.getAttribute("data-run-id"))))
+      .toEqual(["session:batch-1", "session:chat-7"]);
     const chat = page.locator('tr[data-run-id="session:chat-7"]');
     expect(await chat.locator("td").allTextContents()).toEqual(expect.arrayContaining(["5", "$2.53", "3"]));
     await page.getByRole("button", { name: "Highest cost" }).click();

@@ -18,7 +18,10 @@ const ms = (t: Timestamp | undefined) => timestampMs(t!);
 
 /** What the view should say, worked out here from the calls themselves. */
 function expectedGroups(calls: StoredTrace[]) {
-  const groups = new Map<string, { calls: number; first: number; last: number; models: Set<string>; keys: Set<string>; users: Set<string>; cost: number }>();
+  const groups = new Map<
+    string,
+    { calls: number; first: number; last: number; models: Set<string>; keys: Set<string>; users: Set<string>; cost: number }
+  >();
   for (const t of calls) {
     if (t.status !== "error") continue;
     const message = normaliseError(t.error);
@@ -80,7 +83,11 @@ describe.each(adapters)("errors and runs contract: %s", (_name, open) => {
     const byUser = await store.errorGroups("acc_err", filter({ ...range, userId: "user-0" }), 50);
     expect(byUser.groups.map((g) => [g.id, Number(g.calls)])).toEqual([[top!.id, 3]]);
     // A range of a single day's part.
-    const lastHour = await store.errorGroups("acc_err", filter({ since: timestampFromMs(now - hour), until: timestampFromMs(now + hour) }), 50);
+    const lastHour = await store.errorGroups(
+      "acc_err",
+      filter({ since: timestampFromMs(now - hour), until: timestampFromMs(now + hour) }),
+      50,
+    );
     expect(lastHour.totalErrors).toBe(calls.filter((t) => t.status === "error" && timestampMs(t.receivedAt!) >= now - hour).length);
     // The limit keeps the first groups; the totals still count them all.
     const first = await store.errorGroups("acc_err", range, 1);
@@ -97,8 +104,12 @@ describe.each(adapters)("errors and runs contract: %s", (_name, open) => {
       expect(page.traces).toHaveLength(Number(group.calls));
       expect(new Set(page.traces.map((t) => normaliseError(t.error)))).toEqual(new Set([group.message]));
     }
-    expect((await store.listTraces("acc_other", filter({ ...range, errorGroup: groups[0]!.id }), { pageSize: 100 })).traces).toHaveLength(12);
-    expect((await store.listTraces("acc_err", filter({ ...range, errorGroup: "0123456789abcdef" }), { pageSize: 100 })).traces).toHaveLength(0);
+    expect((await store.listTraces("acc_other", filter({ ...range, errorGroup: groups[0]!.id }), { pageSize: 100 })).traces).toHaveLength(
+      12,
+    );
+    expect(
+      (await store.listTraces("acc_err", filter({ ...range, errorGroup: "0123456789abcdef" }), { pageSize: 100 })).traces,
+    ).toHaveLength(0);
   });
 
   it("forms runs from an OTLP trace id, or else a session id, with totals, start, end and errors", async () => {
@@ -107,8 +118,25 @@ describe.each(adapters)("errors and runs contract: %s", (_name, open) => {
     const calls = [
       // An agent run of three OTLP calls, one of them failed; the middle one also names a session, which does not split it.
       call({ accountId: "acc_run", at: now - 50_000, latencyMs: 4000, otlpTraceId: otlp, source: TraceSource.OTLP, costUsd: 0.01 }),
-      call({ accountId: "acc_run", at: now - 40_000, latencyMs: 1000, otlpTraceId: otlp, sessionId: "chat-1", source: TraceSource.OTLP, costUsd: 0.02 }),
-      call({ accountId: "acc_run", at: now - 30_000, latencyMs: 500, otlpTraceId: otlp, source: TraceSource.OTLP, status: "error", error: "boom", costUsd: 0 }),
+      call({
+        accountId: "acc_run",
+        at: now - 40_000,
+        latencyMs: 1000,
+        otlpTraceId: otlp,
+        sessionId: "chat-1",
+        source: TraceSource.OTLP,
+        costUsd: 0.02,
+      }),
+      call({
+        accountId: "acc_run",
+        at: now - 30_000,
+        latencyMs: 500,
+        otlpTraceId: otlp,
+        source: TraceSource.OTLP,
+        status: "error",
+        error: "boom",
+        costUsd: 0,
+      }),
       // A chat session of two calls, the older and the dearer.
       call({ accountId: "acc_run", at: now - 3 * hour, latencyMs: 2000, sessionId: "chat-1", costUsd: 0.5, model: "o3" }),
       call({ accountId: "acc_run", at: now - 2 * hour, latencyMs: 1000, sessionId: "chat-1", costUsd: 0.25 }),
@@ -123,7 +151,9 @@ describe.each(adapters)("errors and runs contract: %s", (_name, open) => {
     const recent = await store.listRuns("acc_run", range, "recent", 50);
     expect(recent.map((r) => r.id)).toEqual([`otlp:${otlp}`, "session:chat-1"]);
     const [agent, chat] = recent;
-    expect([Number(agent!.calls), Number(agent!.errors), agent!.costUsd, Number(agent!.tokensIn), Number(agent!.tokensOut)]).toEqual([3, 1, 0.03, 300, 60]);
+    expect([Number(agent!.calls), Number(agent!.errors), agent!.costUsd, Number(agent!.tokensIn), Number(agent!.tokensOut)]).toEqual([
+      3, 1, 0.03, 300, 60,
+    ]);
     expect(ms(agent!.start)).toBe(now - 54_000);
     expect(ms(agent!.end)).toBe(now - 30_000);
     expect([Number(chat!.calls), Number(chat!.errors), chat!.costUsd]).toEqual([2, 0, 0.75]);
@@ -133,9 +163,11 @@ describe.each(adapters)("errors and runs contract: %s", (_name, open) => {
     expect((await store.listRuns("acc_run", range, "cost", 50)).map((r) => r.id)).toEqual(["session:chat-1", `otlp:${otlp}`]);
     expect((await store.listRuns("acc_run", range, "recent", 1)).map((r) => r.id)).toEqual([`otlp:${otlp}`]);
     // A range that ends before the agent run started.
-    expect((await store.listRuns("acc_run", filter({ since: timestampFromMs(now - day), until: timestampFromMs(now - hour) }), "recent", 50)).map((r) => r.id)).toEqual([
-      "session:chat-1",
-    ]);
+    expect(
+      (
+        await store.listRuns("acc_run", filter({ since: timestampFromMs(now - day), until: timestampFromMs(now - hour) }), "recent", 50)
+      ).map((r) => r.id),
+    ).toEqual(["session:chat-1"]);
     // Filtered: the runs with matching calls, summed over those calls.
     const o3 = await store.listRuns("acc_run", filter({ ...range, model: "o3" }), "recent", 50);
     expect(o3.map((r) => [r.id, Number(r.calls), r.costUsd])).toEqual([["session:chat-1", 1, 0.5]]);

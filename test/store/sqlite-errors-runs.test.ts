@@ -16,7 +16,8 @@ import { call, failures } from "../support/error-traces.js";
 
 const day = 86_400_000;
 const range = (now: number) => create(TraceFilterSchema, { since: timestampFromMs(now - 4 * day), until: timestampFromMs(now + day) });
-const stored = (store: Store, traces: ReturnType<typeof call>[]) => store.writeBatch(traces.map((trace) => ({ trace, idempotencyKey: undefined })));
+const stored = (store: Store, traces: ReturnType<typeof call>[]) =>
+  store.writeBatch(traces.map((trace) => ({ trace, idempotencyKey: undefined })));
 
 /** The embedded store's answers with its error roll-ups, and read from the failed calls alone (the switch off). */
 async function bothPaths(dir: string, store: Store, accountId: string, now: number) {
@@ -51,7 +52,12 @@ describe("embedded store: error groups", () => {
       const now = Date.now();
       // Six kinds of failure today (a unique message per call, as a careless client sends), and one yesterday.
       const kinds = ["timeout", "bad gateway", "overloaded", "refused", "reset", "quota"];
-      await stored(store, kinds.flatMap((kind, i) => [0, 1].map((j) => call({ accountId: "acc_c", at: now - 1000 * (i * 2 + j), status: "error", error: kind }))));
+      await stored(
+        store,
+        kinds.flatMap((kind, i) =>
+          [0, 1].map((j) => call({ accountId: "acc_c", at: now - 1000 * (i * 2 + j), status: "error", error: kind })),
+        ),
+      );
       await stored(store, [call({ accountId: "acc_c", at: now - day, status: "error", error: "quota" })]);
       const answer = await store.errorGroups("acc_c", range(now), 50);
       expect(answer.totalErrors).toBe(13);
@@ -69,7 +75,12 @@ describe("embedded store: error groups", () => {
       expect(page.traces.map((t) => t.error).sort()).toEqual(["quota", "quota", "refused", "refused", "reset", "reset"]);
       // The roll-ups gained three group rows today, however many kinds came.
       const db = new Database(join(dir, "calltrace.db"), { readonly: true });
-      expect(db.prepare(`SELECT COUNT(*) FROM error_groups WHERE account_id = 'acc_c' AND day = ?`).pluck().get(Math.floor(now / day))).toBe(3);
+      expect(
+        db
+          .prepare(`SELECT COUNT(*) FROM error_groups WHERE account_id = 'acc_c' AND day = ?`)
+          .pluck()
+          .get(Math.floor(now / day)),
+      ).toBe(3);
       db.close();
       const { fromRollups, fromCalls } = await bothPaths(dir, store, "acc_c", now);
       expect(fromRollups).toEqual(fromCalls);

@@ -58,4 +58,3 @@ export function failures(accountId: string, now: number): StoredTrace[] {
   for (let i = 0; i < 6; i++) out.push(call({ accountId, at: now - i * 9 * hour - 1000 }));
   return out;
 }
-

@@ -31,8 +31,7 @@ export function mongoErrorsAndRuns(
   const ids = objectIdIds(c.traceIdKey);
   const sumBy = (match: Filter<TraceDoc>, id: Record<string, string>, field: string | 1) =>
     c.traces.aggregate<Row>([{ $match: match }, { $group: { _id: id, n: { $sum: field } } }] as Document[]).toArray();
-  const bound = (match: Filter<TraceDoc>, direction: 1 | -1) =>
-    c.traces.find(match).sort({ receivedAt: direction }).limit(1).next();
+  const bound = (match: Filter<TraceDoc>, direction: 1 | -1) => c.traces.find(match).sort({ receivedAt: direction }).limit(1).next();
   const runMatch = (accountId: string, key: RunKey): Filter<TraceDoc> =>
     "otlpTraceId" in key
       ? { "meta.accountId": accountId, otlpTraceId: key.otlpTraceId }
@@ -128,7 +127,11 @@ export function mongoErrorsAndRuns(
       const inRun: Filter<TraceDoc> = { $or: [{ otlpTraceId: { $exists: true } }, { sessionId: { $exists: true } }] };
       const match: Filter<TraceDoc> = { $and: [traceMatch(accountId, filter), inRun] };
       const narrowed =
-        filtersAttributes(filter) || filter.keyId !== undefined || filter.provider !== undefined || filter.model !== undefined || filter.status !== undefined;
+        filtersAttributes(filter) ||
+        filter.keyId !== undefined ||
+        filter.provider !== undefined ||
+        filter.model !== undefined ||
+        filter.status !== undefined;
       let found: string[];
       if (order === "cost") {
         const costs = new Map<string, number>();
@@ -156,7 +159,10 @@ export function mongoErrorsAndRuns(
           return runCell(id, narrowed ? { $and: [match, own] } : { ...own, receivedAt: { $gte: cutoff() } });
         }),
       );
-      return sortRuns(cells.filter((cell): cell is RunCell => cell !== undefined), order).map(runSummary);
+      return sortRuns(
+        cells.filter((cell): cell is RunCell => cell !== undefined),
+        order,
+      ).map(runSummary);
     },
 
     async getRun(accountId, runId) {
@@ -165,7 +171,11 @@ export function mongoErrorsAndRuns(
       const match = { ...runMatch(accountId, key), receivedAt: { $gte: cutoff() } };
       const cell = await runCell(runId, match);
       if (!cell) return undefined;
-      const docs = await c.traces.find(match).sort({ receivedAt: 1 }).limit(maxRunCalls + 1).toArray();
+      const docs = await c.traces
+        .find(match)
+        .sort({ receivedAt: 1 })
+        .limit(maxRunCalls + 1)
+        .toArray();
       const truncated = docs.length > maxRunCalls;
       const calls = docs.slice(0, maxRunCalls).map((doc) => traceFromDoc(doc, ids.idOf(doc._id)));
       calls.sort((a, b) => callStart(a) - callStart(b));

@@ -24,7 +24,11 @@ function rollupsAnswer(filter: ResolvedTraceFilter): boolean {
  * from the failed calls through their (project, error group, time) index: never the other calls.
  * `rollups: false` reads every range from the calls (the path the roll-ups are tested against).
  */
-export function sqliteErrorReader(db: Database.Database, retentionMs: number, options = { rollups: true }): Pick<TraceReader, "errorGroups"> {
+export function sqliteErrorReader(
+  db: Database.Database,
+  retentionMs: number,
+  options = { rollups: true },
+): Pick<TraceReader, "errorGroups"> {
   const statements = new Map<string, Database.Statement>();
   const prepare = (sql: string) => {
     let statement = statements.get(sql);
@@ -39,32 +43,39 @@ export function sqliteErrorReader(db: Database.Database, retentionMs: number, op
       const cells: ErrorGroupCell[] = [];
       const values: ErrorValueCell[] = [];
       const samples = new Map<string, string | null>();
+      // Not push(...rows): a call's arguments live on the stack, which 200,000 rows overflow.
+      const append = <T>(into: T[], rows: T[]) => {
+        for (const row of rows) into.push(row);
+      };
 
       const days = (from: number, to: number) => {
         const params = { account: accountId, from, to };
         const range = "WHERE account_id = @account AND day >= @from AND day < @to";
-        cells.push(
-          ...(prepare(
+        append(
+          cells,
+          prepare(
             `SELECT group_id AS "group", SUM(calls) AS calls, SUM(cost_usd) AS costUsd, MIN(first_ms) AS firstMs, MAX(last_ms) AS lastMs
              FROM error_group_daily ${range} GROUP BY group_id`,
-          ).all(params) as ErrorGroupCell[]),
+          ).all(params) as ErrorGroupCell[],
         );
         for (const [dimension, column] of [
           ["model", "model"],
           ["key", "key_id"],
         ] as const) {
-          values.push(
-            ...(prepare(
+          append(
+            values,
+            prepare(
               `SELECT group_id AS "group", '${dimension}' AS dimension, ${column} AS value, SUM(calls) AS calls
                FROM error_group_daily ${range} GROUP BY group_id, ${column}`,
-            ).all(params) as ErrorValueCell[]),
+            ).all(params) as ErrorValueCell[],
           );
         }
-        values.push(
-          ...(prepare(
+        append(
+          values,
+          prepare(
             `SELECT group_id AS "group", 'user' AS dimension, user_id AS value, SUM(calls) AS calls
              FROM error_group_users ${range} GROUP BY group_id, user_id`,
-          ).all(params) as ErrorValueCell[]),
+          ).all(params) as ErrorValueCell[],
         );
       };
 
@@ -85,11 +96,12 @@ export function sqliteErrorReader(db: Database.Database, retentionMs: number, op
           ["key", "key_id"],
           ["user", "user_id"],
         ] as const) {
-          values.push(
-            ...(prepare(
+          append(
+            values,
+            prepare(
               `SELECT error_group AS "group", '${dimension}' AS dimension, ${column} AS value, COUNT(*) AS calls
                FROM traces ${where} AND ${column} IS NOT NULL GROUP BY error_group, ${column}`,
-            ).all(params) as ErrorValueCell[]),
+            ).all(params) as ErrorValueCell[],
           );
         }
       };

@@ -60,7 +60,11 @@ export function sqliteErrorRollup(db: Database.Database, groups: ValueCap) {
         if (group !== otherValue) named.set(JSON.stringify([accountId, day, group]), [accountId, day, group, messages.get(group) ?? ""]);
         const key = JSON.stringify([accountId, day, group, provider, model, keyId]);
         let cell = daily.get(key);
-        if (!cell) daily.set(key, (cell = { params: [accountId, day, group, provider, model, keyId], calls: 0, cost: 0, first: receivedAt, last: receivedAt }));
+        if (!cell)
+          daily.set(
+            key,
+            (cell = { params: [accountId, day, group, provider, model, keyId], calls: 0, cost: 0, first: receivedAt, last: receivedAt }),
+          );
         cell.calls += 1;
         cell.cost += cost;
         cell.first = Math.min(cell.first, receivedAt);

@@ -13,7 +13,13 @@ const runSums = `COUNT(*) AS calls, SUM(status = 'error') AS errors, SUM(cost_us
   SUM(tokens_out) AS tokensOut, MIN(${callStartSql}) AS startMs, MAX(${callEndSql}) AS endMs`;
 
 function filtersCalls(filter: ResolvedTraceFilter): boolean {
-  return filtersAttributes(filter) || filter.keyId !== undefined || filter.provider !== undefined || filter.model !== undefined || filter.status !== undefined;
+  return (
+    filtersAttributes(filter) ||
+    filter.keyId !== undefined ||
+    filter.provider !== undefined ||
+    filter.model !== undefined ||
+    filter.status !== undefined
+  );
 }
 
 /**
