@@ -38,3 +38,22 @@ export function latencyBucket(latencyMs: number): number {
 export function latencyBucketBound(bucket: number): number {
   return boundsMs[Math.min(bucket, boundsMs.length - 1)]!;
 }
+
+/**
+ * The `p` percentile (0 to 1) by nearest rank over calls counted per bucket (cells of one bucket
+ * may repeat), as the bound of its bucket; 0 without calls. `calls` is their total where the
+ * caller counted it apart (cells that count errors too); by default the buckets' sum.
+ */
+export function bucketPercentile(cells: readonly { bucket: number; calls: number }[], p: number, calls?: number): number {
+  const perBucket = new Map<number, number>();
+  for (const cell of cells) perBucket.set(cell.bucket, (perBucket.get(cell.bucket) ?? 0) + cell.calls);
+  const total = calls ?? [...perBucket.values()].reduce((a, b) => a + b, 0);
+  if (total === 0) return 0;
+  const rank = Math.ceil(p * total);
+  let seen = 0;
+  for (const [bucket, n] of [...perBucket.entries()].sort((a, b) => a[0] - b[0])) {
+    seen += n;
+    if (seen >= rank) return latencyBucketBound(bucket);
+  }
+  return 0;
+}

@@ -1,6 +1,7 @@
 import type { AlertStore } from "./alert-store.js";
 import type { KeyStore } from "./key-store.js";
 import type { PriceStore } from "./price-store.js";
+import type { ScopeCounters } from "./scope-counters.js";
 import type { TraceReader } from "./trace-reader.js";
 import type { TraceStore } from "./trace-store.js";
 import type { TeamStore } from "./team-store.js";
@@ -17,6 +18,8 @@ export interface Store extends TraceStore, TraceReader {
   readonly alerts: AlertStore;
   /** Projects' custom prices and re-price jobs. */
   readonly prices: PriceStore;
+  /** Counters of the scopes alert rules watch, kept as batches commit. */
+  readonly scopeCounters: ScopeCounters;
   /** Resolves when the store can take writes; rejects with the reason otherwise. */
   ping(): Promise<void>;
   close(): Promise<void>;

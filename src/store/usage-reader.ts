@@ -13,7 +13,7 @@ import {
   type UsageTotals,
 } from "../../gen/calltrace/v1/query_pb.js";
 import type { GroupDimension } from "./group-dimension.js";
-import { histogramBoundsMs, latencyBucketBound } from "./latency-bucket.js";
+import { bucketPercentile, histogramBoundsMs, latencyBucketBound } from "./latency-bucket.js";
 import type { TraceReader } from "./trace-reader.js";
 import { otherValue } from "./value-cap.js";
 import { resolveTraceFilter, type ResolvedTraceFilter } from "./trace-filter.js";
@@ -223,19 +223,7 @@ function groupValue(value: string): { value: string; other: boolean } {
 /** Sums a group's cells; percentiles by nearest rank over its latency buckets. */
 function totalsOf(cells: UsageCell[], latency: LatencyCell[]): UsageTotals {
   const calls = sum(cells, (c) => c.calls);
-  const perBucket = new Map<number, number>();
-  for (const cell of latency) perBucket.set(cell.bucket, (perBucket.get(cell.bucket) ?? 0) + cell.calls);
-  const buckets = [...perBucket.entries()].sort((a, b) => a[0] - b[0]);
-  const percentile = (p: number): number => {
-    if (calls === 0) return 0;
-    const rank = Math.ceil(p * calls);
-    let seen = 0;
-    for (const [bucket, n] of buckets) {
-      seen += n;
-      if (seen >= rank) return latencyBucketBound(bucket);
-    }
-    return 0;
-  };
+  const percentile = (p: number): number => bucketPercentile(latency, p, calls);
   return create(UsageTotalsSchema, {
     calls: BigInt(calls),
     errors: BigInt(sum(cells, (c) => (c.status === "error" ? c.calls : 0))),

@@ -138,6 +138,42 @@ export interface TraceCountDoc {
   count: number;
 }
 
+/** A scope an alert rule watches (src/store/scope-counters.ts): counted by the writers for traces received from `since`. */
+export interface ScopeWatchDoc {
+  /** `<account id>|<scope>`. */
+  _id: string;
+  accountId: string;
+  scope: string;
+  since: Date;
+  /** When the traces received before `since` were back-filled; absent until then. */
+  backfilledAt?: Date;
+}
+
+/** One writer's (or the back-fill's) sums of a scope in one cell (mongo-scope-counters.ts). */
+export interface ScopeCellDoc {
+  /** `<account id>|<scope>|<resolution>|<start>|<writer id or "backfill">`. */
+  _id: string;
+  accountId: string;
+  scope: string;
+  resolution: number;
+  start: number;
+  calls: number;
+  errors: number;
+  costUsd: number;
+  unpriced: number;
+}
+
+/** One writer's (or the back-fill's) calls of a scope in one minute and latency bucket. */
+export interface ScopeLatencyDoc {
+  /** `<account id>|<scope>|<start>|<bucket>|<writer id or "backfill">`. */
+  _id: string;
+  accountId: string;
+  scope: string;
+  start: number;
+  bucket: number;
+  calls: number;
+}
+
 export interface UserDoc {
   _id: string;
   email: string;
@@ -261,6 +297,10 @@ export interface MongoCollections {
   idempotency: Collection<IdempotencyDoc>;
   /** Per key and month, what the monthly quota's rebuild reads instead of counting traces. */
   traceCounts: Collection<TraceCountDoc>;
+  /** The scopes alert rules watch, and their counters (mongo-scope-counters.ts). */
+  scopeWatches: Collection<ScopeWatchDoc>;
+  scopeCells: Collection<ScopeCellDoc>;
+  scopeLatency: Collection<ScopeLatencyDoc>;
   /** This store instance's own, in the _id of the trace_counts documents it keeps. */
   writerId: string;
   /** When this database's writers began keeping traceCounts: traces before it are not in them. */
@@ -333,6 +373,9 @@ export async function prepareMongoCollections(db: Db, options: PrepareOptions): 
   const keySlots = db.collection<KeySlotDoc>("key_slots", journaled);
   const idempotency = db.collection<IdempotencyDoc>("idempotency", journaled);
   const traceCounts = db.collection<TraceCountDoc>("trace_counts", journaled);
+  const scopeWatches = db.collection<ScopeWatchDoc>("scope_watches", journaled);
+  const scopeCells = db.collection<ScopeCellDoc>("scope_cells", journaled);
+  const scopeLatency = db.collection<ScopeLatencyDoc>("scope_latency_cells", journaled);
   const users = db.collection<UserDoc>("users", journaled);
   const sessions = db.collection<SessionDoc>("sessions", journaled);
   const organizations = db.collection<OrganizationDoc>("organizations", journaled);
@@ -355,6 +398,9 @@ export async function prepareMongoCollections(db: Db, options: PrepareOptions): 
     "key_slots",
     "idempotency",
     "trace_counts",
+    "scope_watches",
+    "scope_cells",
+    "scope_latency_cells",
     "users",
     "sessions",
     "organizations",
@@ -400,6 +446,9 @@ export async function prepareMongoCollections(db: Db, options: PrepareOptions): 
   await ensureIndexes(traceCounts, [{ key: { counter: 1 }, name: "counter" }]);
   await ensureIndexes(customPrices, [{ key: { accountId: 1, createdAt: 1 }, name: "account" }]);
   await ensureIndexes(repriceJobs, [{ key: { state: 1 }, name: "state" }]);
+  await ensureIndexes(scopeWatches, [{ key: { accountId: 1 }, name: "account" }]);
+  await ensureIndexes(scopeCells, [{ key: { accountId: 1, scope: 1, resolution: 1, start: 1 }, name: "scope_start" }]);
+  await ensureIndexes(scopeLatency, [{ key: { accountId: 1, scope: 1, start: 1 }, name: "scope_start" }]);
   await ensureTtlIndex(idempotency, "createdAt", options.idempotencyWindowSeconds);
   await ensureIndexes(alertRules, [{ key: { accountId: 1, createdAt: 1 }, name: "account" }]);
   await ensureIndexes(alertDestinations, [{ key: { accountId: 1, createdAt: 1 }, name: "account" }]);
@@ -420,6 +469,9 @@ export async function prepareMongoCollections(db: Db, options: PrepareOptions): 
     keySlots,
     idempotency,
     traceCounts,
+    scopeWatches,
+    scopeCells,
+    scopeLatency,
     writerId: randomUUID(),
     // A database without traces has all of them counted; one that had traces before its writers
     // kept counts (an upgrade) has those counted from the traces, until their month is over.

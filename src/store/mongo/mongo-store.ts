@@ -4,6 +4,7 @@ import type { TraceQuery } from "../trace-store.js";
 import { retentionMs, type RetentionOptions } from "../retention.js";
 import { prepareMongoCollections } from "./mongo-collections.js";
 import { mongoOtlpSpans } from "./mongo-otlp-spans.js";
+import { mongoScopeCounters } from "./mongo-scope-counters.js";
 import { mongoKeyStore } from "./mongo-key-store.js";
 import { objectIdIds, traceFromDoc } from "./mongo-trace-doc.js";
 import { mongoTraceReader, traceMatch } from "./mongo-trace-reader.js";
@@ -84,6 +85,7 @@ export async function openMongoStore(uri: string, options: MongoStoreOptions = {
       teams,
       alerts: mongoAlertStore(c),
       prices: mongoPriceStore(c),
+      scopeCounters: mongoScopeCounters(c),
       otlpSpans: mongoOtlpSpans(c),
       writeBatch: mongoTraceWriter(c, { idempotencyWindowMs, inFlightMs: 2 * writeTimeoutMs, timeoutMs: writeTimeoutMs, claimReadWaitMs: Math.min(250, writeTimeoutMs / 4) }),
       // A few batches at once: one whose retries need reads (or whose server is slow) holds up its

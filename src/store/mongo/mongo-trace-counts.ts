@@ -32,14 +32,20 @@ export async function addTraceCounts(c: MongoCollections, docs: TraceDoc[], sign
       upsert: true,
     },
   }));
-  const send = () => c.traceCounts.bulkWrite(updates, { ordered: false, timeoutMS: timeoutMs });
+  await sendIncrements(c, () => c.traceCounts.bulkWrite(updates, { ordered: false, timeoutMS: timeoutMs }));
+}
+
+/**
+ * Sends $inc updates to this writer's own documents: at once where the server counts concurrent
+ * $inc, else one send at a time in this process, after the ones before it whatever became of
+ * them (a server whose concurrent $inc overwrite each other would otherwise lose counts, and the
+ * quota admit past its plan after a restart). Shared by every counter the writers keep.
+ */
+export async function sendIncrements(c: MongoCollections, send: () => Promise<unknown>): Promise<void> {
   if (c.capabilities.atomicIncrements) {
     await send();
     return;
   }
-  // One at a time in this process, after the ones before it whatever became of them: a server
-  // whose concurrent $inc overwrite each other would otherwise lose counts, and the quota admit
-  // past its plan after a restart.
   const sent = (inOrder.get(c) ?? Promise.resolve()).then(send, send);
   inOrder.set(c, sent.catch(() => {}));
   await sent;

@@ -4,6 +4,7 @@ import type { TraceWrite, WriteOutcome } from "../trace-store.js";
 import type { IdempotencyDoc, KeyDoc, MongoCollections } from "./mongo-collections.js";
 import { mongoClaimReads } from "./mongo-claim-reads.js";
 import { traceToDoc, type TraceDoc } from "./mongo-trace-doc.js";
+import { mongoScopeCounting } from "./mongo-scope-counters.js";
 import { addTraceCounts } from "./mongo-trace-counts.js";
 
 export interface MongoTraceWriterOptions {
@@ -43,6 +44,7 @@ const failed = (message: string): WriteOutcome => ({ kind: "failed", error: new 
  */
 export function mongoTraceWriter(c: MongoCollections, options: MongoTraceWriterOptions) {
   const uniqueTraceIds = !c.capabilities.timeSeries;
+  const addScopeCells = mongoScopeCounting(c, options.timeoutMs);
   const earlierClaims = mongoClaimReads(c.idempotency, {
     timeoutMs: 6 * options.timeoutMs,
     concurrency: 2,
@@ -103,8 +105,8 @@ export function mongoTraceWriter(c: MongoCollections, options: MongoTraceWriterO
       if (indices.length === 0) return;
       const inserting = indices.map((i) => docs[i]!);
       try {
-        // Counted before the insert, so the monthly counts are never below the truth.
-        await addTraceCounts(c, inserting, 1, options.timeoutMs);
+        // Counted before the insert, so the monthly counts (and the alert scopes' cells) are never below the truth.
+        await Promise.all([addTraceCounts(c, inserting, 1, options.timeoutMs), addScopeCells(inserting, 1)]);
       } catch (error) {
         for (const i of indices) outcomes[i] = failed(`the trace could not be counted: ${(error as Error).message}`);
         await release(indices);
@@ -134,7 +136,7 @@ export function mongoTraceWriter(c: MongoCollections, options: MongoTraceWriterO
         // The documents surely not inserted are taken off the counts (best effort: a count
         // left above the truth only holds the key back). After an unknown outcome nothing is.
         const notInserted = [...bad.keys()].map((k) => inserting[k]!);
-        await addTraceCounts(c, notInserted, -1, options.timeoutMs).catch(() => {});
+        await Promise.all([addTraceCounts(c, notInserted, -1, options.timeoutMs), addScopeCells(notInserted, -1)]).catch(() => {});
         // Claims whose insert surely failed are given up. After an unknown outcome (a timeout,
         // a dropped connection) the insert may still land: its claim stays, and a retry is
         // answered from it. Releasing it here let a frozen server apply both the insert and the

@@ -3,6 +3,7 @@ import { traceColumns, type TraceValues } from "./sqlite-trace-row.js";
 import type { ValueCap } from "../value-cap.js";
 import { sqliteErrorRollup } from "./sqlite-error-rollup.js";
 import { sqliteRunRollup } from "./sqlite-run-rollup.js";
+import { sqliteScopeCounting } from "./sqlite-scope-counters.js";
 import { admittedValues, sqliteUsageRollup } from "./sqlite-usage-rollup.js";
 
 /** How long an Idempotency-Key is remembered (D14). */
@@ -27,7 +28,8 @@ export interface Duplicates {
 
 /**
  * Commits a batch of traces in one transaction, so a batch costs one fsync however many traces
- * it holds: idempotency claims, the rows, the keys' last use and the daily roll-ups together.
+ * it holds: idempotency claims, the rows, the keys' last use, the daily roll-ups and the
+ * alert scopes' counters together.
  * Answers the traces not stored because their Idempotency-Key was seen before, or their OTLP call
  * is stored already (D37: its key in the same start second, or the second before or after, D44);
  * every other trace is stored.
@@ -36,6 +38,7 @@ export function sqliteBatchCommit(db: Database.Database, cap: ValueCap): (batch:
   const addToRollups = sqliteUsageRollup(db, admittedValues(db, cap));
   const errorGroups = sqliteErrorRollup(db, cap);
   const addToRuns = sqliteRunRollup(db);
+  const addToScopeCells = sqliteScopeCounting(db);
   const statements = {
     // The only unique index a new row can collide with is the OTLP call's (D37, D44).
     insertTrace: db.prepare(
@@ -101,6 +104,7 @@ export function sqliteBatchCommit(db: Database.Database, cap: ValueCap): (batch:
     addToRollups(stored);
     errorGroups.add(stored);
     addToRuns(stored);
+    addToScopeCells(stored);
     statements.forgetIdempotencyKeys.run(now - idempotencyWindowMs);
     return duplicates;
   });

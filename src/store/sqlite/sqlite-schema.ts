@@ -511,6 +511,36 @@ export const migrations: readonly string[] = [
        MIN(CASE WHEN arrived_at IS NULL THEN received_at - latency_ms ELSE received_at END),
        MAX(CASE WHEN arrived_at IS NULL THEN received_at ELSE received_at + latency_ms END)
      FROM traces WHERE otlp_trace_id IS NOT NULL OR session_id IS NOT NULL GROUP BY 1, 2;`,
+  // Alert evaluation's counters (src/store/scope-counters.ts): the scopes rules watch, since when
+  // the writer counts them, and their cells per resolution (quarter hour, minute) and part (0 kept
+  // by the writer, 1 back-filled from the traces committed before the watch began).
+  `CREATE TABLE scope_watches (
+     account_id TEXT NOT NULL,
+     scope TEXT NOT NULL,
+     since INTEGER NOT NULL,
+     PRIMARY KEY (account_id, scope)
+   ) WITHOUT ROWID;
+   CREATE TABLE scope_cells (
+     account_id TEXT NOT NULL,
+     scope TEXT NOT NULL,
+     resolution INTEGER NOT NULL,
+     start INTEGER NOT NULL,
+     part INTEGER NOT NULL,
+     calls INTEGER NOT NULL,
+     errors INTEGER NOT NULL,
+     cost_usd REAL NOT NULL,
+     unpriced INTEGER NOT NULL,
+     PRIMARY KEY (account_id, scope, resolution, start, part)
+   ) WITHOUT ROWID;
+   CREATE TABLE scope_latency_cells (
+     account_id TEXT NOT NULL,
+     scope TEXT NOT NULL,
+     start INTEGER NOT NULL,
+     part INTEGER NOT NULL,
+     bucket INTEGER NOT NULL,
+     calls INTEGER NOT NULL,
+     PRIMARY KEY (account_id, scope, start, part, bucket)
+   ) WITHOUT ROWID;`,
 ];
 
 /** Brings the database to the current schema; safe to run from several processes at once. */

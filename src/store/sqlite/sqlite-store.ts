@@ -11,6 +11,7 @@ import { retentionMs, type RetentionOptions } from "../retention.js";
 import { sequenceIds } from "../trace-id.js";
 import { migrate } from "./sqlite-schema.js";
 import { sqliteOtlpSpans } from "./sqlite-otlp-spans.js";
+import { sqliteScopeCounters } from "./sqlite-scope-counters.js";
 import { sqliteTraceReader } from "./sqlite-trace-reader.js";
 import { openSqliteDatabase } from "./sqlite-database.js";
 import { errorUsersPerGroup } from "./sqlite-error-rollup.js";
@@ -184,6 +185,7 @@ export function openSqliteStore(dataDir: string, options: RetentionOptions & Val
     // database alone does not reveal them (docs/alerts.md).
     alerts: createSqliteAlertStore(db, join(dataDir, "alerts-secret.key")),
     prices: createSqlitePriceStore(db),
+    scopeCounters: sqliteScopeCounters(db),
     writeBatch(writes) {
       return writer.write(writes);
     },
