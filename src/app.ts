@@ -1,5 +1,7 @@
 import { readFileSync } from "node:fs";
 import { createKeyVerifier } from "./auth/key-verifier.js";
+import { budgetRoute } from "./budget/budget-route.js";
+import { budgetStatusReader } from "./budget/budget-status.js";
 import type { Config } from "./config/config.js";
 import { createDashboard } from "./dashboard/dashboard.js";
 import { loadPlans } from "./config/plans.js";
@@ -20,6 +22,7 @@ import { projectPrices } from "./pricing/project-prices.js";
 import { repriceRunner } from "./pricing/reprice-job.js";
 import { oidcSettings } from "./sso/oidc-settings.js";
 import { invitationMailer } from "./teams/invitation-mailer.js";
+import { readLimit } from "./teams/read-limit.js";
 import { smtpTransport } from "./teams/smtp-transport.js";
 import { openAlertSecretBox } from "./alerts/alert-secret-box.js";
 import { type DeliveryWorker, startDeliveryWorker } from "./alerts/delivery-worker.js";
@@ -92,6 +95,14 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       return degraded ? { limits: degraded } : {};
     },
     maxBodyBytes: config.maxBodyBytes,
+    budget: budgetRoute({
+      verifier,
+      authFailures: limits.authFailures,
+      limitRead: readLimit(limits.limiter, config.readPerMinute),
+      status: budgetStatusReader({ rules: store.alerts, teams: store.teams, counters: store.scopeCounters, cacheMs: config.budgetCacheMs }),
+      trustProxy: config.trustProxy,
+      timeoutMs: config.writeTimeoutMs,
+    }),
     directUnary: config.directUnary,
     otlpReader: config.otlpReader,
     otlpMaxBodyBytes: config.otlpMaxBodyBytes,

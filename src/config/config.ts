@@ -35,6 +35,10 @@ export interface Config {
   readPerMinute: number;
   /** Dashboard session lifetime in seconds. */
   sessionTtl: number;
+  /** How long GET /v1/budget reuses one key's answer, in ms. */
+  budgetCacheMs: number;
+  /** How often alert rules are evaluated, in ms (one instance at a time). */
+  alertEvaluateMs: number;
   /** Log-in attempts for one email from one address per LOGIN_WINDOW; past it 429 until the window ends. */
   loginMaxPerEmailAddress: number;
   /** Log-in attempts from one address, whatever the email, per LOGIN_WINDOW; past it 429. */
@@ -135,6 +139,8 @@ export const configOptions = {
   tlsKeyFile: { env: "TLS_KEY_FILE", flag: "tls-key-file", kind: "string", describe: "PEM private key for TLS" },
   signupOpen: { env: "SIGNUP_OPEN", flag: "signup-open", kind: "boolean", fallback: "true", describe: "allow dashboard sign-up (false for private installs)" },
   readPerMinute: { env: "READ_PER_MINUTE", flag: "read-per-minute", kind: "integer", fallback: "300", describe: "calls per minute a read key may make to the read API" },
+  budgetCacheMs: { env: "BUDGET_CACHE_MS", flag: "budget-cache-ms", kind: "integer", fallback: "2000", describe: "how long GET /v1/budget reuses a key's answer, in ms ([docs/alerts.md](docs/alerts.md))" },
+  alertEvaluateMs: { env: "ALERT_EVALUATE_MS", flag: "alert-evaluate-ms", kind: "integer", fallback: "10000", describe: "how often alert rules are evaluated, in ms (an alert fires within this of its crossing)" },
   sessionTtl: { env: "SESSION_TTL", flag: "session-ttl", kind: "integer", fallback: "604800", describe: "dashboard session lifetime in seconds" },
   loginMaxPerEmailAddress: { env: "LOGIN_MAX_PER_EMAIL_ADDRESS", flag: "login-max-per-email-address", kind: "integer", fallback: "5", describe: "log-in attempts for one email from one address per window (then 429)" },
   loginMaxPerAddress: { env: "LOGIN_MAX_PER_ADDRESS", flag: "login-max-per-address", kind: "integer", fallback: "50", describe: "log-in attempts from one address per window (then 429)" },

@@ -1,9 +1,11 @@
 import { getOption } from "@bufbuild/protobuf";
 import { type FieldRules, field as fieldRules } from "@bufbuild/protovalidate/gen/buf/validate/validate_pb.js";
+import { BudgetStatusSchema } from "../../gen/calltrace/v1/alert_pb.js";
 import { TraceFilterSchema } from "../../gen/calltrace/v1/query_pb.js";
 import { TraceSchema } from "../../gen/calltrace/v1/trace_pb.js";
 import { filterParams } from "../dashboard/trace-download.js";
 import { groupByNames, maxGroups, maxTracesPerPage } from "../read-api/read-query.js";
+import { protoJsonSchema } from "./proto-json-schema.js";
 import { storedTraceJsonSchema } from "./stored-trace-schema.js";
 import { type JsonSchema, messageJsonSchema } from "./trace-json-schema.js";
 
@@ -199,7 +201,7 @@ const readSecurity = [{ readKey: [] }, { session: [] }];
 
 /**
  * The OpenAPI 3.1 document of the REST surface: `POST /v1/traces` with every status and body of
- * the decisions (D1-D15), the read API (`GET /v1/traces`, `GET /v1/metrics`), `/healthz` and `/readyz`. The Trace schema is derived from the
+ * the decisions (D1-D15), the read API (`GET /v1/traces`, `GET /v1/metrics`), `GET /v1/budget`, `/healthz` and `/readyz`. The Trace schema is derived from the
  * contract's descriptor; the rest restates docs/decisions.md.
  */
 export function openApiDocument(): Record<string, unknown> {
@@ -245,6 +247,10 @@ export function openApiDocument(): Record<string, unknown> {
           additionalProperties: false,
         },
         StoredTrace: storedTraceJsonSchema(),
+        BudgetStatus: {
+          ...protoJsonSchema(BudgetStatusSchema),
+          description: "BudgetStatus in proto/calltrace/v1/alert.proto, as protobuf's JSON writes it: fields at their default are left out.",
+        },
         TracePage: {
           type: "object",
           properties: {
@@ -436,6 +442,29 @@ export function openApiDocument(): Record<string, unknown> {
           responses: {
             "200": plainResponse("The figures.", { $ref: "#/components/schemas/Metrics" }, readLimitHeaders),
             ...readRefusals,
+          },
+        },
+      },
+      "/v1/budget": {
+        get: {
+          operationId: "getBudget",
+          summary: "Budget status for an ingest key",
+          description:
+            "The spend budgets (alert rules of kind spend) that count the calling key's calls: the project's, this key's, and those scoped to a user, tag, model, environment or metadata value. Each with its window in the project's time zone, spend, remaining and whether it is exceeded, measured from the alert scopes' counters. One key's answer is reused for BUDGET_CACHE_MS (2 s by default); SDKs poll it to refuse calls past a budget (`enforce_budget`). Counted against the key's read window (READ_PER_MINUTE), not its ingest window.",
+          security: [{ apiKey: [] }],
+          responses: {
+            "200": plainResponse("The key's budgets, measured now.", { $ref: "#/components/schemas/BudgetStatus" }, readLimitHeaders),
+            "401": {
+              description: "No credentials, or an unknown, revoked, expired or read key: indistinguishable, as on ingest (D2).",
+              headers: { "WWW-Authenticate": { required: true, schema: { const: "Bearer" } }, "X-Request-Id": requestId },
+              content: json({ $ref: "#/components/schemas/Unauthorized" }),
+            },
+            "429": {
+              description: "The key's per-minute read window (READ_PER_MINUTE), or too many failed authentications from the address (D12).",
+              headers: { ...retryAfter },
+              content: json({ $ref: "#/components/schemas/RateLimited" }),
+            },
+            "503": plainResponse("The key store does not answer.", { $ref: "#/components/schemas/ServiceUnavailable" }),
           },
         },
       },

@@ -45,6 +45,8 @@ export interface RequestHandlerOptions {
   shutdown?: AbortSignal;
   /** When set, GET /metrics on this port answers requests bearing `Authorization: Bearer <token>`. */
   metricsToken?: string;
+  /** GET /v1/budget (budget/budget-route.ts); without it that path is 404. */
+  budget?: (req: NodeRequest, res: NodeResponse, common: HeaderFields) => Promise<void>;
   /** The fast paths' switches (DIRECT_UNARY, OTLP_READER): each on unless false. */
   directUnary?: boolean;
   otlpReader?: boolean;
@@ -144,6 +146,10 @@ export function createRequestHandler(options: RequestHandlerOptions) {
         case "/v1/metrics":
           if (req.method === "GET") return read(req, res, common, "metrics");
           return sendJson(res, 405, { error: "Method not allowed" }, { ...common, allow: "GET" });
+        case "/v1/budget":
+          if (!options.budget) return sendJson(res, 404, { error: "Not found" }, common);
+          if (req.method === "GET") return options.budget(req, res, common);
+          return sendJson(res, 405, { error: "Method not allowed" }, { ...common, allow: "GET" });
         case "/healthz":
         case "/readyz":
         case "/openapi.json":
@@ -225,7 +231,7 @@ function everyResponse(requestId: string, socket: unknown): HeaderFields {
 }
 
 /** The REST API's paths: their responses carry the common headers in their own writeHead. */
-const restPaths = new Set(["/v1/traces", "/v1/metrics"]);
+const restPaths = new Set(["/v1/traces", "/v1/metrics", "/v1/budget"]);
 
 /** Which protocol a request speaks, from its path and content type (for metrics and logs). */
 function protocolOf(req: NodeRequest, path: string): RequestProtocol {

@@ -21,24 +21,25 @@ export interface ScopeTally {
 }
 
 /**
- * Sums calls into the cells of the scopes `watched` says are counted (at the call's time): a quarter-hour and a minute
+ * Sums calls into the cells of the scopes `watched` says count that call: a quarter-hour and a minute
  * cell each, and a minute latency cell. With `nowMs`, cells older than their keep are left out
  * (a back-fill); the writer's calls are recent. `atMs` is the time the roll-ups place a call at.
  */
-export function tallyScopeCells(
-  calls: Iterable<{ atMs: number; call: CountedCall }>,
-  watched: (scope: string, atMs: number) => boolean,
+export function tallyScopeCells<T extends { atMs: number; call: CountedCall }>(
+  calls: Iterable<T>,
+  watched: (scope: string, item: T) => boolean,
   nowMs?: number,
 ): ScopeTally {
   const cells = new Map<string, TalliedCell>();
   const latency = new Map<string, TalliedLatency>();
-  for (const { atMs, call } of calls) {
+  for (const item of calls) {
+    const { atMs, call } = item;
     const keepQuarter = nowMs === undefined || atMs >= nowMs - keepQuarterMs;
     const keepMinute = nowMs === undefined || atMs >= nowMs - keepMinuteMs;
     if (!keepQuarter) continue;
     const bucket = latencyBucket(call.latencyMs);
     for (const scope of callScopeKeys(call)) {
-      if (!watched(scope, atMs)) continue;
+      if (!watched(scope, item)) continue;
       for (const resolution of keepMinute ? [quarterMs, minuteMs] : [quarterMs]) {
         const start = Math.floor(atMs / resolution) * resolution;
         const id = `${resolution} ${start} ${scope}`;

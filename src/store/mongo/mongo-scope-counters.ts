@@ -17,6 +17,9 @@ import type { TraceDoc } from "./mongo-trace-doc.js";
 export const watchGraceMs = 3000;
 const watchCacheMs = 1000;
 
+/** When a trace arrived (its call time, receivedAt, may be earlier: D58). */
+const arrivedMs = (doc: TraceDoc) => (doc.arrivedAt ?? doc.receivedAt).getTime();
+
 function countedCall(doc: TraceDoc): CountedCall {
   return {
     keyId: doc.meta.keyId,
@@ -82,8 +85,14 @@ export function mongoScopeCounting(c: MongoCollections, timeoutMs: number) {
     for (const [accountId, list] of byAccount) {
       const since = await watchesOf(accountId);
       if (since.size === 0) continue;
-      const calls = list.map((doc) => ({ atMs: doc.receivedAt.getTime(), call: countedCall(doc) }));
-      const updates = cellUpdates(c, accountId, tallyScopeCells(calls, (scope, at) => (since.get(scope) ?? Infinity) <= at), sign);
+      // A watch counts the traces that arrived from its start; each is placed at its call time.
+      const calls = list.map((doc) => ({ atMs: doc.receivedAt.getTime(), arrivedMs: arrivedMs(doc), call: countedCall(doc) }));
+      const updates = cellUpdates(
+        c,
+        accountId,
+        tallyScopeCells(calls, (scope, x) => (since.get(scope) ?? Infinity) <= x.arrivedMs),
+        sign,
+      );
       cells.push(...updates.cells);
       latency.push(...updates.latency);
     }
@@ -105,16 +114,13 @@ export function mongoScopeCounters(c: MongoCollections, now: () => number = Date
     if (wait > 0) await sleep(wait);
     const at = now();
     const earliest = Math.min(...scopes.values());
-    const traces = c.traces.find({ "meta.accountId": accountId, receivedAt: { $gte: new Date(earliest - keepQuarterMs), $lt: new Date(latest) } });
-    const calls: { atMs: number; call: CountedCall; receivedAt: number }[] = [];
-    for await (const doc of traces) calls.push({ atMs: doc.receivedAt.getTime(), receivedAt: doc.receivedAt.getTime(), call: countedCall(doc) });
-    // Each scope gets the traces received before its own start.
+    // Placed within the keep (by call time), arrived before the latest watch's start.
+    const traces = c.traces.find({ "meta.accountId": accountId, receivedAt: { $gte: new Date(earliest - keepQuarterMs) } });
+    const calls: { atMs: number; call: CountedCall; arrivedMs: number }[] = [];
+    for await (const doc of traces) if (arrivedMs(doc) < latest) calls.push({ atMs: doc.receivedAt.getTime(), arrivedMs: arrivedMs(doc), call: countedCall(doc) });
+    // Each scope gets the traces that arrived before its own start.
     for (const [scope, since] of scopes) {
-      const tally = tallyScopeCells(
-        calls.filter((x) => x.receivedAt < since),
-        (s) => s === scope,
-        at,
-      );
+      const tally = tallyScopeCells(calls, (s, x) => s === scope && x.arrivedMs < since, at);
       const updates = cellUpdates(c, accountId, tally, "set");
       if (updates.cells.length > 0) await c.scopeCells.bulkWrite(updates.cells, { ordered: false });
       if (updates.latency.length > 0) await c.scopeLatency.bulkWrite(updates.latency, { ordered: false });
