@@ -2,7 +2,7 @@ import { create } from "@bufbuild/protobuf";
 import { type Timestamp, timestampFromMs, timestampMs } from "@bufbuild/protobuf/wkt";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TraceFilterSchema } from "../../gen/calltrace/v1/query_pb.js";
-import { type StoredTrace, TraceSource } from "../../gen/calltrace/v1/trace_pb.js";
+import { StoredTraceSchema, type StoredTrace, TraceSource } from "../../gen/calltrace/v1/trace_pb.js";
 import { normaliseError } from "../../src/store/error-group.js";
 import type { Store } from "../../src/store/store.js";
 import { call, failures } from "../support/error-traces.js";
@@ -171,6 +171,25 @@ describe.each(adapters)("errors and runs contract: %s", (_name, open) => {
     // Filtered: the runs with matching calls, summed over those calls.
     const o3 = await store.listRuns("acc_run", filter({ ...range, model: "o3" }), "recent", 50);
     expect(o3.map((r) => [r.id, Number(r.calls), r.costUsd])).toEqual([["session:chat-1", 1, 0.5]]);
+  });
+
+  it("starts a call that says its call time (called_at) then, and ends it its latency later", async () => {
+    const now = Date.now();
+    const late = (at: number, calledAt: number, latencyMs: number) =>
+      create(StoredTraceSchema, {
+        ...call({ accountId: "acc_timed", at, latencyMs, sessionId: "import-1" }),
+        calledAt: timestampFromMs(calledAt),
+      });
+    // Delivered late (an hour after), or imported: placed at the call, its bar from there.
+    await store.writeBatch(
+      [late(now, now - 3 * hour, 2000), late(now, now - 3 * hour + 5000, 1000)].map((trace) => ({ trace, idempotencyKey: undefined })),
+    );
+    const range = filter({ since: timestampFromMs(now - day), until: timestampFromMs(now + hour) });
+    const [run] = await store.listRuns("acc_timed", range, "recent", 50);
+    expect([run!.id, ms(run!.start), ms(run!.end)]).toEqual(["session:import-1", now - 3 * hour, now - 3 * hour + 6000]);
+    const detail = await store.getRun("acc_timed", "session:import-1");
+    expect(detail!.calls.map((t) => t.latencyMs)).toEqual([2000, 1000]);
+    expect([ms(detail!.run!.start), ms(detail!.run!.end)]).toEqual([now - 3 * hour, now - 3 * hour + 6000]);
   });
 
   it("opens one run with its calls by start, and no other project's", async () => {
