@@ -1,4 +1,4 @@
-import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import { timestampDate, timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { type StoredTrace, type Trace, TraceSource } from "../../gen/calltrace/v1/trace_pb.js";
 import { bearerToken } from "../auth/api-key.js";
 import type { KeyVerifier } from "../auth/key-verifier.js";
@@ -69,7 +69,8 @@ export type TraceOrigin = Pick<StoredTrace, "source" | "priceCheck" | "otlpTrace
  * project's custom prices before the catalog, and keeps its price beside the client's, so that
  * unknown models and wrong client prices show (D30).
  */
-function apiOrigin(trace: Trace, book: PriceBook, receivedAt: Date): TraceOrigin {
+/** `at`: when the call was made (its `called_at`, else now), which a custom price's effective range is checked against. */
+function apiOrigin(trace: Trace, book: PriceBook, at: Date): TraceOrigin {
   const usage = {
     provider: trace.provider,
     model: trace.model,
@@ -83,7 +84,7 @@ function apiOrigin(trace: Trace, book: PriceBook, receivedAt: Date): TraceOrigin
     webSearchRequests: trace.webSearchRequests,
     serviceTier: trace.serviceTier,
   };
-  const { serverCostUsd, priceCheck } = serverPricing(TraceSource.API, trace.costUsd!, projectCost(book, usage, receivedAt));
+  const { serverCostUsd, priceCheck } = serverPricing(TraceSource.API, trace.costUsd!, projectCost(book, usage, at));
   return {
     source: TraceSource.API,
     priceCheck,
@@ -202,7 +203,7 @@ export function createIngestPipeline(deps: IngestPipelineDeps): IngestPipeline {
       throw keyMismatch();
     }
 
-    const stored = storedTrace(admission, trace, clientAddress, apiOrigin(trace, await priceBookOf(deps.prices, admission), new Date()));
+    const stored = storedTrace(admission, trace, clientAddress, apiOrigin(trace, await priceBookOf(deps.prices, admission), trace.calledAt ? timestampDate(trace.calledAt) : new Date()));
     if (!admission.reservation) throw new Error("a single trace needs an admission that reserved its quota");
     const reservation = await reserved(admission, admission.reservation);
     const decision = reservation.decision;

@@ -32,8 +32,8 @@ export interface SpanResource {
 }
 
 export interface LlmCallOptions {
-  /** The server's price of a call: the project's custom price, else the catalog's (undefined: unpriced). */
-  price: (usage: PricedUsage) => number | undefined;
+  /** The server's price of a call made at `at`: the project's custom price, else the catalog's (undefined: unpriced). */
+  price: (usage: PricedUsage, at: Date) => number | undefined;
   /** Span attributes kept as metadata (OTLP_METADATA_ATTRIBUTES). */
   metadataAttributes: readonly string[];
 }
@@ -145,10 +145,13 @@ export function llmCallOf(span: OtlpSpan, scope: string, resource: SpanResource,
     const responseId = textOf(attributes, "gen_ai.response.id");
     const tier = billedServiceTier(textOf(attributes, serviceTierNames));
     const serviceTier = tier === "standard" ? undefined : tier;
+    // Priced as of the span's start, the time the call is stored at (a custom price's effective range).
+    const calledAt = span.startTimeUnixNano > 0n ? timestampOfNanos(span.startTimeUnixNano) : undefined;
+    const at = calledAt ? new Date(Number(span.startTimeUnixNano / 1_000_000n)) : new Date();
     const { costUsd, serverCostUsd, priceCheck } = serverPricing(
       TraceSource.OTLP,
       0,
-      options.price({ provider, model, tokensIn, tokensOut, tokensCachedIn, tokensCacheWrite, serviceTier }),
+      options.price({ provider, model, tokensIn, tokensOut, tokensCachedIn, tokensCacheWrite, serviceTier }, at),
     );
     // A literal rather than create(): this runs for every span, and create() walks the schema.
     const trace: Trace = {
@@ -171,7 +174,7 @@ export function llmCallOf(span: OtlpSpan, scope: string, resource: SpanResource,
     if (ttftMs !== undefined) trace.ttftMs = ttftMs;
     if (serviceTier !== undefined) trace.serviceTier = serviceTier;
     // The span's start is the time of the call (D58); the pipeline drops it where it is out of bounds.
-    if (span.startTimeUnixNano > 0n) trace.calledAt = timestampOfNanos(span.startTimeUnixNano);
+    if (calledAt) trace.calledAt = calledAt;
     addAttribution(trace, attributes, resource.attributes, options.metadataAttributes);
     const submission: CallSubmission = {
       trace,

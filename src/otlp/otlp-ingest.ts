@@ -45,8 +45,7 @@ export function createOtlpIngest(deps: OtlpIngestDeps): OtlpIngest {
   const unpaired = new UnpairedSpans();
   return async (admission, request, clientAddress) => {
     const book = await priceBookOf(deps.prices, admission);
-    const receivedAt = new Date();
-    const { calls, rejected } = callsOf(request, { ...deps, price: (usage) => projectCost(book, usage, receivedAt) });
+    const { calls, rejected } = callsOf(request, { ...deps, price: (usage, at) => projectCost(book, usage, at) });
     const traceIds = [...new Set(calls.map((c) => c.submission.origin.otlpTraceId))];
     const accountId = admission.key.accountId;
     const outcome = await lock.run(

@@ -109,9 +109,10 @@ describe("the service prices calls with the project's prices", () => {
     ({ key, accountId } = await service.createKey("pro"));
   });
 
-  const apiTrace = async (model: string, costUsd: number): Promise<StoredTrace> => {
+  const apiTrace = async (model: string, costUsd: number, extra: Record<string, unknown> = {}): Promise<StoredTrace> => {
     const marker = `m-${Math.random()}`;
-    expect((await postTrace(service.url, traceBody(key, { model, tokens_in: 1_000_000, tokens_out: 1_000_000, cost_usd: costUsd, tags: [marker] }), { key })).status).toBe(202);
+    const body = traceBody(key, { model, tokens_in: 1_000_000, tokens_out: 1_000_000, cost_usd: costUsd, tags: [marker], ...extra });
+    expect((await postTrace(service.url, body, { key })).status).toBe(202);
     for await (const t of service.store.exportTraces({ accountId })) if (t.tags.includes(marker)) return t;
     throw new Error("trace not stored");
   };
@@ -140,5 +141,26 @@ describe("the service prices calls with the project's prices", () => {
     const bySpan = (span: typeof before) => spans.find((t) => t.otlpSpanId === Buffer.from(span.spanId).toString("hex"))!;
     expect(bySpan(before)).toMatchObject({ priceCheck: PriceCheck.UNPRICED, costUsd: 0 });
     expect(bySpan(after)).toMatchObject({ priceCheck: PriceCheck.SERVER, costUsd: 0.01, serverCostUsd: 0.01 });
+  });
+
+  it("a price applies from its effective date: a call made before it (called_at) keeps the catalog's price", async () => {
+    const from = new Date(Date.now() - 3_600_000);
+    await service.store.prices.createPrice(accountId, {
+      provider: "openai",
+      matchKind: "exact",
+      pattern: "gpt-4o-mini",
+      price: { input: 0.1, output: 0.1 },
+      effectiveFrom: from,
+      effectiveUntil: undefined,
+    });
+    const deadline = Date.now() + 2 * customPricesRefreshMs + 3000;
+    let now = await apiTrace("gpt-4o-mini", 0.2);
+    while (now.serverCostUsd !== 0.2 && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 200));
+      now = await apiTrace("gpt-4o-mini", 0.2);
+    }
+    expect(now).toMatchObject({ serverCostUsd: 0.2, priceCheck: PriceCheck.MATCH });
+    const earlier = await apiTrace("gpt-4o-mini", 0.75, { called_at: new Date(from.getTime() - 60_000).toISOString() });
+    expect(earlier).toMatchObject({ serverCostUsd: 0.75, priceCheck: PriceCheck.MATCH });
   });
 });
