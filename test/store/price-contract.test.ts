@@ -24,7 +24,7 @@ const discount: CustomPriceInput = {
 };
 
 /** A call of 1M tokens in and 1M out, received at `at`, as the API (client-priced) or OTLP (server-priced) stored it before any custom price. */
-function call(projectId: string, at: number, model: string, source: TraceSource, clientCost: number, serverCost: number | undefined) {
+function call(projectId: string, at: number, model: string, source: TraceSource, clientCost: number, serverCost: number | undefined, extra: object = {}) {
   const otlp = source === TraceSource.OTLP;
   const priceCheck = serverCost === undefined ? PriceCheck.UNPRICED : otlp ? PriceCheck.SERVER : Math.abs(clientCost - serverCost) <= serverCost * 0.01 ? PriceCheck.MATCH : PriceCheck.MISMATCH;
   return {
@@ -44,6 +44,7 @@ function call(projectId: string, at: number, model: string, source: TraceSource,
       source,
       priceCheck,
       ...(serverCost === undefined ? {} : { serverCostUsd: serverCost }),
+      ...extra,
     }),
     idempotencyKey: undefined,
   };
@@ -97,7 +98,8 @@ describe.each(adapters)("price store contract: %s", (_name, open) => {
       call(p, today - 3 * day + 1000, "gpt-4o", TraceSource.API, 3, catalog), // before the discount: stays MATCH... at the catalog
       call(p, today - day + 1000, "gpt-4o", TraceSource.API, 3, catalog), // client paid the discount: MISMATCH until re-priced
       call(p, today - day + 2000, "gpt-4o", TraceSource.OTLP, 0, catalog),
-      call(p, today - day + 3000, "ft-acme-1", TraceSource.OTLP, 0, undefined),
+      // One failed OTLP call (it still used tokens), in a run of its own: runs and error groups sum its cost too.
+      call(p, today - day + 3000, "ft-acme-1", TraceSource.OTLP, 0, undefined, { otlpTraceId: "ab".repeat(16), otlpSpanId: "cd".repeat(8), status: "error", error: "timeout after 30 s" }),
       call(p, today + 1000, "gpt-4o", TraceSource.API, 3, catalog),
       call(p, today + 2000, "gpt-4o-mini", TraceSource.API, 0.75, 0.75),
     ]);
@@ -139,6 +141,10 @@ describe.each(adapters)("price store contract: %s", (_name, open) => {
     expect(Number(after.unpricedCalls)).toBe(0);
     // The dashboard's sum: what the client sent, and the server's price where the client sent none (OTLP).
     expect(after.costUsd).toBeCloseTo(3 + 3 + 3 + 8 + 3 + 0.75, 9);
+    const runs = await store.listRuns(p, whole, "recent", 10);
+    expect(runs.map((r) => [r.id, r.costUsd])).toEqual([[`otlp:${"ab".repeat(16)}`, 8]]);
+    const errors = await store.errorGroups(p, whole, 10);
+    expect(errors.groups.map((g) => g.costUsd)).toEqual([8]);
     const users = await store.usageByGroup(p, whole, { kind: "user" }, 10);
     expect(users.groups.map((g) => [g.value, g.totals!.costUsd.toFixed(9), Number(g.totals!.mismatchedCalls)])).toEqual([["u1", after.costUsd.toFixed(9), 1]]);
 

@@ -2,8 +2,9 @@ import type Database from "better-sqlite3";
 import type { Price } from "../../../sdk/typescript/src/price-table.js";
 import { newId } from "../ids.js";
 import type { CustomPriceRecord, PriceMatchKind, PriceStore, RepriceInput, RepriceJobRecord, RepriceState } from "../price-store.js";
-import { type TraceRow, type TraceValues, traceColumns } from "./sqlite-trace-row.js";
-import { countedValues, sqliteUsageRollup } from "./sqlite-usage-rollup.js";
+import { runIdOf } from "../run-id.js";
+import { errorGroupIndex, type TraceRow, type TraceValues, traceColumns } from "./sqlite-trace-row.js";
+import { countedValues, dayMs, sqliteUsageRollup } from "./sqlite-usage-rollup.js";
 
 interface PriceRow {
   id: string;
@@ -114,6 +115,11 @@ export function createSqlitePriceStore(db: Database.Database): PriceStore {
        ORDER BY received_at, seq LIMIT @limit`,
     ),
     setPrices: db.prepare(`UPDATE traces SET cost_usd = ?, server_cost_usd = ?, price_check = ? WHERE seq = ?`),
+    // The roll-ups of runs and error groups count calls and sum cost_usd: a changed cost moves their sums alone.
+    runCost: db.prepare(`UPDATE runs SET cost_usd = cost_usd + ? WHERE account_id = ? AND run_id = ?`),
+    errorCost: db.prepare(
+      `UPDATE error_group_daily SET cost_usd = cost_usd + ? WHERE account_id = ? AND day = ? AND group_id = ? AND provider = ? AND model = ? AND key_id = ?`,
+    ),
   };
   // A trace re-priced counts again where it counted first: under its value, or under other (D54).
   const rollup = sqliteUsageRollup(db, countedValues(db));
@@ -150,6 +156,15 @@ export function createSqlitePriceStore(db: Database.Database): PriceStore {
       if (next.costUsd === row.cost_usd && serverCost === row.server_cost_usd && next.priceCheck === row.price_check) continue;
       s.setPrices.run(next.costUsd, serverCost, next.priceCheck, row.seq);
       const old = rowValues(row);
+      const costDelta = next.costUsd - row.cost_usd;
+      if (costDelta !== 0) {
+        const runId = runIdOf(row.otlp_trace_id, row.session_id);
+        if (runId !== undefined) s.runCost.run(costDelta, row.account_id, runId);
+        const group = old[errorGroupIndex];
+        if (row.status === "error" && group) {
+          s.errorCost.run(costDelta, row.account_id, Math.floor(row.received_at / dayMs), group, row.provider, row.model, row.key_id);
+        }
+      }
       before.push(old);
       after.push(Object.assign([...old], { 9: next.costUsd, 15: serverCost, 16: next.priceCheck }) as TraceValues);
     }
