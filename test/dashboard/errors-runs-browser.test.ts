@@ -111,6 +111,7 @@ describe("dashboard in a real browser: errors and runs", { timeout: 120_000 }, (
         await open(path, width);
         await page.locator("li.error-group, table.runs tbody tr, ol.waterfall li").first().waitFor();
         expect(await seriousAxeViolations(page), `${path} at ${width}`).toEqual([]);
+        await browser.shot(`${path.startsWith("runs/") ? "run" : path}${width === 390 ? "-390" : ""}`);
         // Nothing wider than the phone's screen.
         if (width === 390) expect(await page.evaluate(() => document.documentElement.scrollWidth), path).toBeLessThanOrEqual(390);
       }
