@@ -18,7 +18,8 @@ afterAll(async () => {
   await store.close();
 });
 
-describe("calltrace alerts", () => {
+// Each CLI run starts Node afresh: seconds apiece on a busy machine.
+describe("calltrace alerts", { timeout: 120_000 }, () => {
   it("creates a rule in the project keys create reaches, with defaults, prints its id and the webhook secret once, lists and deletes it", async () => {
     const created = JSON.parse(cli("create", "--kind", "spend", "--budget-usd", "5", "--window", "day", "--webhook", "https://example.com/hook", "--json"));
     expect(created).toEqual({ id: expect.stringMatching(/^alr_/), secret: expect.stringMatching(/^whsec_[A-Za-z0-9+/]{43}=$/), project: expect.any(String), destination_ids: [expect.any(String)] });
@@ -69,7 +70,7 @@ describe("calltrace alerts", () => {
   });
 });
 
-describe("the outbox across kill -9", () => {
+describe("the outbox across kill -9", { timeout: 120_000 }, () => {
   it("a delivery pending when the service is killed, and one enqueued while it is down, are delivered after the restart under their ids, once each", async () => {
     const port = await freePort();
     const created = JSON.parse(cli("create", "--kind", "spend", "--budget-usd", "5", "--window", "day", "--webhook", `http://127.0.0.1:${port}/hook`, "--json"));
