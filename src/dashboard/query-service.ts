@@ -21,7 +21,7 @@ import {
 } from "../../gen/calltrace/v1/query_service_pb.js";
 import { groupDimension } from "../store/group-dimension.js";
 import { InvalidCursorError, traceSort } from "../store/trace-cursor.js";
-import type { TraceReader } from "../store/trace-reader.js";
+import { TooManyGroupsError, type TraceReader } from "../store/trace-reader.js";
 import { maxHours } from "../store/usage-reader.js";
 import { projectAccess } from "../teams/access.js";
 import { projectFilter } from "../teams/project-retention.js";
@@ -90,13 +90,18 @@ export function queryService(reader: TraceReader): ServiceImpl<typeof QueryServi
     },
     async getUsageByGroup(request, context) {
       const dimension = groupDimension(request.dimension, request.metadataKey);
-      const { groups, totalGroups, wholeDays } = await reader.usageByGroup(
-        projectOf(context),
-        filterOf(request, context),
-        dimension,
-        request.limit || defaultGroupLimit,
-      );
-      return create(GetUsageByGroupResponseSchema, { groups, totalGroups: BigInt(totalGroups), wholeDays });
+      try {
+        const { groups, totalGroups, wholeDays } = await reader.usageByGroup(
+          projectOf(context),
+          filterOf(request, context),
+          dimension,
+          request.limit || defaultGroupLimit,
+        );
+        return create(GetUsageByGroupResponseSchema, { groups, totalGroups: BigInt(totalGroups), wholeDays });
+      } catch (error) {
+        if (error instanceof TooManyGroupsError) throw new ConnectError(error.message, Code.ResourceExhausted);
+        throw error;
+      }
     },
     async getUsageByGroupAndDay(request, context) {
       const dimension = groupDimension(request.dimension, request.metadataKey);

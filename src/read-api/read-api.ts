@@ -7,7 +7,7 @@ import type { HeaderFields } from "../limits/rate-limit-headers.js";
 import { sendJson } from "../server/json-response.js";
 import type { NodeRequest, NodeResponse } from "../server/node-types.js";
 import { InvalidCursorError } from "../store/trace-cursor.js";
-import type { TraceReader } from "../store/trace-reader.js";
+import { TooManyGroupsError, type TraceReader } from "../store/trace-reader.js";
 import { authorize, requestAddress, type AccessDeps } from "../teams/access-interceptor.js";
 import { projectFilter } from "../teams/project-retention.js";
 import { metricsRows } from "./metrics-rows.js";
@@ -53,7 +53,9 @@ export function readApi(reader: TraceReader, access: AccessDeps): ReadApi {
     try {
       sendJson(res, 200, await read(project.id, url.searchParams, (filter) => projectFilter(project, filter)), headers);
     } catch (error) {
-      if (error instanceof ReadQueryError || error instanceof InvalidCursorError) return sendRefusal(res, error, headers);
+      if (error instanceof ReadQueryError || error instanceof InvalidCursorError || error instanceof TooManyGroupsError) {
+        return sendRefusal(res, error, headers);
+      }
       throw error;
     }
   };

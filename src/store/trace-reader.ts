@@ -27,6 +27,12 @@ export interface PageRequest {
 }
 
 /** The groups of a dimension, highest spend first, and how many there were before the limit. */
+/**
+ * A group-by that would take one query per value (MongoDB's tags and metadata) over more values
+ * than it can answer in time; the caller is told to narrow the range or filter, never given a 500.
+ */
+export class TooManyGroupsError extends Error {}
+
 export interface GroupedUsage {
   groups: GroupUsage[];
   totalGroups: number;

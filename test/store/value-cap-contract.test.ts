@@ -1,12 +1,16 @@
-import { describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { TraceFilterSchema } from "../../gen/calltrace/v1/query_pb.js";
 import { StoredTraceSchema, type StoredTrace } from "../../gen/calltrace/v1/trace_pb.js";
 import type { GroupDimension } from "../../src/store/group-dimension.js";
+import { maxGroupParts } from "../../src/store/mongo/mongo-trace-reader.js";
+import { openMongoStore } from "../../src/store/mongo/mongo-store.js";
 import { openSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import { maxPartTraces } from "../../src/store/sqlite/sqlite-trace-reader.js";
 import type { Store } from "../../src/store/store.js";
+import { TooManyGroupsError } from "../../src/store/trace-reader.js";
+import { startMongoTestServer, type MongoTestServer } from "../support/ferretdb.js";
 import { tempDir } from "../support/temp-dir.js";
 
 /**
@@ -198,6 +202,51 @@ describe.each(adapters)("value cap on %s", (_name, open) => {
     const answer = await store.usageByGroup("acc_cap", filter(yesterday, yesterday + day), { kind: "user" }, 10);
     expect(answer.totalGroups).toBe(users);
     expect(answer.groups[0]!.value).toBe(`user-${users - 1}`);
+    await store.close();
+  });
+});
+
+/**
+ * MongoDB keeps no roll-ups, and groups tags and metadata values with a query per value: past
+ * maxGroupParts values it refuses with a clear TooManyGroupsError (RESOURCE_EXHAUSTED in
+ * QueryService) rather than running thousands of queries into a 500.
+ */
+describe("MongoDB: a group-by over too many tags", () => {
+  let mongo: MongoTestServer;
+  beforeAll(async () => {
+    mongo = await startMongoTestServer();
+  });
+  afterAll(async () => {
+    await mongo?.close();
+  });
+
+  it("refuses with TooManyGroupsError naming the count and what to do, and still answers a narrower range", { timeout: 180_000 }, async () => {
+    const store = await openMongoStore(mongo.freshUri());
+    const yesterday = Math.floor(Date.now() / day) * day - day;
+    const traces = Array.from({ length: maxGroupParts + 1 }, (_, i) =>
+      create(StoredTraceSchema, {
+        receivedAt: timestampFromMs(yesterday + i * 60_000),
+        keyId: "key_cap",
+        accountId: "acc_cap",
+        country: "DE",
+        provider: "openai",
+        model: "gpt-4o",
+        tokensIn: 1,
+        tokensOut: 1,
+        latencyMs: 100,
+        costUsd: 0.001,
+        status: "success",
+        tags: [`tag-${i}`],
+      }),
+    );
+    await store.writeBatch(traces.map((trace) => ({ trace, idempotencyKey: undefined })));
+    const all = filter(yesterday, yesterday + day);
+    await expect(store.usageByGroup("acc_cap", all, { kind: "tag" }, 10)).rejects.toThrow(TooManyGroupsError);
+    await expect(store.usageByGroup("acc_cap", all, { kind: "tag" }, 10)).rejects.toThrow(
+      /^1,001 distinct values of tag in this range: MongoDB groups at most 1,000 .*narrow the time range or add a filter$/,
+    );
+    const narrow = await store.usageByGroup("acc_cap", filter(yesterday, yesterday + 10 * 60_000), { kind: "tag" }, 100);
+    expect(narrow.totalGroups).toBe(10);
     await store.close();
   });
 });

@@ -5,7 +5,7 @@ import { PriceCheck } from "../../../gen/calltrace/v1/trace_pb.js";
 import type { GroupDimension } from "../group-dimension.js";
 import { clampPageSize, decodeTraceCursor, encodeTraceCursor, InvalidCursorError, newestFirst, type TraceSort } from "../trace-cursor.js";
 import { resolveTraceFilter, type ResolvedTraceFilter } from "../trace-filter.js";
-import type { TraceReader } from "../trace-reader.js";
+import { TooManyGroupsError, type TraceReader } from "../trace-reader.js";
 import { usageReader, type UsageCell, type UsageCells, type UsageGroup, type UsageGrouping } from "../usage-reader.js";
 import type { MongoCollections } from "./mongo-collections.js";
 import { errorGroupMatch, mongoErrorsAndRuns } from "./mongo-error-runs.js";
@@ -100,6 +100,9 @@ function subtract<T extends { calls: number }>(all: T[], less: T[]): T[] {
     .filter((cell) => cell.calls > 0);
 }
 
+/** Most values of a list-valued dimension (tags, metadata) grouped, each by a query of its own. */
+export const maxGroupParts = 1000;
+
 /**
  * The parts of a dimension. List-valued ones (tags, metadata) get a part per value, found with
  * distinct() or given as `wanted`: FerretDB 1.24's $unwind drops every other field of the
@@ -116,10 +119,15 @@ async function groupParts(
     found: () => Promise<string[]>,
     match: (value: string) => Filter<TraceDoc>,
     none: Omit<GroupPart, "fixed">,
-  ): Promise<GroupPart[]> => [
-    ...[...new Set(wanted ?? (await found()))].filter((v) => v !== "").map((v) => ({ match: match(v), fixed: v })),
-    ...(!wanted || wanted.includes("") ? [{ ...none, fixed: "" }] : []),
-  ];
+  ): Promise<GroupPart[]> => {
+    const values = [...new Set(wanted ?? (await found()))].filter((v) => v !== "");
+    if (values.length > maxGroupParts) {
+      throw new TooManyGroupsError(
+        `${values.length.toLocaleString("en")} distinct values of ${dimension.kind === "metadata" ? `metadata key ${dimension.key}` : dimension.kind} in this range: MongoDB groups at most ${maxGroupParts.toLocaleString("en")} of them, one query each; narrow the time range or add a filter`,
+      );
+    }
+    return [...values.map((v) => ({ match: match(v), fixed: v })), ...(!wanted || wanted.includes("") ? [{ ...none, fixed: "" }] : [])];
+  };
   const metadata = (key: string, scope: Filter<TraceDoc>) =>
     perValue(
       async () =>
