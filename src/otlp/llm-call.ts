@@ -92,7 +92,10 @@ const cacheWriteNames = [
 ];
 const usageNames = [...inputNames, ...outputNames];
 // OpenAI's response service_tier, as the semantic conventions name it (older and newer).
-const serviceTierNames = ["openai.response.service_tier", "gen_ai.openai.response.service_tier"];
+const serviceTierNames = ["openai.response.service_tier", "gen_ai.openai.response.service_tier", "gen_ai.response.service_tier"];
+// Audio parts of the input and output: the GenAI registry's modality breakdown, and the flat names some instrumentations use.
+const audioInNames = ["gen_ai.usage.audio.input_tokens", "gen_ai.usage.input_audio_tokens"];
+const audioOutNames = ["gen_ai.usage.audio.output_tokens", "gen_ai.usage.output_audio_tokens"];
 const reasoningNames = [
   "gen_ai.usage.reasoning.output_tokens",
   "gen_ai.usage.reasoning_tokens",
@@ -135,6 +138,11 @@ export function llmCallOf(span: OtlpSpan, scope: string, resource: SpanResource,
     const tokensCachedIn = countOf(attributes, cacheReadNames);
     const tokensCacheWrite = countOf(attributes, cacheWriteNames);
     const tokensReasoning = countOf(attributes, reasoningNames);
+    // Audio is part of the uncached input and of the output (the contract's rule); an
+    // instrumentation counting cached audio too is held to that.
+    const uncachedIn = Math.max(0, tokensIn - (tokensCachedIn ?? 0) - (tokensCacheWrite ?? 0));
+    const tokensAudioIn = Math.min(countOf(attributes, audioInNames) ?? 0, uncachedIn);
+    const tokensAudioOut = Math.min(countOf(attributes, audioOutNames) ?? 0, tokensOut);
     // tokens_in counts every input token. Anthropic's input_tokens leaves cache reads and writes
     // out, and some instrumentations pass it on as is: when the cache parts exceed the input, add them.
     const cached = (tokensCachedIn ?? 0) + (tokensCacheWrite ?? 0);
@@ -151,7 +159,7 @@ export function llmCallOf(span: OtlpSpan, scope: string, resource: SpanResource,
     const { costUsd, serverCostUsd, priceCheck } = serverPricing(
       TraceSource.OTLP,
       0,
-      options.price({ provider, model, tokensIn, tokensOut, tokensCachedIn, tokensCacheWrite, serviceTier }, at),
+      options.price({ provider, model, tokensIn, tokensOut, tokensCachedIn, tokensCacheWrite, tokensAudioIn, tokensAudioOut, serviceTier }, at),
     );
     // A literal rather than create(): this runs for every span, and create() walks the schema.
     const trace: Trace = {
@@ -173,6 +181,9 @@ export function llmCallOf(span: OtlpSpan, scope: string, resource: SpanResource,
     if (tokensReasoning !== undefined) trace.tokensReasoning = tokensReasoning;
     if (ttftMs !== undefined) trace.ttftMs = ttftMs;
     if (serviceTier !== undefined) trace.serviceTier = serviceTier;
+    // Sent only when they change the price, as the SDKs do.
+    if (tokensAudioIn) trace.tokensAudioIn = tokensAudioIn;
+    if (tokensAudioOut) trace.tokensAudioOut = tokensAudioOut;
     // The span's start is the time of the call (D58); the pipeline drops it where it is out of bounds.
     if (calledAt) trace.calledAt = calledAt;
     addAttribution(trace, attributes, resource.attributes, options.metadataAttributes);

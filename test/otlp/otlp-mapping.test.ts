@@ -302,6 +302,19 @@ describe("kept on the trace", () => {
     expect(standard.stored?.serviceTier).toBeUndefined();
   });
 
+  it("audio tokens (the registry's modality breakdown, or the flat names) and gen_ai.response.service_tier are stored and priced at their rates", async () => {
+    const audio = { "gen_ai.response.model": "gpt-audio", "gen_ai.usage.audio.input_tokens": 1000, "gen_ai.usage.output_audio_tokens": 300 };
+    const { stored } = await one({ attributes: chat(audio) });
+    const usage = { provider: "openai", model: "gpt-audio", tokensIn: 1200, tokensOut: 350, tokensAudioIn: 1000, tokensAudioOut: 300 };
+    expect(serverCost(usage)).toBe((200 * 2.5 + 1000 * 32 + 50 * 10 + 300 * 64) / 1e6);
+    expect(stored).toMatchObject({ tokensAudioIn: 1000, tokensAudioOut: 300, costUsd: serverCost(usage), priceCheck: PriceCheck.SERVER });
+    // More audio than the uncached input or the output is held to them (the contract's rule), not rejected.
+    const over = await one({ attributes: chat({ ...audio, "gen_ai.usage.cache_read.input_tokens": 600, "gen_ai.usage.output_audio_tokens": 999 }) });
+    expect(over.stored).toMatchObject({ tokensAudioIn: 600, tokensAudioOut: 350 });
+    const tiered = await one({ attributes: chat({ "gen_ai.response.service_tier": "priority", "gen_ai.response.model": "gpt-5.4" }) });
+    expect(tiered.stored).toMatchObject({ serviceTier: "priority", costUsd: serverCost({ provider: "openai", model: "gpt-5.4", tokensIn: 1200, tokensOut: 350, serviceTier: "priority" }) });
+  });
+
   it("a model the price table does not know is stored unpriced, at cost 0", async () => {
     const { stored } = await one({ attributes: chat({ "gen_ai.response.model": "gpt-nonexistent-9" }) });
     expect(stored).toMatchObject({ model: "gpt-nonexistent-9", costUsd: 0, priceCheck: PriceCheck.UNPRICED });
