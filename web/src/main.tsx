@@ -5,6 +5,7 @@ import type { OrganizationMembership } from "../../gen/calltrace/v1/team_service
 import type { Permission } from "../../src/teams/permissions.js";
 import { auth, messageOf, team, whenSignedOut } from "./api.js";
 import { NewMenu, ProjectPicker } from "./components/project-picker.js";
+import { Alerts } from "./pages/alerts.js";
 import { AuditLog } from "./pages/audit-log.js";
 import { InvitationPage } from "./pages/invitation.js";
 import { Members } from "./pages/members.js";
@@ -28,6 +29,7 @@ const pages: { path: string; title: string; page: () => JSX.Element; permission?
   { path: "/errors", title: "Errors", page: Errors },
   { path: "/runs", title: "Runs", page: Runs },
   { path: "/geography", title: "Geography", page: Geography },
+  { path: "/alerts", title: "Alerts", page: Alerts },
   { path: "/settings", title: "Settings · API keys", page: Settings },
   { path: "/members", title: "Members", page: Members },
   { path: "/audit", title: "Audit log", page: AuditLog, permission: "audit.read" },

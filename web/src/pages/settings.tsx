@@ -2,8 +2,8 @@ import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { useEffect, useRef, useState } from "preact/hooks";
 import { type ApiKey, KeyScope } from "../../../gen/calltrace/v1/account_service_pb.js";
 import { account, messageOf } from "../api.js";
-import { copyText } from "../components/copy-text.js";
 import { QueryStatus } from "../components/query-status.js";
+import { ShownOnce } from "../components/shown-once.js";
 import { Truncated } from "../components/truncated.js";
 import { ago, count, dateTime, percent, utcDay } from "../format.js";
 import { can, useTeam } from "../team.js";
@@ -192,29 +192,19 @@ function CreateKey({ onCreated, limitMessage }: { onCreated: (k: { name: string;
 
 /** The plaintext, shown this once. */
 function NewKey({ name, plaintext, onDone }: { name: string; plaintext: string; onDone: () => void }) {
-  const [copied, setCopied] = useState(false);
-  const copy = async () => {
-    await copyText(plaintext, document.getElementById("new-key") as HTMLInputElement | null);
-    setCopied(true);
-  };
   return (
-    <div class="new-key" role="status">
-      <p>
-        <strong>Key "{name}" created.</strong> Copy it now: it is shown only this once and cannot be recovered.
-      </p>
-      <div class="row">
-        <input id="new-key" readOnly value={plaintext} onFocus={(e) => e.currentTarget.select()} />
-        <button type="button" onClick={copy}>
-          {copied ? "Copied" : "Copy"}
-        </button>
-        <button type="button" class="link" onClick={onDone}>
-          Done
-        </button>
-      </div>
-      <p class="warning">
-        Keep it in an environment variable (for example <code>CALLTRACE_API_KEY</code>), never in source code or version control.
-      </p>
-    </div>
+    <ShownOnce
+      inputId="new-key"
+      secret={plaintext}
+      onDone={onDone}
+      hint={
+        <>
+          Keep it in an environment variable (for example <code>CALLTRACE_API_KEY</code>), never in source code or version control.
+        </>
+      }
+    >
+      <strong>Key "{name}" created.</strong>
+    </ShownOnce>
   );
 }
 
