@@ -131,6 +131,15 @@ describe("AlertService", () => {
       const answer = await viewer.call(`AlertService/${method}`, { projectId: project, ...body });
       expect(answer.body, method).toEqual({ code: "permission_denied", message: "your role is viewer; this needs admin or above" });
     }
+    // No API key manages alerts, a read key included: AlertService takes a dashboard session only.
+    const readKey = (await owner.ok("AccountService/CreateKey", { name: "reader", scope: "KEY_SCOPE_READ" })).plaintext as string;
+    const withKey = await fetch(`${service.url}/calltrace.v1.AlertService/ListRules`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${readKey}` },
+      body: JSON.stringify({ projectId: project }),
+    });
+    expect(withKey.status).toBe(401);
+    expect((await withKey.json()).code).toBe("unauthenticated");
     await owner.ok("AlertService/DeleteRule", { ruleId: rule.id });
     expect((await owner.call("AlertService/DeleteRule", { ruleId: rule.id })).body).toEqual({ code: "not_found", message: `no rule with id "${rule.id}"` });
   });
