@@ -3,6 +3,7 @@ import { createConnectTransport } from "@connectrpc/connect-web";
 import { AccountService } from "../../gen/calltrace/v1/account_service_pb.js";
 import { AlertService } from "../../gen/calltrace/v1/alert_service_pb.js";
 import { AuthService } from "../../gen/calltrace/v1/auth_service_pb.js";
+import { PriceService } from "../../gen/calltrace/v1/price_service_pb.js";
 import { QueryService } from "../../gen/calltrace/v1/query_service_pb.js";
 import { TeamService } from "../../gen/calltrace/v1/team_service_pb.js";
 import { currentProjectId } from "./router.js";
@@ -60,6 +61,7 @@ export const account = createClient(AccountService, transport);
 export const query = createClient(QueryService, transport);
 export const team = createClient(TeamService, transport);
 export const alerts = createClient(AlertService, transport);
+export const prices = createClient(PriceService, transport);
 
 /** A readable message for an error from any call. */
 export function messageOf(error: unknown): string {

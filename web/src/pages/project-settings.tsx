@@ -3,6 +3,7 @@ import { messageOf, team as teams } from "../api.js";
 import { ConfirmDelete } from "../components/confirm-delete.js";
 import { base, navigate } from "../router.js";
 import { can, useTeam } from "../team.js";
+import { ProjectPrices } from "./project-prices.js";
 
 /** Every IANA zone the browser knows, offered as the time zone's suggestions. */
 const timeZones = Intl.supportedValuesOf("timeZone");
@@ -77,6 +78,7 @@ export function ProjectSettings() {
           </p>
         )}
       </form>
+      <ProjectPrices />
       {can(t.membership.role, "project.delete") && <DeleteProject />}
     </>
   );
