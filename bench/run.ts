@@ -4,7 +4,7 @@ import { spawnSync } from "node:child_process";
 import { existsSync, rmSync } from "node:fs";
 import { compiledService, repoRoot, seededStore } from "./support/processes.js";
 
-const benchmarks = ["ingest", "otlp-ingest", "otlp-reader", "mongo-ingest", "redis-ingest", "dashboard-reads", "pricing", "startup"];
+const benchmarks = ["ingest", "otlp-ingest", "otlp-reader", "mongo-ingest", "redis-ingest", "dashboard-reads", "pricing", "startup", "import"];
 const only = process.env.BENCH_ONLY?.split(",");
 const selected = benchmarks.filter((name) => !only || only.includes(name));
 // Built once here for every benchmark below (they inherit CALLTRACE_BENCH_BUILT), and the store the

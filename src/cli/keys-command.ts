@@ -84,14 +84,20 @@ async function createKey(
 }
 
 /** The project `id` names, or the default project of `plan`. */
-export async function keyProject(store: Store, plans: ReturnType<typeof loadPlans>, id: string | undefined, plan: string | undefined): Promise<ProjectRecord> {
+export async function keyProject(
+  store: Store,
+  plans: ReturnType<typeof loadPlans>,
+  id: string | undefined,
+  plan: string | undefined,
+  command = "keys create",
+): Promise<ProjectRecord> {
   if (id !== undefined) {
     const project = await store.teams.getProject(id);
     if (!project) throw new UsageError(`no project ${id}`);
     if (plan !== undefined && plan !== project.plan) throw new UsageError(`project ${project.id} is on plan ${project.plan}; a key takes its project's plan`);
     return project;
   }
-  if (plan === undefined) throw new UsageError(`keys create needs --plan (one of ${[...plans.keys()].join(", ")}) or --project`);
+  if (plan === undefined) throw new UsageError(`${command} needs --plan (one of ${[...plans.keys()].join(", ")}) or --project`);
   if (!plans.has(plan)) throw new UsageError(`unknown plan ${plan}; configured: ${[...plans.keys()].join(", ")}`);
   return store.teams.defaultProject(plan);
 }

@@ -1,16 +1,31 @@
 import { parseCommandArgs, resolveConfig } from "../config/config.js";
 import { downloadLines, type DownloadFormat } from "../download/trace-lines.js";
 import { openStore } from "../store/open-store.js";
+import { importCommand } from "./import-command.js";
 import { UsageError } from "./usage-error.js";
 
-/** `calltrace traces export`: stored traces to stdout, oldest first. */
+/** `calltrace traces export`: stored traces to stdout, oldest first; `traces import`: files into a project. */
 export async function tracesCommand(argv: string[]): Promise<void> {
   const { values, positionals } = parseCommandArgs(argv, {
     since: { type: "string" },
     until: { type: "string" },
     format: { type: "string" },
+    project: { type: "string" },
+    plan: { type: "string" },
+    json: { type: "boolean" },
   });
-  if (positionals[0] !== "export") throw new UsageError("traces needs: export");
+  if (positionals[0] === "import") {
+    const config = resolveConfig(values);
+    // Imported traces are kept unique by an index the embedded store has (docs/import.md).
+    if (config.mongodbUri) throw new UsageError("traces import writes into the embedded store; MongoDB is not an import target yet");
+    const store = await openStore(config);
+    try {
+      return await importCommand(store, config, { ...values, files: positionals.slice(1) });
+    } finally {
+      await store.close();
+    }
+  }
+  if (positionals[0] !== "export") throw new UsageError("traces needs: export or import");
   const format = (values.format ?? "jsonl") as DownloadFormat;
   if (format !== "jsonl" && format !== "csv") throw new UsageError("--format must be jsonl or csv");
   const since = isoDate("--since", values.since);

@@ -24,7 +24,7 @@ export async function* downloadLines(traces: AsyncIterable<StoredTrace>, format:
  * full-width forms, which some spreadsheets fold), also after leading spaces or control
  * characters, which some trim; and a cell starting with a tab or a line break.
  */
-const formulaLike = /^[\t\r\n]|^[\s\p{Cc}]*[=+\-@\uff1d\uff0b\uff0d\uff20]/u;
+export const formulaLike = /^[\t\r\n]|^[\s\p{Cc}]*[=+\-@\uff1d\uff0b\uff0d\uff20]/u;
 
 /** RFC 4180 quoting, plus a leading apostrophe on text that a spreadsheet would run as a formula. */
 export function csvCell(value: unknown): string {

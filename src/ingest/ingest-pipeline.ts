@@ -1,5 +1,5 @@
-import { timestampDate, timestampFromMs } from "@bufbuild/protobuf/wkt";
-import { type StoredTrace, type Trace, TraceSource } from "../../gen/calltrace/v1/trace_pb.js";
+import { timestampDate } from "@bufbuild/protobuf/wkt";
+import type { StoredTrace, Trace } from "../../gen/calltrace/v1/trace_pb.js";
 import { bearerToken } from "../auth/api-key.js";
 import type { KeyVerifier } from "../auth/key-verifier.js";
 import type { Plan, Plans } from "../config/plans.js";
@@ -7,7 +7,6 @@ import type { CountryLookup } from "../geo/country-lookup.js";
 import type { AuthFailureLimiter } from "../limits/auth-failure-limiter.js";
 import { type MonthlyQuota, type QuotaReservation, QuotaUnavailableError, quotaHeaders } from "../limits/monthly-quota.js";
 import type { RateLimiter } from "../limits/rate-limiter.js";
-import { projectCost, serverPricing } from "../pricing/custom-prices.js";
 import type { PriceBook } from "../pricing/price-match.js";
 import type { ProjectPrices } from "../pricing/project-prices.js";
 import { rateLimitHeaders, type HeaderFields } from "../limits/rate-limit-headers.js";
@@ -25,7 +24,8 @@ import {
   validationFailed,
 } from "./ingest-errors.js";
 import { callTimeProblem, keptDays, timestampMsChecked } from "./call-time.js";
-import { describeProblems, traceProblems, type FieldProblem } from "./trace-validation.js";
+import { apiOrigin, storedTraceOf, type TraceOrigin } from "./stored-trace.js";
+import { describeProblems, submissionProblems, traceProblems, type FieldProblem } from "./trace-validation.js";
 
 /** An authenticated request that passed its per-minute limit. */
 export interface Admission {
@@ -57,43 +57,6 @@ export interface TraceSubmission {
   clientAddress: string | undefined;
   /** Problems the protocol edge already found while decoding (wrong JSON types). */
   decodeProblems?: FieldProblem[];
-}
-
-/** What the server knows of a trace beyond its contract fields: how it arrived and what the server priced it at. */
-export type TraceOrigin = Pick<StoredTrace, "source" | "priceCheck" | "otlpTraceId" | "otlpSpanId" | "otlpParentSpanId" | "serviceName"> & {
-  serverCostUsd?: number;
-};
-
-/**
- * The spec's way in: the client measured and priced the call. The server prices it too, with the
- * project's custom prices before the catalog, and keeps its price beside the client's, so that
- * unknown models and wrong client prices show (D30).
- */
-/** `at`: when the call was made (its `called_at`, else now), which a custom price's effective range is checked against. */
-function apiOrigin(trace: Trace, book: PriceBook, at: Date): TraceOrigin {
-  const usage = {
-    provider: trace.provider,
-    model: trace.model,
-    tokensIn: trace.tokensIn!,
-    tokensOut: trace.tokensOut!,
-    tokensCachedIn: trace.tokensCachedIn,
-    tokensCacheWrite: trace.tokensCacheWrite,
-    tokensCacheWrite1h: trace.tokensCacheWrite1h,
-    tokensAudioIn: trace.tokensAudioIn,
-    tokensAudioOut: trace.tokensAudioOut,
-    webSearchRequests: trace.webSearchRequests,
-    serviceTier: trace.serviceTier,
-  };
-  const { serverCostUsd, priceCheck } = serverPricing(TraceSource.API, trace.costUsd!, projectCost(book, usage, at));
-  return {
-    source: TraceSource.API,
-    priceCheck,
-    ...(serverCostUsd === undefined ? {} : { serverCostUsd }),
-    otlpTraceId: "",
-    otlpSpanId: "",
-    otlpParentSpanId: "",
-    serviceName: "",
-  };
 }
 
 /** The admitted request's project's custom prices; a store that cannot read them cannot take the trace either (503). */
@@ -187,12 +150,7 @@ export function createIngestPipeline(deps: IngestPipelineDeps): IngestPipeline {
     admission: Admission,
     { trace, idempotencyKey, clientAddress, decodeProblems = [] }: TraceSubmission,
   ): Promise<{ headers: HeaderFields; counted: boolean }> {
-    let problems = traceProblems(trace);
-    if (decodeProblems.length > 0) {
-      // A field the edge could not decode is unset; its "is required" would only repeat the problem.
-      const undecodable = new Set(decodeProblems.map((p) => p.field));
-      problems = [...decodeProblems, ...problems.filter((p) => !undecodable.has(p.field))];
-    }
+    const problems = submissionProblems(trace, decodeProblems);
     const lateOrEarly = callTimeOutOfBounds(admission, trace);
     if (lateOrEarly) problems.push(lateOrEarly);
     if (idempotencyKey !== null && (idempotencyKey.length === 0 || idempotencyKey.length > maxIdempotencyKeyLength)) {
@@ -227,44 +185,10 @@ export function createIngestPipeline(deps: IngestPipelineDeps): IngestPipeline {
     return callTimeProblem(timestampMsChecked(trace.calledAt), Date.now(), keptDays(deps.retentionDays, admission.key.retentionDays));
   }
 
-  /**
-   * The server's record of a trace. A literal rather than create(): the type still demands every
-   * field of the contract, and the hot path skips the reflection. The numbers are present:
-   * validation requires them.
-   */
+  /** The server's record of a trace of an admitted request, received now. */
   function storedTrace(admission: Admission, trace: Trace, clientAddress: string | undefined, origin: TraceOrigin): StoredTrace {
-    return {
-      $typeName: "calltrace.v1.StoredTrace",
-      id: "",
-      receivedAt: timestampFromMs(Date.now()),
-      keyId: admission.key.id,
-      accountId: admission.key.accountId,
-      country: deps.countryOf(clientAddress),
-      provider: trace.provider,
-      model: trace.model,
-      tokensIn: trace.tokensIn!,
-      tokensOut: trace.tokensOut!,
-      latencyMs: trace.latencyMs!,
-      costUsd: trace.costUsd!,
-      status: trace.status,
-      ...(trace.error === undefined ? {} : { error: trace.error }),
-      ...(trace.tokensCachedIn === undefined ? {} : { tokensCachedIn: trace.tokensCachedIn }),
-      ...(trace.tokensCacheWrite === undefined ? {} : { tokensCacheWrite: trace.tokensCacheWrite }),
-      ...(trace.tokensReasoning === undefined ? {} : { tokensReasoning: trace.tokensReasoning }),
-      ...(trace.userId === undefined ? {} : { userId: trace.userId }),
-      ...(trace.sessionId === undefined ? {} : { sessionId: trace.sessionId }),
-      tags: trace.tags,
-      metadata: trace.metadata,
-      ...(trace.environment === undefined ? {} : { environment: trace.environment }),
-      ...(trace.ttftMs === undefined ? {} : { ttftMs: trace.ttftMs }),
-      ...(trace.serviceTier === undefined ? {} : { serviceTier: trace.serviceTier }),
-      ...(trace.tokensCacheWrite1h === undefined ? {} : { tokensCacheWrite1h: trace.tokensCacheWrite1h }),
-      ...(trace.tokensAudioIn === undefined ? {} : { tokensAudioIn: trace.tokensAudioIn }),
-      ...(trace.tokensAudioOut === undefined ? {} : { tokensAudioOut: trace.tokensAudioOut }),
-      ...(trace.webSearchRequests === undefined ? {} : { webSearchRequests: trace.webSearchRequests }),
-      ...(trace.calledAt === undefined ? {} : { calledAt: trace.calledAt }),
-      ...origin,
-    };
+    const receipt = { keyId: admission.key.id, accountId: admission.key.accountId, country: deps.countryOf(clientAddress), receivedAtMs: Date.now() };
+    return storedTraceOf(trace, receipt, origin);
   }
 
   /** Hands one trace to the batching writer; a full queue or a failed commit is a 503 (D13). */

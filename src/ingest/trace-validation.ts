@@ -24,6 +24,17 @@ export function traceProblems(trace: Trace): FieldProblem[] {
   return [...unencodable, ...result.violations.map((v) => ({ field: pathName(v.field), problem: friendlier(v.message, v.forKey) }))];
 }
 
+/**
+ * A submission's problems: those its edge found decoding it (wrong JSON types), then the rules'
+ * for the rest. A field the edge could not decode is unset; its "is required" would only repeat it.
+ */
+export function submissionProblems(trace: Trace, decodeProblems: FieldProblem[] = []): FieldProblem[] {
+  const problems = traceProblems(trace);
+  if (decodeProblems.length === 0) return problems;
+  const undecodable = new Set(decodeProblems.map((p) => p.field));
+  return [...decodeProblems, ...problems.filter((p) => !undecodable.has(p.field))];
+}
+
 /** `tokens_in`, `tags[3]`, `metadata["team"]`: a violation's path as on the wire. */
 function pathName(path: Path): string {
   let name = "";

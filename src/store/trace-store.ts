@@ -8,6 +8,8 @@ export interface TraceWrite {
   quotaRemaining?: number | undefined;
   /** An OTLP call's span start, in whole seconds since the epoch: the embedded store keys the call by it too (D44). */
   otlpStartS?: number | undefined;
+  /** `traces import` only: the trace's identity in its file; a trace already imported under it is a duplicate, however long ago. */
+  importKey?: string | undefined;
 }
 
 /** Where one stored OTLP call sits in its OTLP trace (lower-case hex; the parent empty for a root span). */

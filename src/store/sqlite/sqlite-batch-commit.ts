@@ -40,7 +40,7 @@ export function sqliteBatchCommit(db: Database.Database, cap: ValueCap): (batch:
   const addToRuns = sqliteRunRollup(db);
   const addToScopeCells = sqliteScopeCounting(db);
   const statements = {
-    // The only unique index a new row can collide with is the OTLP call's (D37, D44).
+    // The unique indexes a new row can collide with: the OTLP call's (D37, D44) and the import's.
     insertTrace: db.prepare(
       `INSERT INTO traces (${traceColumns.join(", ")}) VALUES (${traceColumns.map(() => "?").join(", ")}) ON CONFLICT DO NOTHING`,
     ),

@@ -541,6 +541,11 @@ export const migrations: readonly string[] = [
      calls INTEGER NOT NULL,
      PRIMARY KEY (account_id, scope, start, part, bucket)
    ) WITHOUT ROWID;`,
+  // `traces import` (docs/import.md): an imported trace's identity in its file (its exported id, or
+  // its source's own id), unique per project and kept with the row, so a file imported again, any
+  // time later, stores nothing twice; the 24-hour idempotency claims would forget it.
+  `ALTER TABLE traces ADD COLUMN import_key TEXT;
+   CREATE UNIQUE INDEX traces_account_import ON traces(account_id, import_key) WHERE import_key IS NOT NULL;`,
 ];
 
 /** Brings the database to the current schema; safe to run from several processes at once. */

@@ -50,6 +50,8 @@ export interface TraceRow {
   arrived_at: number | null;
   /** A failed call's error group (src/store/error-group.ts), or `otherValue` past the day's cap; null for other traces. */
   error_group: string | null;
+  /** An imported trace's identity in its file, unique per project; null for others. */
+  import_key: string | null;
 }
 
 /**
@@ -94,6 +96,7 @@ export type TraceValues = [
   web_search_requests: number | null,
   arrived_at: number | null,
   error_group: string | null,
+  import_key: string | null,
 ];
 
 export const traceColumns = [
@@ -134,19 +137,20 @@ export const traceColumns = [
   "web_search_requests",
   "arrived_at",
   "error_group",
+  "import_key",
 ] as const satisfies readonly (keyof TraceRow)[];
 
 /**
  * The row of a write. An OTLP call's idempotency key goes into the row, whose unique index makes a
  * repeat store nothing (D37); any other write's key is claimed in the idempotency table (D22).
  */
-export function writeToRow({ trace, idempotencyKey, otlpStartS }: TraceWrite): { values: TraceValues; claimKey: string | null } {
+export function writeToRow({ trace, idempotencyKey, otlpStartS, importKey }: TraceWrite): { values: TraceValues; claimKey: string | null } {
   const otlpCallKey = trace.source === TraceSource.OTLP ? (idempotencyKey ?? null) : null;
   const startS = otlpCallKey === null ? null : (otlpStartS ?? 0);
-  return { values: traceToValues(trace, otlpCallKey, startS), claimKey: otlpCallKey === null ? (idempotencyKey ?? null) : null };
+  return { values: traceToValues(trace, otlpCallKey, startS, importKey ?? null), claimKey: otlpCallKey === null ? (idempotencyKey ?? null) : null };
 }
 
-function traceToValues(trace: StoredTrace, otlpCallKey: string | null, otlpStartS: number | null): TraceValues {
+function traceToValues(trace: StoredTrace, otlpCallKey: string | null, otlpStartS: number | null, importKey: string | null): TraceValues {
   return [
     placedAtMs(trace),
     trace.keyId,
@@ -186,6 +190,7 @@ function traceToValues(trace: StoredTrace, otlpCallKey: string | null, otlpStart
     arrivedAtMs(trace) ?? null,
     // Set by the writer, which knows the day's groups (sqlite-error-rollup.ts).
     null,
+    importKey,
   ];
 }
 

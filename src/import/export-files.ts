@@ -1,0 +1,71 @@
+import { createInterface } from "node:readline";
+import type { Readable } from "node:stream";
+import { type DescField, type JsonObject, ScalarType } from "@bufbuild/protobuf";
+import { parse } from "csv-parse";
+import { StoredTraceSchema } from "../../gen/calltrace/v1/trace_pb.js";
+import { formulaLike } from "../download/trace-lines.js";
+import { exportedRowWrite } from "./exported-row.js";
+import type { ImportContext, ImportItem } from "./import-item.js";
+
+/** The traces of a JSON Lines file as `traces export` writes it; blank lines are skipped. */
+export async function* jsonLinesItems(input: Readable, context: ImportContext): AsyncGenerator<ImportItem> {
+  let line = 0;
+  for await (const text of createInterface({ input, crlfDelay: Number.POSITIVE_INFINITY })) {
+    line++;
+    if (text.trim() === "") continue;
+    const where = `line ${line}`;
+    let row: unknown;
+    try {
+      row = JSON.parse(text);
+    } catch (error) {
+      yield { where, rejected: `not JSON: ${(error as Error).message}` };
+      continue;
+    }
+    if (typeof row !== "object" || row === null || Array.isArray(row)) {
+      yield { where, rejected: "not a JSON object" };
+      continue;
+    }
+    yield item(where, exportedRowWrite(row as JsonObject, context));
+  }
+}
+
+/** The traces of a CSV file as `traces export --format csv` writes it: a header row of StoredTrace's field names, then one row per trace. */
+export async function* csvItems(input: Readable, context: ImportContext): AsyncGenerator<ImportItem> {
+  const parser = input.pipe(parse({ columns: true, info: true, bom: true, skip_empty_lines: true }));
+  for await (const { record, info } of parser as AsyncIterable<{ record: Record<string, string>; info: { lines: number } }>) {
+    yield item(`line ${info.lines}`, exportedRowWrite(jsonOfCsvRecord(record), context));
+  }
+}
+
+const fieldsByName = new Map(StoredTraceSchema.fields.map((f) => [f.name, f]));
+
+/** A CSV row as the JSON row it was written from: empty cells unset, numbers, tags and metadata read back, spreadsheet guards taken off. */
+export function jsonOfCsvRecord(record: Record<string, string>): JsonObject {
+  const row: JsonObject = {};
+  for (const [name, cell] of Object.entries(record)) {
+    const field = fieldsByName.get(name);
+    if (field === undefined || cell === "") continue;
+    row[name] = cellValue(field, cell);
+  }
+  return row;
+}
+
+function cellValue(field: DescField, cell: string): JsonObject[string] {
+  if (field.fieldKind === "list" || field.fieldKind === "map") {
+    try {
+      return JSON.parse(cell) as JsonObject[string];
+    } catch {
+      return cell; // left for the API's reader to refuse, with its message
+    }
+  }
+  if (field.fieldKind === "scalar" && (field.scalar === ScalarType.INT32 || field.scalar === ScalarType.DOUBLE)) {
+    const number = Number(cell);
+    return Number.isNaN(number) ? cell : number;
+  }
+  // csv-parse already undid the quoting; the export's apostrophe before formula-like text is undone here.
+  return cell.startsWith("'") && formulaLike.test(cell.slice(1)) ? cell.slice(1) : cell;
+}
+
+function item(where: string, result: ReturnType<typeof exportedRowWrite>): ImportItem {
+  return typeof result === "string" ? { where, rejected: result } : { where, write: result };
+}

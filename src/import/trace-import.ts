@@ -1,0 +1,64 @@
+import type { TraceStore, TraceWrite } from "../store/trace-store.js";
+import type { ImportItem } from "./import-item.js";
+
+/** What an import did with the traces it read. */
+export interface ImportCounts {
+  read: number;
+  stored: number;
+  /** Stored before (an earlier import of the same trace, or the same OTLP call received live). */
+  duplicates: number;
+  rejected: number;
+}
+
+export interface Rejection {
+  where: string;
+  reason: string;
+}
+
+/** Traces per batch: one transaction each in the embedded store (D13's group commit, at its largest). */
+export const importBatchSize = 2000;
+
+/**
+ * Writes the items' traces into the store through its batch path, not over HTTP: batches of
+ * `importBatchSize`, the next one read while the last is committed. A batch the store cannot
+ * take stops the import with its error; what was committed stays, and importing again stores
+ * only the rest (every imported trace has a key that makes it a duplicate the second time).
+ */
+export async function importTraces(
+  items: AsyncIterable<ImportItem>,
+  store: Pick<TraceStore, "writeBatch">,
+  onRejected: (rejection: Rejection) => void,
+  onProgress: (counts: ImportCounts) => void = () => {},
+): Promise<ImportCounts> {
+  const counts: ImportCounts = { read: 0, stored: 0, duplicates: 0, rejected: 0 };
+  let batch: TraceWrite[] = [];
+  let committing: Promise<void> = Promise.resolve();
+  const commit = async (writes: TraceWrite[]) => {
+    const outcomes = await store.writeBatch(writes);
+    for (const outcome of outcomes) {
+      if (outcome.kind === "failed") throw outcome.error;
+      counts[outcome.kind === "stored" ? "stored" : "duplicates"]++;
+    }
+    onProgress(counts);
+  };
+  for await (const item of items) {
+    counts.read++;
+    if ("rejected" in item) {
+      counts.rejected++;
+      onRejected({ where: item.where, reason: item.rejected });
+      continue;
+    }
+    batch.push(item.write);
+    if (batch.length >= importBatchSize) {
+      await committing;
+      committing = commit(batch);
+      // Reading goes on while this batch commits; its failure surfaces at the next await.
+      committing.catch(() => {});
+      batch = [];
+    }
+  }
+  await committing;
+  if (batch.length > 0) await commit(batch);
+  onProgress(counts);
+  return counts;
+}
