@@ -77,7 +77,7 @@ describe("calltrace against a running server", () => {
       expect(csv[0]).toBe(
         "id,received_at,key_id,account_id,country,provider,model,tokens_in,tokens_out,latency_ms,cost_usd,status,error," +
           "tokens_cached_in,tokens_cache_write,tokens_reasoning,server_cost_usd,price_check,source,otlp_trace_id,otlp_span_id,otlp_parent_span_id,service_name," +
-          "user_id,session_id,tags,metadata,environment,ttft_ms,service_tier,tokens_cache_write_1h,tokens_audio_in,tokens_audio_out,web_search_requests",
+          "user_id,session_id,tags,metadata,environment,ttft_ms,service_tier,tokens_cache_write_1h,tokens_audio_in,tokens_audio_out,web_search_requests,called_at",
       );
       expect(csv[2]).toContain(`"'=HYPERLINK(""x"")"`);
       expect(csv[2]).toContain(`"quota, ""exceeded"""`);
