@@ -26,6 +26,9 @@ import { readLimit } from "./teams/read-limit.js";
 import { smtpTransport } from "./teams/smtp-transport.js";
 import { openAlertSecretBox } from "./alerts/alert-secret-box.js";
 import { type DeliveryWorker, startDeliveryWorker } from "./alerts/delivery-worker.js";
+import { ruleValues, startEvaluator } from "./alerts/evaluation/evaluator.js";
+import type { MeasureDeps } from "./alerts/evaluation/measure-rule.js";
+import { storedTraceCount } from "./limits/stored-trace-count.js";
 
 /** How often an instance looks for re-price jobs a stopped instance left running. */
 const repriceSweepMs = 30_000;
@@ -78,6 +81,14 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
   });
   const alertSecrets = await openAlertSecretBox(config, store.alerts, logger);
   let deliveries: DeliveryWorker | undefined;
+  const measuring: MeasureDeps = {
+    counters: store.scopeCounters,
+    teams: store.teams,
+    reader: store,
+    keys: store.keys,
+    plans,
+    monthlyCount: storedTraceCount(store),
+  };
   const shuttingDown = new AbortController();
   const handler = createRequestHandler({
     shutdown: shuttingDown.signal,
@@ -131,7 +142,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       publicUrl: config.publicUrl,
       onKeysRevoked: (hashes) => verifier.forget(hashes),
       pricing: { prices: store.prices, cache: prices, reprice },
-      alerts: { store: store.alerts, secrets: alertSecrets, onDue: () => deliveries?.poke() },
+      alerts: { store: store.alerts, secrets: alertSecrets, onDue: () => deliveries?.poke(), ruleValues: ruleValues(measuring) },
     }),
   });
   const tls =
@@ -156,6 +167,13 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     mail: config.smtpUrl ? { transport: smtpTransport(config.smtpUrl), from: config.smtpFrom } : undefined,
     logger,
   });
+  const evaluator = startEvaluator({
+    ...measuring,
+    alerts: store.alerts,
+    intervalMs: config.alertEvaluateMs,
+    logger,
+    onEnqueued: () => deliveries?.poke(),
+  });
   logger.info(
     {
       port: listener.port,
@@ -176,6 +194,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       shuttingDown.abort();
       await listener.close(graceMs);
       await metricsListener?.close();
+      await evaluator.close();
       await deliveries?.close();
       await writer.drain(Math.max(0, deadline - performance.now()));
       logger.info({ ...writer.stats }, "writer drained");

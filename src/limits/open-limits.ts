@@ -1,14 +1,12 @@
 import cluster from "node:cluster";
 import { once } from "node:events";
-import { create } from "@bufbuild/protobuf";
-import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Redis } from "ioredis";
-import { TraceFilterSchema } from "../../gen/calltrace/v1/query_pb.js";
 import type { Config } from "../config/config.js";
 import type { Logger } from "../log/logger.js";
 import type { TraceReader } from "../store/trace-reader.js";
 import { createAuthFailureLimiter, type AuthFailureLimiter } from "./auth-failure-limiter.js";
 import { clusterBackend, memoryBackend, redisBackend } from "./limiter-backend.js";
+import { storedTraceCount } from "./stored-trace-count.js";
 import { createMonthlyQuota, type MonthlyQuota } from "./monthly-quota.js";
 import { createPerMinuteLimiter } from "./per-minute-limiter.js";
 import type { RateLimiter } from "./rate-limiter.js";
@@ -50,11 +48,7 @@ export function openLimits(
     degradation = health.degradation;
     backend = redisBackend({ redis, timeoutMs: config.redisTimeoutMs, health });
   }
-  const countStored = async (key: { id: string; accountId: string }, since: Date) => {
-    if (store.monthlyTraceCount) return store.monthlyTraceCount(key, since);
-    const totals = await store.usageTotals(key.accountId, create(TraceFilterSchema, { keyId: key.id, since: timestampFromDate(since) }));
-    return Number(totals.calls);
-  };
+  const countStored = storedTraceCount(store);
   return {
     limiter: createPerMinuteLimiter(backend),
     authFailures: createAuthFailureLimiter(backend),

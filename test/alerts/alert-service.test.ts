@@ -48,7 +48,11 @@ describe("AlertService", () => {
     ).rule as Json;
     expect(rule).toMatchObject({ name: "spend alert", projectId: project, thresholdsPercent: [50, 80, 100], budgetUsd: 5, destinationIds: [destinationId] });
     expect(rule.id).toMatch(/^alr_/);
-    expect(await owner.ok("AlertService/ListRules", {})).toEqual({ rules: [rule] });
+    // With the rule's current value, measured by the evaluation: no spend yet (0 is left out of the JSON).
+    const ruleList = await owner.ok("AlertService/ListRules", {});
+    expect(ruleList.rules).toEqual([rule]);
+    expect(ruleList.values).toEqual([expect.objectContaining({ ruleId: rule.id, limit: 5, windowStart: expect.any(String), measuredAt: expect.any(String) })]);
+    expect((ruleList.values as Json[])[0]!.value).toBeUndefined();
 
     const event = (await owner.ok("AlertService/SendTestEvent", { destinationId })).event as Json;
     await waitFor(() => receiver.accepted.length === 1, "the test event");
