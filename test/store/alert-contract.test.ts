@@ -238,6 +238,22 @@ describe.each(adapters)("alert store contract: %s", (_name, open) => {
     expect((await store.alerts.claimDueDeliveries("w6", new Date(Date.now() + 200_000), 60_000, 10)).length).toBe(3);
   });
 
+  it("a disabled destination's waiting deliveries do not hold up the others", async () => {
+    const [dead, live] = [destination(projectId), destination(projectId)];
+    for (const d of [dead, live]) await store.alerts.createDestination(d);
+    const toDead = rule(projectId, [dead.id]);
+    await store.alerts.createRule(toDead);
+    for (let i = 0; i < 70; i++) await store.alerts.enqueueEvent(event(projectId, toDead.id));
+    const [first] = await store.alerts.claimDueDeliveries("w", new Date(Date.now() + 1000), 60_000, 1);
+    await store.alerts.recordAttempt(first!.delivery.id, "w", { ...failed(new Date(), new Date()), disableDestination: { at: new Date(), reason: "r" } });
+    const toLive = rule(projectId, [live.id]);
+    await store.alerts.createRule(toLive);
+    const e = event(projectId, toLive.id);
+    await store.alerts.enqueueEvent(e);
+    const claimed = await store.alerts.claimDueDeliveries("w", new Date(Date.now() + 1000), 60_000, 16);
+    expect(claimed.map((c) => c.delivery.id)).toEqual([`${e.id}.${live.id}`]);
+  });
+
   it("keeps destinations per project, replaces secrets, and deletes one with its pending deliveries", async () => {
     const d = destination(projectId);
     const created = await store.alerts.createDestination(d);

@@ -184,8 +184,10 @@ export function mongoAlertStore(c: MongoCollections): AlertStore {
       return doc ? toDelivery(doc) : undefined;
     },
     async claimDueDeliveries(holder, now, claimMs, limit) {
+      // A disabled destination's deliveries wait; left in the query they would fill the head of the queue.
+      const disabled = (await c.alertDestinations.find({ disabledAt: { $ne: null } }).project<{ _id: string }>({ _id: 1 }).toArray()).map((d) => d._id);
       const due = await c.alertDeliveries
-        .find({ state: "pending", nextAttemptAt: { $lte: now } })
+        .find({ state: "pending", nextAttemptAt: { $lte: now }, ...(disabled.length > 0 ? { destinationId: { $nin: disabled } } : {}) })
         .sort({ nextAttemptAt: 1 })
         .limit(limit * 4)
         .toArray();
