@@ -10,6 +10,8 @@ import json
 import shutil
 import subprocess
 import threading
+import time
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -87,7 +89,12 @@ def stored_traces(data: Path) -> list:
     return [json.loads(line) for line in out.splitlines() if line.strip()]
 
 
+def _seconds(rfc3339: str) -> float:
+    return datetime.fromisoformat(rfc3339.replace("Z", "+00:00")).timestamp()
+
+
 def test_traces_of_every_provider_are_accepted_and_stored_as_sent(calltrace_server, provider):
+    started_at = time.time()
     calltrace.init(api_key=calltrace_server["key"], endpoint=calltrace_server["endpoint"], environment="e" * 99)
     # Attributes past every limit of the contract: cut or dropped by the SDK, so the server accepts each trace.
     too_much = dict(
@@ -128,6 +135,8 @@ def test_traces_of_every_provider_are_accepted_and_stored_as_sent(calltrace_serv
         assert (trace["price_check"], trace["server_cost_usd"]) == ("PRICE_CHECK_MATCH", trace["cost_usd"])
         assert trace["latency_ms"] >= 0
         assert trace["key_id"] and trace["received_at"]
+        # Placed at the call's start (D58), which came before the service received it.
+        assert started_at <= _seconds(trace["called_at"]) <= _seconds(trace["received_at"])
     [failure] = [t for t in stored if t["status"] == "error"]
     assert failure["provider"] == "openai" and failure["error"].startswith("BadRequestError: ")
     assert (failure["tokens_in"], failure["tokens_out"], failure["cost_usd"]) == (0, 0, 0)

@@ -95,6 +95,8 @@ export class TraceRecorder {
       cost_usd: cost,
       api_key: this.#options.apiKey,
       status: outcome.error === undefined ? "success" : "error",
+      // The start on the wall clock: startedAt is on the monotonic clock that began at timeOrigin.
+      called_at: new Date(performance.timeOrigin + outcome.startedAt).toISOString(),
     };
     if (outcome.error !== undefined) trace.error = errorText(outcome.error);
     if (tokens.tokensCachedIn !== undefined) trace.tokens_cached_in = tokens.tokensCachedIn;

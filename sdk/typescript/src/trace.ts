@@ -43,4 +43,6 @@ export interface Trace {
   tokens_audio_out?: number;
   /** Web searches (Gemini: grounding searches) billed for the call. */
   web_search_requests?: number;
+  /** When the call started (RFC 3339): the service places the trace there, however late retries deliver it. */
+  called_at?: string;
 }

@@ -196,10 +196,18 @@ describe("end to end with the calltrace server", { timeout: 60_000 }, () => {
       const before = (await storedTraces()).length;
       await init({ apiKey: key, endpoint: proxy.endpoint, ...patient });
       const openai = new OpenAI({ apiKey: "sk-fake", baseURL: `${provider.url}/v1`, maxRetries: 0 });
+      const calledFrom = Date.now();
       await openai.chat.completions.create({ model: "gpt-4o-mini", messages: [{ role: "user", content: "hi" }] });
+      const calledTo = Date.now();
       expect(await flush(40_000)).toBe(true);
       expect(stats()).toMatchObject({ sent: 1, failed: 0 });
       expect(proxy.requests()).toBe(2);
+      // Delivered by the retry, placed at the call's start (D58), received later.
+      const [last] = (await storedTraces()).slice(-1);
+      const calledAt = Date.parse(last!.called_at);
+      expect(calledAt).toBeGreaterThanOrEqual(calledFrom - 1);
+      expect(calledAt).toBeLessThanOrEqual(calledTo + 1);
+      expect(Date.parse(last!.received_at)).toBeGreaterThanOrEqual(calledAt);
       const stored = await storedTraces();
       expect(stored).toHaveLength(before + 1);
       expect(stored.at(-1)).toMatchObject({ model: "gpt-4o-mini", tokens_in: 19 });

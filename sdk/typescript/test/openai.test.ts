@@ -34,6 +34,7 @@ const chatCost = (19 * 2.5 + 10 * 10) / 1e6;
 
 describe("chat completions", () => {
   it("traces a completion with usage, latency and cost priced by its dated model name", async () => {
+    const calledFrom = Date.now();
     const completion = await client.chat.completions.create({ model: "gpt-4o", messages });
     expect(completion.choices[0]?.message.content).toBe("Hello there!");
     const [trace, ...more] = await h.traces();
@@ -49,8 +50,13 @@ describe("chat completions", () => {
       cost_usd: chatCost,
       api_key: TEST_KEY,
       status: "success",
+      called_at: expect.any(String),
     });
     expect(Number.isInteger(trace!.latency_ms)).toBe(true);
+    // The call's start, on the wall clock (a millisecond either side: the clocks round apart).
+    const calledAt = Date.parse(trace!.called_at!);
+    expect(calledAt).toBeGreaterThanOrEqual(calledFrom - 1);
+    expect(calledAt).toBeLessThanOrEqual(calledFrom + trace!.latency_ms + 50);
   });
 
   it("traces clients created before init()", async () => {

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import time
+from datetime import datetime, timezone
 from typing import Any, Dict, Optional
 
 from ._attributes import MAX_METADATA, Attributes
@@ -136,6 +137,8 @@ class Tracer:
             "cost_usd": self.pricing.cost(provider, model, priced),
             "api_key": self.api_key,
             "status": "success" if error is None else "error",
+            # The call's start on the wall clock, so the service places the trace there however late it arrives.
+            "called_at": _rfc3339(time.time() - (ended - started)),
         }
         if error is not None:
             trace["error"] = error[:MAX_ERROR]
@@ -194,3 +197,8 @@ def describe(exc: BaseException) -> str:
     """The trace's error text for an exception the provider library raised."""
     text = str(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _rfc3339(seconds: float) -> str:
+    """A time as RFC 3339 in UTC with milliseconds, as the service reads `called_at`."""
+    return datetime.fromtimestamp(seconds, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
