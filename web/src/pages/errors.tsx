@@ -95,7 +95,9 @@ function Affected({ label, values, total, name = (v) => v }: { label: string; va
           : values.map((v, i) => (
               <>
                 {i > 0 && ", "}
-                <span class="affected">{name(v.value)}</span> ({count(v.calls)})
+                <span class="affected" title={name(v.value)}>
+                  {name(v.value)}
+                </span> ({count(v.calls)})
               </>
             ))}
         {total > BigInt(values.length) ? ` and ${count(total - BigInt(values.length))} more` : ""}

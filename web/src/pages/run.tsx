@@ -31,7 +31,7 @@ export function Run() {
       <p>
         <a href={`${projectBase()}runs`}>← Runs</a>
       </p>
-      <h1>Run: {runName(id)}</h1>
+      <h1 class="run-title">Run: {runName(id)}</h1>
       <QueryStatus state={run} what="the run" />
       {summary && (
         <dl class="run-figures card">

@@ -90,7 +90,7 @@ export function Runs() {
             {(runs.data ?? []).map((r) => (
               <tr data-run-id={r.id}>
                 <td>
-                  <a href={runLink(r.id)} class="run-name">
+                  <a href={runLink(r.id)} class="run-name" title={runName(r.id)}>
                     {runName(r.id)}
                   </a>
                 </td>
