@@ -273,7 +273,7 @@ export function openApiDocument(): Record<string, unknown> {
               type: "boolean",
               enum: [true],
               description:
-                "With an attribute `group_by`, present (true) when the range's ends were counted as whole UTC days: the part of a day at an end held too many traces (over 20,000) to group in time.",
+                "With an attribute `group_by`, present (true) when the range's ends were counted as whole UTC days: the part of a day at an end held too many traces to group in time (over 20,000; over 2,500 for tags and metadata keys).",
             },
           },
           required: ["data"],

@@ -140,7 +140,7 @@ describe.each(adapters)("value cap on %s", (_name, open) => {
     const store = await open();
     const yesterday = Math.floor(Date.now() / day) * day - day;
     const morning = [0, 1, 2].map((i) => ({ at: yesterday + 3_600_000 + i, user: "early" }));
-    const afternoon = Array.from({ length: maxPartTraces + 1 }, (_, i) => ({ at: yesterday + day / 2 + i, user: `user-${i % 50}` }));
+    const afternoon = Array.from({ length: maxPartTraces.single + 1 }, (_, i) => ({ at: yesterday + day / 2 + i, user: `user-${i % 50}` }));
     const all = [...morning, ...afternoon];
     for (let start = 0; start < all.length; start += 1000) {
       await store.writeBatch(

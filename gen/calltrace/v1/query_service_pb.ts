@@ -356,8 +356,8 @@ export type GetUsageByGroupResponse = Message<"calltrace.v1.GetUsageByGroupRespo
 
   /**
    * True when the range's ends were counted as whole UTC days: the part of a
-   * day at an end held too many traces (over 20,000) to group in time, so
-   * that day's roll-ups answered instead.
+   * day at an end held too many traces (over 20,000; 2,500 for tags and
+   * metadata keys) to group in time, so that day's roll-ups answered instead.
    *
    * @generated from field: bool whole_days = 3;
    */
