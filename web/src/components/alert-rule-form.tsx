@@ -3,6 +3,7 @@ import { useState } from "preact/hooks";
 import { type AlertRule, AlertKind, AlertRuleSchema, AlertScopeKind, AlertWindowKind } from "../../../gen/calltrace/v1/alert_pb.js";
 import type { AlertDestination } from "../../../gen/calltrace/v1/alert_service_pb.js";
 import { messageOf } from "../api.js";
+import { ErrorNote } from "./outcome.js";
 
 export const kindNames: readonly [AlertKind, string][] = [
   [AlertKind.SPEND, "Spend over a budget"],
@@ -211,11 +212,7 @@ export function AlertRuleForm(props: {
           Cancel
         </button>
       </div>
-      {error && (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      )}
+      <ErrorNote error={error} />
     </form>
   );
 }

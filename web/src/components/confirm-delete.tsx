@@ -1,6 +1,7 @@
 import type { ComponentChildren } from "preact";
 import { useState } from "preact/hooks";
 import { messageOf } from "../api.js";
+import { ErrorNote } from "./outcome.js";
 
 /**
  * A deletion that cannot be undone, behind a closed "danger zone": the person types the thing's
@@ -39,11 +40,7 @@ export function ConfirmDelete(props: {
         <button type="submit" class="danger" disabled={typed !== props.name}>
           {props.button}
         </button>
-        {error && (
-          <p class="error" role="alert">
-            {error}
-          </p>
-        )}
+        <ErrorNote error={error} />
       </form>
     </details>
   );

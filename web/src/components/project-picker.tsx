@@ -3,6 +3,7 @@ import { messageOf, team as teams } from "../api.js";
 import { navigate, projectBase, useLocation } from "../router.js";
 import type { OrganizationMembership } from "../../../gen/calltrace/v1/team_service_pb.js";
 import { can, type Team } from "../team.js";
+import { ErrorNote } from "./outcome.js";
 
 /**
  * The header's organization and project picker: switching keeps the page (traces stay traces) but
@@ -84,11 +85,7 @@ export function NewMenu({
         <button type="submit" class="primary">
           {kind === "project" ? "Create project" : "Create organization"}
         </button>
-        {error && (
-          <p class="error" role="alert">
-            {error}
-          </p>
-        )}
+        <ErrorNote error={error} />
       </form>
     </details>
   );

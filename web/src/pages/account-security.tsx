@@ -5,6 +5,7 @@ import { dateTime } from "../format.js";
 import { QueryStatus } from "../components/query-status.js";
 import { useTeam } from "../team.js";
 import { useQuery } from "../use-query.js";
+import { ErrorNote, Outcome } from "../components/outcome.js";
 
 /** After the session ends here: start the app over, at the log-in page. */
 const signedOut = () => location.assign(base);
@@ -65,11 +66,7 @@ function ChangePassword() {
       <button type="submit" class="primary">
         Change password
       </button>
-      {result && (
-        <p class={result.ok ? "ok" : "error"} role={result.ok ? "status" : "alert"}>
-          {result.text}
-        </p>
-      )}
+      <Outcome result={result} />
     </form>
   );
 }
@@ -104,11 +101,7 @@ function Sessions() {
       <button type="button" onClick={everywhere}>
         Log out everywhere
       </button>
-      {error && (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      )}
+      <ErrorNote error={error} />
     </div>
   );
 }
@@ -140,11 +133,7 @@ function DeleteAccount() {
         <button type="submit" class="danger">
           Delete account and all its data
         </button>
-        {error && (
-          <p class="error" role="alert">
-            {error}
-          </p>
-        )}
+        <ErrorNote error={error} />
       </form>
     </details>
   );

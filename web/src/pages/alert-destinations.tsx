@@ -3,6 +3,7 @@ import { type AlertDestination, AlertDestinationKind } from "../../../gen/calltr
 import { alerts, messageOf } from "../api.js";
 import { ShownOnce } from "../components/shown-once.js";
 import { dateTime } from "../format.js";
+import { ErrorNote, Outcome } from "../components/outcome.js";
 
 const kindNames: Record<number, string> = {
   [AlertDestinationKind.WEBHOOK]: "Webhook",
@@ -106,11 +107,7 @@ export function AlertDestinations(props: { destinations: AlertDestination[]; man
           </table>
         </div>
       )}
-      {result && (
-        <p class={result.ok ? "ok" : "error"} role={result.ok ? "status" : "alert"}>
-          {result.text}
-        </p>
-      )}
+      <Outcome result={result} />
       {props.manage && (
         <NewDestination
           onCreated={(name, created) => {
@@ -176,11 +173,7 @@ function NewDestination({ onCreated }: { onCreated: (name: string, secret: strin
         </label>
       )}
       <button type="submit">Add destination</button>
-      {error && (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      )}
+      <ErrorNote error={error} />
     </form>
   );
 }

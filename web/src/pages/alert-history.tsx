@@ -4,6 +4,7 @@ import { type AlertDelivery, type AlertDestination, AlertDeliveryState } from ".
 import { headline, windowText } from "../../../src/alerts/alert-text.js";
 import { alerts, messageOf } from "../api.js";
 import { dateTime } from "../format.js";
+import { Outcome } from "../components/outcome.js";
 
 /** The firing history, newest first: what crossed what, its window, and a link to the view it is about. */
 export function AlertHistory({ events }: { events: AlertEvent[] }) {
@@ -118,11 +119,7 @@ export function DeliveryLog(props: { deliveries: AlertDelivery[]; destinations: 
           </table>
         </div>
       )}
-      {result && (
-        <p class={result.ok ? "ok" : "error"} role={result.ok ? "status" : "alert"}>
-          {result.text}
-        </p>
-      )}
+      <Outcome result={result} />
     </div>
   );
 }

@@ -10,6 +10,7 @@ import { can, useTeam } from "../team.js";
 import { useQuery } from "../use-query.js";
 import { AlertDestinations } from "./alert-destinations.js";
 import { AlertHistory, DeliveryLog } from "./alert-history.js";
+import { ErrorNote } from "../components/outcome.js";
 
 /** The page re-reads rules' values, the history and the log on this interval, as the evaluation moves. */
 const refreshMs = 10_000;
@@ -134,11 +135,7 @@ export function Alerts() {
             </table>
           </div>
         )}
-        {error && (
-          <p class="error" role="alert">
-            {error}
-          </p>
-        )}
+        <ErrorNote error={error} />
       </div>
       {manage && editing !== undefined && (
         <AlertRuleForm

@@ -8,6 +8,7 @@ import { base, navigate, projectBase } from "../router.js";
 import { roleName } from "../team.js";
 import { useQuery } from "../use-query.js";
 import { Login } from "./login.js";
+import { ErrorNote } from "../components/outcome.js";
 
 /**
  * `/app/invite/<token>`: what the invitation is for, and the way in. Signed in with the invited
@@ -96,11 +97,7 @@ function Accept({
       <button type="button" class="primary" onClick={accept}>
         Accept and join {invitation.organizationName}
       </button>
-      {error && (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      )}
+      <ErrorNote error={error} />
     </div>
   );
 }

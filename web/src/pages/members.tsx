@@ -9,6 +9,7 @@ import { base, navigate } from "../router.js";
 import { can, mayChange, roleName, roles, useTeam } from "../team.js";
 import { useQuery } from "../use-query.js";
 import { OrganizationSettings } from "./organization-settings.js";
+import { ErrorNote } from "../components/outcome.js";
 
 /**
  * The organization's members and their roles, invitations and its name and SSO join (admins),
@@ -215,11 +216,7 @@ function Invitations({ organizationId, myRole }: { organizationId: string; myRol
           Invite
         </button>
       </form>
-      {error && (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      )}
+      <ErrorNote error={error} />
       {created && <InvitationLink created={created} onDone={() => setCreated(undefined)} />}
       <h3>Pending</h3>
       <QueryStatus state={pending} what="invitations" />
@@ -338,11 +335,7 @@ function TransferOwnership({ organizationId, others, onDone }: { organizationId:
           Transfer ownership…
         </button>
       )}
-      {error && (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      )}
+      <ErrorNote error={error} />
     </div>
   );
 }

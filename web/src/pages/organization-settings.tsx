@@ -2,6 +2,7 @@ import { useState } from "preact/hooks";
 import { Role } from "../../../gen/calltrace/v1/team_service_pb.js";
 import { messageOf, team as teams } from "../api.js";
 import { roles, useTeam } from "../team.js";
+import { Outcome } from "../components/outcome.js";
 
 /**
  * The organization's name and its single sign-on join: people who sign in with SSO from this
@@ -48,11 +49,7 @@ export function OrganizationSettings() {
       <button type="submit" class="primary">
         Save organization
       </button>
-      {result && (
-        <p class={result.ok ? "ok" : "error"} role={result.ok ? "status" : "alert"}>
-          {result.text}
-        </p>
-      )}
+      <Outcome result={result} />
     </form>
   );
 }

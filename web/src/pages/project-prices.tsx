@@ -15,6 +15,7 @@ import { messageOf, prices as priceService } from "../api.js";
 import { QueryStatus } from "../components/query-status.js";
 import { can, useTeam } from "../team.js";
 import { useQuery } from "../use-query.js";
+import { ErrorNote } from "../components/outcome.js";
 
 /** The rates the form edits, with their labels: USD per million tokens (web searches per thousand). */
 const rateFields = [
@@ -291,11 +292,7 @@ function PriceForm({ price, onDone }: { price: CustomPrice | undefined; onDone: 
           Cancel
         </button>
       </div>
-      {error && (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      )}
+      <ErrorNote error={error} />
     </form>
   );
 }
@@ -342,11 +339,7 @@ function WhichPrice() {
               ? `The catalog's ${answer.catalogModel}.${cost}`
               : "No price: calls to this model are unpriced.")}
       </p>
-      {error && (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      )}
+      <ErrorNote error={error} />
     </form>
   );
 }
@@ -410,11 +403,7 @@ function Reprice() {
           </p>
         </div>
       )}
-      {error && (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      )}
+      <ErrorNote error={error} />
     </form>
   );
 }

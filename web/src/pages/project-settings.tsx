@@ -4,6 +4,7 @@ import { ConfirmDelete } from "../components/confirm-delete.js";
 import { base, navigate } from "../router.js";
 import { can, useTeam } from "../team.js";
 import { ProjectPrices } from "./project-prices.js";
+import { Outcome } from "../components/outcome.js";
 
 /** Every IANA zone the browser knows, offered as the time zone's suggestions. */
 const timeZones = Intl.supportedValuesOf("timeZone");
@@ -72,11 +73,7 @@ export function ProjectSettings() {
         ) : (
           <p class="muted small">Admins and owners change these.</p>
         )}
-        {result && (
-          <p class={result.ok ? "ok" : "error"} role={result.ok ? "status" : "alert"}>
-            {result.text}
-          </p>
-        )}
+        <Outcome result={result} />
       </form>
       <ProjectPrices />
       {can(t.membership.role, "project.delete") && <DeleteProject />}

@@ -10,6 +10,7 @@ import { can, useTeam } from "../team.js";
 import { useQuery } from "../use-query.js";
 import { AccountSecurity } from "./account-security.js";
 import { ProjectSettings } from "./project-settings.js";
+import { ErrorNote } from "../components/outcome.js";
 
 /** Keys' "Last used" is refreshed on this interval, so it shows a key in use without a reload. */
 const refreshMs = 10_000;
@@ -181,11 +182,7 @@ function CreateKey({ onCreated, limitMessage }: { onCreated: (k: { name: string;
           {limitMessage}
         </p>
       )}
-      {error && (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      )}
+      <ErrorNote error={error} />
     </form>
   );
 }
