@@ -10,7 +10,7 @@
 //
 //   node --import tsx bench/storage.ts                  200,000 traces of each kind, embedded store
 //   --traces 20000   fewer traces      --store mongo   MongoDB adapter on FerretDB (test/support/ferretdb.ts) or MONGODB_URI
-//   --write          replace the section in bench/RESULTS.md
+//   --kinds exploding   only these beside plain      --write   replace the section in bench/RESULTS.md
 import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -34,6 +34,7 @@ const { values: args } = parseArgs({
     traces: { type: "string", default: "200000" },
     store: { type: "string", default: "sqlite" },
     write: { type: "boolean", default: false },
+    kinds: { type: "string", default: "attributed,exploding" },
   },
 });
 const count = Number(args.traces);
@@ -213,6 +214,7 @@ async function measure(kind: Kind, bound: number): Promise<Measured> {
 const load = () => loadavg().map((l) => l.toFixed(1)).join(", ");
 const loadBefore = load();
 const runs: Measured[] = [];
+const kinds = args.kinds.split(",");
 for (const [kind, bound] of [
   ["plain", defaultValuesPerDay],
   ["attributed", 0],
@@ -220,7 +222,7 @@ for (const [kind, bound] of [
   ["exploding", 0],
   ["exploding", defaultValuesPerDay],
 ] as [Kind, number][]) {
-  runs.push(await measure(kind, bound));
+  if (kind === "plain" || kinds.includes(kind)) runs.push(await measure(kind, bound));
 }
 await mongo?.close();
 
@@ -255,4 +257,4 @@ ${summary}
 
 ${reads}`;
 console.log(`\n${section}`);
-if (args.write) writeResultsSection(`storage-${storeKind}`, section);
+if (args.write) writeResultsSection(`storage-${storeKind}-${count}`, section);
