@@ -1,4 +1,5 @@
 import type { Instrumentation } from "./instrumentation.js";
+import { groundingTally } from "./gemini-grounding.js";
 import { billedServiceTier } from "./price-table.js";
 import { patchMethod } from "./patch-method.js";
 import { type ProviderCall, startCall } from "./provider-call.js";
@@ -37,17 +38,18 @@ export const geminiInstrumentation: Instrumentation = {
       );
     const undo = [
       traced("generateContentInternal", (call, response) => {
-        readResponse(call, response);
+        readResponse(call, response, groundingTally());
         call.succeed();
         return response;
       }),
-      traced("generateContentStreamInternal", (call, chunks) =>
-        tracedIterator(chunks as AsyncIterator<unknown>, call, (chunk) => {
-          readResponse(call, chunk);
+      traced("generateContentStreamInternal", (call, chunks) => {
+        const grounding = groundingTally();
+        return tracedIterator(chunks as AsyncIterator<unknown>, call, (chunk) => {
+          readResponse(call, chunk, grounding);
           if (hasOutput(chunk)) call.firstToken();
           return true;
-        }),
-      ),
+        });
+      }),
       traced("embedContentInternal", (call, response) => {
         readEmbedding(call, response);
         call.succeed();
@@ -78,11 +80,17 @@ function settle(call: ProviderCall, invoke: () => unknown, onResult: (result: un
 // Thinking tokens (thoughtsTokenCount) are billed as output but counted apart
 // from candidatesTokenCount: tokens_out is their sum, and tokens_reasoning the
 // thinking part. Tool-use prompt tokens are billed as input but counted apart
-// from the prompt: tokens_in adds them.
-function readResponse(call: ProviderCall, response: unknown): void {
+// from the prompt: tokens_in adds them. Grounding searches come from the
+// candidates' groundingMetadata, counted by `grounding` over the call's responses.
+function readResponse(
+  call: ProviderCall,
+  response: unknown,
+  grounding: (model: string, response: unknown) => number | undefined,
+): void {
   const usage = dig(response, "usageMetadata");
+  const model = readString(dig(response, "modelVersion")) ?? call.model;
   call.report({
-    model: readString(dig(response, "modelVersion")),
+    model,
     tokensIn: sumCounts(dig(usage, "promptTokenCount"), dig(usage, "toolUsePromptTokenCount")),
     tokensOut: sumCounts(dig(usage, "candidatesTokenCount"), dig(usage, "thoughtsTokenCount")),
     tokensCachedIn: readCount(dig(usage, "cachedContentTokenCount")),
@@ -92,6 +100,7 @@ function readResponse(call: ProviderCall, response: unknown): void {
       // Audio among the uncached prompt: the prompt's audio less the cached audio.
       tokensAudioIn: modalityCount(dig(usage, "promptTokensDetails"), dig(usage, "cacheTokensDetails")),
       tokensAudioOut: modalityCount(dig(usage, "candidatesTokensDetails")),
+      webSearchRequests: grounding(model, response),
     },
   });
 }

@@ -87,6 +87,11 @@ export class ProviderCall {
     this.#model = typeof requestModel === "string" ? requestModel : "";
   }
 
+  /** The model the provider reported, else the one requested. */
+  get model(): string {
+    return this.#model;
+  }
+
   get ended(): boolean {
     return this.#ended;
   }

@@ -2,7 +2,7 @@ import { ApiError, GoogleGenAI } from "@google/genai";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { stats } from "../src/index.js";
 import models from "../../pricing/models.json" with { type: "json" };
-import { GEMINI_AUDIO_USAGE, GEMINI_USAGE } from "./support/gemini-fixtures.js";
+import { GEMINI_AUDIO_USAGE, GEMINI_SEARCH_QUERIES, GEMINI_USAGE } from "./support/gemini-fixtures.js";
 import { startHarness, type Harness } from "./support/harness.js";
 
 let h: Harness;
@@ -135,6 +135,33 @@ describe("billing modes and embeddings", () => {
     expect(standard).not.toHaveProperty("service_tier");
     expect(standard?.cost_usd).toBe(cost);
   });
+
+  // Google's Gemini API pricing: grounded prompts of Gemini 2.x, search queries of Gemini 3.
+  it.each([
+    { model: "gemini-2.5-flash", searches: 1 },
+    { model: "gemini-3-flash-preview", searches: GEMINI_SEARCH_QUERIES.length },
+  ])(
+    "traces grounding with Google Search of $model as $searches billed searches, whole and streamed",
+    async ({ model, searches }) => {
+      const r = table[model];
+      const expected =
+        (GEMINI_USAGE.promptTokenCount * r.input + tokensOut * r.output) / 1e6 +
+        (searches * r.web_search_per_1k) / 1000;
+      for (const stream of [false, true]) {
+        const params = { model, contents: "Who won Euro 2024?", config: { tools: [{ googleSearch: {} }] } };
+        let text = "";
+        if (stream) for await (const chunk of await ai.models.generateContentStream(params)) text += chunk.text;
+        else text = (await ai.models.generateContent(params)).text ?? "";
+        expect(text).toBe("Hello there!");
+        const [trace] = await h.traces();
+        expect(trace).toMatchObject({ model, web_search_requests: searches, status: "success" });
+        expect(Math.abs(trace!.cost_usd / expected - 1)).toBeLessThan(0.01);
+      }
+      // Without the tool: no grounding, nothing sent.
+      await ai.models.generateContent({ model, contents: "Say hello" });
+      expect((await h.traces())[0]).not.toHaveProperty("web_search_requests");
+    },
+  );
 
   it("traces embedContent; the Gemini API reports no token counts, so its usage is marked missing", async () => {
     const result = await ai.models.embedContent({

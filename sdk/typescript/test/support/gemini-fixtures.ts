@@ -40,10 +40,47 @@ function billed(usage: object, body: any): object {
   };
 }
 
-function chunk(model: string, text: string, usage: object, finishReason?: string) {
+/** The searches a grounded answer ran (groundingMetadata.webSearchQueries). */
+export const GEMINI_SEARCH_QUERIES = ["who won euro 2024", "euro 2024 final score"];
+const grounded = (body: any) =>
+  Array.isArray(body?.tools) && body.tools.some((tool: any) => tool?.googleSearch !== undefined);
+const groundingChunks = [
+  { web: { uri: "https://vertexaisearch.cloud.google.com/grounding-api-redirect/AUZIYQE1", title: "uefa.com" } },
+  { web: { uri: "https://vertexaisearch.cloud.google.com/grounding-api-redirect/AUZIYQH7", title: "aljazeera.com" } },
+];
+const groundingSupports = [
+  {
+    segment: { startIndex: 0, endIndex: 12, text: "Hello there!" },
+    groundingChunkIndices: [0, 1],
+    confidenceScores: [0.97, 0.91],
+  },
+];
+/**
+ * Grounding with Google Search as the API sends it: a whole response carries it all; a stream
+ * sends the sources with the text that cites them, then everything again on the last chunk.
+ */
+const GROUNDING = {
+  whole: {
+    webSearchQueries: GEMINI_SEARCH_QUERIES,
+    searchEntryPoint: {
+      renderedContent:
+        '<style>.container{display:flex}</style><div class="container"><a class="chip" href="https://www.google.com/search?q=who+won+euro+2024">who won euro 2024</a></div>',
+    },
+    groundingChunks,
+    groundingSupports,
+  },
+  sources: { groundingChunks, groundingSupports },
+};
+
+function chunk(model: string, text: string, usage: object, finishReason?: string, groundingMetadata?: object) {
   return {
     candidates: [
-      { content: { parts: [{ text }], role: "model" }, ...(finishReason ? { finishReason } : {}), index: 0 },
+      {
+        content: { parts: [{ text }], role: "model" },
+        ...(finishReason ? { finishReason } : {}),
+        ...(groundingMetadata ? { groundingMetadata } : {}),
+        index: 0,
+      },
     ],
     usageMetadata: usage,
     modelVersion: model,
@@ -81,21 +118,34 @@ export const geminiFixture: ProviderFixture = {
   isStream: (path) => path.endsWith(":streamGenerateContent"),
   response: (path, body) => {
     const model = MODEL_PATH.exec(path)![1]!;
-    return chunk(model, "Hello there!", billed(finalUsage(model), body), "STOP");
+    return chunk(
+      model,
+      "Hello there!",
+      billed(finalUsage(model), body),
+      "STOP",
+      grounded(body) ? GROUNDING.whole : undefined,
+    );
   },
   events(path, body) {
     const model = MODEL_PATH.exec(path)![1]!;
     const prompt = finalUsage(model).promptTokenCount;
+    const grounding = grounded(body) ? GROUNDING : { whole: undefined, sources: undefined };
     return [
       { data: chunk(model, "Hello", { promptTokenCount: prompt, totalTokenCount: prompt }) },
       {
-        data: chunk(model, " there", {
-          promptTokenCount: prompt,
-          candidatesTokenCount: 6,
-          totalTokenCount: prompt + 6,
-        }),
+        data: chunk(
+          model,
+          " there",
+          {
+            promptTokenCount: prompt,
+            candidatesTokenCount: 6,
+            totalTokenCount: prompt + 6,
+          },
+          undefined,
+          grounding.sources,
+        ),
       },
-      { data: chunk(model, "!", billed(finalUsage(model), body), "STOP") },
+      { data: chunk(model, "!", billed(finalUsage(model), body), "STOP", grounding.whole) },
     ];
   },
   midStreamError: {
