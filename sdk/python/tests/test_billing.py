@@ -6,9 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
+from google.genai import types
 
 from clients import anthropic_client, gemini_client, openai_client
-from fakes.provider import EMBEDDING_TOKENS
+from fakes.provider import EMBEDDING_TOKENS, GEMINI_SEARCH_QUERIES
 from shapes import MESSAGES
 from test_call_shapes import only_trace
 
@@ -105,3 +106,28 @@ def test_gemini_embed_content_is_traced_its_usage_marked_missing(provider, traci
     trace = only_trace(tracing)
     assert (trace["model"], trace["status"], trace["tokens_in"], trace["cost_usd"]) == ("gemini-embedding-001", "success", 0, 0)
     assert trace["metadata"]["calltrace.usage"] == "missing"
+
+
+# Google's Gemini API pricing: grounded prompts of Gemini 2.x, search queries of Gemini 3.
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("model, searches", [("gemini-2.5-flash", 1), ("gemini-3-flash-preview", len(GEMINI_SEARCH_QUERIES))])
+def test_gemini_grounding_is_sent_as_web_searches_and_priced(provider, tracing, model, searches, stream):
+    client = gemini_client(provider.url)  # kept: a collected genai.Client closes its connection
+    config = types.GenerateContentConfig(tools=[types.Tool(google_search=types.GoogleSearch())])
+    if stream:
+        text = "".join(c.text or "" for c in client.models.generate_content_stream(model=model, contents="Who won Euro 2024?", config=config))
+    else:
+        text = client.models.generate_content(model=model, contents="Who won Euro 2024?", config=config).text
+    assert text == "Hello there!"
+    trace = only_trace(tracing)
+    p = TABLE["gemini"][model]
+    tokens_in, tokens_out = provider.tokens
+    expected = (tokens_in * p["input"] + tokens_out * p["output"]) / 1e6 + searches * p["web_search_per_1k"] / 1000
+    assert (trace["model"], trace["status"], trace["web_search_requests"]) == (model, "success", searches)
+    assert abs(trace["cost_usd"] / expected - 1) < 0.01
+
+
+def test_gemini_without_grounding_sends_no_web_searches(provider, tracing):
+    client = gemini_client(provider.url)
+    client.models.generate_content(model="gemini-3-flash-preview", contents="Say hello")
+    assert "web_search_requests" not in only_trace(tracing)

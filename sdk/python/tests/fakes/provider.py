@@ -327,10 +327,16 @@ class ProviderHandler(Handler):
         tokens_in, tokens_out = fake.tokens
         response_id = fake.unique("mMjJaOPDBZ2hz7IP")
 
-        def chunk(text: str, out: int, finish: Optional[str] = None, part: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+        grounded = any("googleSearch" in tool for tool in body.get("tools") or [])
+
+        def chunk(
+            text: str, out: int, finish: Optional[str] = None, part: Optional[Dict[str, Any]] = None, grounding: Optional[Dict[str, Any]] = None
+        ) -> Dict[str, Any]:
             candidate: Dict[str, Any] = {"content": {"parts": [part or {"text": text}], "role": "model"}, "index": 0}
             if finish:
                 candidate["finishReason"] = finish
+            if grounded and grounding:
+                candidate["groundingMetadata"] = grounding
             # Gemini counts thoughts apart from the candidates (total = prompt + candidates + thoughts)
             # and gives the cached part of the prompt, each only when there is some.
             thoughts = fake.reasoning if finish else 0
@@ -363,9 +369,11 @@ class ProviderHandler(Handler):
             call = chunk("", tokens_out, "STOP", {"functionCall": {"name": tools[0]["name"], "args": {}}})
             return self.send_sse([sse(call)]) if streamed else self.send_json(200, call)
         if not streamed:
-            return self.send_json(200, chunk("".join(TEXT), tokens_out, "STOP"))
-        events = [sse(chunk(piece, 0)) for piece in TEXT[:-1]]
-        events.append(sse(chunk(TEXT[-1], tokens_out, "STOP")))
+            return self.send_json(200, chunk("".join(TEXT), tokens_out, "STOP", grounding=GROUNDING))
+        # A stream sends the sources with the text citing them, then all the grounding on its last chunk.
+        sources = {k: GROUNDING[k] for k in ("groundingChunks", "groundingSupports")}
+        events = [sse(chunk(piece, 0, grounding=sources if i == len(TEXT) - 2 else None)) for i, piece in enumerate(TEXT[:-1])]
+        events.append(sse(chunk(TEXT[-1], tokens_out, "STOP", grounding=GROUNDING)))
         failure = sse({"error": {"code": 503, "message": "The model is overloaded. Please try again later.", "status": "UNAVAILABLE"}})
         self.stream(fake, events, failure)
 
@@ -377,6 +385,24 @@ class ProviderHandler(Handler):
         if failure == "event":
             events = events[:2] + [failure_event]
         self.send_sse(events, disconnect_after=2 if failure == "disconnect" else None, headers=headers, delay=fake.event_delay)
+
+
+# Grounding with Google Search, as the Gemini API answers a request with the googleSearch tool.
+GEMINI_SEARCH_QUERIES = ["who won euro 2024", "euro 2024 final score"]
+GROUNDING: Dict[str, Any] = {
+    "webSearchQueries": GEMINI_SEARCH_QUERIES,
+    "searchEntryPoint": {
+        "renderedContent": '<style>.container{display:flex}</style><div class="container">'
+        '<a class="chip" href="https://www.google.com/search?q=who+won+euro+2024">who won euro 2024</a></div>'
+    },
+    "groundingChunks": [
+        {"web": {"uri": "https://vertexaisearch.cloud.google.com/grounding-api-redirect/AUZIYQE1", "title": "uefa.com"}},
+        {"web": {"uri": "https://vertexaisearch.cloud.google.com/grounding-api-redirect/AUZIYQH7", "title": "aljazeera.com"}},
+    ],
+    "groundingSupports": [
+        {"segment": {"startIndex": 0, "endIndex": 5, "text": "Hello"}, "groundingChunkIndices": [0, 1], "confidenceScores": [0.97, 0.91]}
+    ],
+}
 
 
 class FakeProvider(Server):

@@ -9,7 +9,8 @@ the public methods only lend those requests the caller's scope and call option.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Tuple
+import re
+from typing import Any, Dict, List, Optional, Tuple
 
 from .._calls import Outer, Shape
 from .._tracer import Usage
@@ -47,9 +48,31 @@ class GenerateContent(Shape):
                 usage.tokens_audio_in = max(0, audio_in - (_audio(counts.cache_tokens_details) or 0))
             usage.tokens_audio_out = _audio(counts.candidates_tokens_details)
             usage.service_tier = TRAFFIC_TYPES.get(_value(counts.traffic_type))
+        searches = grounding_searches(usage.model or "", item.candidates or ())
+        if searches is not None:
+            # A stream spreads and repeats grounding over its last chunks: count it once.
+            usage.web_search_requests = max(usage.web_search_requests or 0, searches)
         if usage.first_output is None and any(c.content and c.content.parts for c in item.candidates or ()):
             usage.output_seen()
         return False
+
+
+# "gemini-3-pro-preview", "models/gemini-3.1-flash-lite", "publishers/google/models/gemini-2.5-pro".
+_GENERATION = re.compile(r"(?:^|/)gemini-(\d+)")
+
+
+def grounding_searches(model: str, candidates: Any) -> Optional[int]:
+    """Billed searches of grounding with Google Search (sdk/pricing/README.md, "Gemini grounding").
+
+    Gemini 3 and later bill each search query, Gemini 2.x each grounded prompt;
+    None when no candidate is grounded.
+    """
+    grounding = [c.grounding_metadata for c in candidates if c.grounding_metadata is not None]
+    queries = [len(g.web_search_queries or ()) for g in grounding]
+    if not any(q or g.grounding_chunks for q, g in zip(queries, grounding)):
+        return None
+    generation = _GENERATION.search(model)
+    return sum(queries) if generation and int(generation.group(1)) >= 3 else 1
 
 
 # The billed tier of usage_metadata.traffic_type; provisioned throughput is not billed per token.
