@@ -5,6 +5,7 @@ import type { Config } from "../config/config.js";
 import { loadPlans } from "../config/plans.js";
 import { keptDays } from "../ingest/call-time.js";
 import { csvItems, jsonLinesItems } from "../import/export-files.js";
+import { type ForeignSource, foreignItems, foreignSources } from "../import/foreign-files.js";
 import type { ImportContext, ImportItem } from "../import/import-item.js";
 import { ImportProgress, summary } from "../import/import-progress.js";
 import { otlpFileItems } from "../import/otlp-file.js";
@@ -23,6 +24,8 @@ export interface ImportOptions {
   project?: string | undefined;
   plan?: string | undefined;
   format?: string | undefined;
+  /** Another tool's export: langfuse or helicone. */
+  from?: string | undefined;
   json?: boolean | undefined;
 }
 
@@ -36,7 +39,10 @@ export async function importCommand(store: Store, config: Config, options: Impor
   if (options.format !== undefined && !formats.includes(options.format as ImportFormat)) {
     throw new UsageError(`--format must be one of ${formats.join(", ")}`);
   }
-  const files = options.files.map((file) => ({ file, format: (options.format as ImportFormat | undefined) ?? formatOf(file) }));
+  if (options.from !== undefined && !foreignSources.includes(options.from)) {
+    throw new UsageError(`--from must be one of ${foreignSources.join(", ")}`);
+  }
+  const files = options.files.map((file) => ({ file, format: (options.format as ImportFormat | undefined) ?? (options.from ? "jsonl" : formatOf(file)) }));
   const project = await keyProject(store, loadPlans(config.plansFile), options.project, options.plan, "traces import");
   const context: ImportContext = {
     projectId: project.id,
@@ -52,7 +58,7 @@ export async function importCommand(store: Store, config: Config, options: Impor
     progress.startFile(file);
     const size = Math.max(1, statSync(file).size);
     const input = createReadStream(file);
-    const items = itemsOf(format, file, input, context, store);
+    const items = options.from ? foreignItems(file, options.from as ForeignSource, context) : itemsOf(format, file, input, context, store);
     const before = { ...total };
     const counts = await importTraces(
       items,

@@ -12,6 +12,7 @@ export async function tracesCommand(argv: string[]): Promise<void> {
     format: { type: "string" },
     project: { type: "string" },
     plan: { type: "string" },
+    from: { type: "string" },
     json: { type: "boolean" },
   });
   if (positionals[0] === "import") {

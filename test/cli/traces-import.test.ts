@@ -1,6 +1,6 @@
 import { create } from "@bufbuild/protobuf";
 import { toJson } from "@bufbuild/protobuf";
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ExportTraceServiceRequestSchema } from "../../gen/opentelemetry/proto/collector/trace/v1/trace_service_pb.js";
@@ -188,3 +188,52 @@ describe("traces import", () => {
     expect(noProject.stderr).toContain("traces import needs --plan");
   });
 });
+
+describe("traces import --from langfuse | helicone", () => {
+  /** A hand-written sample of the tool's documented export, its days set to recent ones (the bounds of D58). */
+  function sample(name: string): string {
+    const days = (n: number) => new Date(Date.now() - n * day).toISOString().slice(0, 10);
+    const file = join(work, name);
+    writeFileSync(file, readFileSync(join(import.meta.dirname, "fixtures", name), "utf8").replaceAll("__DAY1__", days(3)).replaceAll("__DAY2__", days(2)));
+    return file;
+  }
+
+  it("imports Langfuse generations (API page or blob export timestamps), skips other observations, once however often", async () => {
+    const file = sample("langfuse-observations.json");
+    const target = tempDir();
+    const first = importInto(target, [file], "--from", "langfuse", "--plan", "pro");
+    const report = JSON.parse(first.stdout) as { project: string; read: number; stored: number; rejected: number; rejections: Rejected[] };
+    expect(report).toMatchObject({ read: 3, stored: 2, rejected: 1 });
+    expect(report.rejections[0]).toMatchObject({ where: "row 4", reason: "provider: is required" });
+    const again = JSON.parse(importInto(target, [file], "--from", "langfuse", "--project", report.project).stdout) as { stored: number; duplicates: number };
+    expect(again).toMatchObject({ stored: 0, duplicates: 2 });
+    const store = openSqliteStore(target);
+    opened.push(store);
+    const traces = (await store.listTraces(report.project, create(TraceFilterSchema), { pageSize: 10 })).traces;
+    const byModel = Object.fromEntries(traces.map((t) => [t.model, t]));
+    expect(byModel["gpt-4o-2024-08-06"]).toMatchObject({ provider: "openai", tokensIn: 1200, tokensOut: 350, costUsd: 0.0065, latencyMs: 1842, status: "success", environment: "production", metadata: { feature: "support" } });
+    expect(byModel["claude-sonnet-4-5"]).toMatchObject({ provider: "anthropic", status: "error", error: "overloaded_error: Overloaded", userId: "cust-042", sessionId: "conv-19", tags: ["triage"], latencyMs: 750 });
+    expect(new Date(Number(byModel["claude-sonnet-4-5"]!.calledAt!.seconds) * 1000).toISOString().slice(11, 19)).toBe("14:02:11");
+  });
+
+  it("imports Helicone requests: providers, cache reads and writes within tokens_in, sessions from properties, HTTP errors", async () => {
+    const file = sample("helicone-export.jsonl");
+    const target = tempDir();
+    const report = JSON.parse(importInto(target, [file], "--from", "helicone", "--plan", "pro").stdout) as { project: string; stored: number; rejected: number };
+    expect(report).toMatchObject({ stored: 3, rejected: 0 });
+    const store = openSqliteStore(target);
+    opened.push(store);
+    const traces = (await store.listTraces(report.project, create(TraceFilterSchema), { pageSize: 10 })).traces;
+    const byModel = Object.fromEntries(traces.map((t) => [t.model, t]));
+    expect(byModel["gpt-4o-mini-2024-07-18"]).toMatchObject({ provider: "openai", tokensIn: 800, tokensOut: 120, ttftMs: 310, latencyMs: 1250, userId: "user-7", sessionId: "sess-3", metadata: { feature: "search" } });
+    expect(byModel["claude-sonnet-4-5-20250929"]).toMatchObject({ provider: "anthropic", tokensIn: 1250, tokensCachedIn: 1000, tokensCacheWrite: 200 });
+    expect(byModel["gpt-4o"]).toMatchObject({ status: "error", error: "HTTP 429" });
+    const again = JSON.parse(importInto(target, [file], "--from", "helicone", "--project", report.project).stdout) as { duplicates: number };
+    expect(again.duplicates).toBe(3);
+  });
+});
+
+interface Rejected {
+  where: string;
+  reason: string;
+}
