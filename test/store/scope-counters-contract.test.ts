@@ -159,3 +159,23 @@ describe.each(adapters)("scope counters: %s", { timeout: 120_000 }, (_name, open
     expect(await store.scopeCounters.cells(project, "tag:a", quarterMs, 0, end)).toEqual([]);
   });
 });
+
+describe.each(adapters)("scope counters under re-pricing: %s", { timeout: 120_000 }, (_name, open) => {
+  it("a re-priced trace's cell follows its new cost and price check, as the roll-ups do", async () => {
+    const { store } = await open();
+    try {
+      const random = seededRandom(3).next;
+      await store.scopeCounters.watch(project, ["project"]);
+      const traces = Array.from({ length: 10 }, () => create(StoredTraceSchema, { ...call(random, Date.now()), priceCheck: PriceCheck.UNPRICED }));
+      await store.writeBatch(traces.map((trace) => ({ trace, idempotencyKey: undefined })));
+      let job = await store.prices.createRepriceJob(project, { from: new Date(Date.now() - hour), until: new Date(Date.now() + hour) });
+      while (job.state === "running") job = await store.prices.repriceBatch(job, () => ({ costUsd: 0.25, serverCostUsd: 0.25, priceCheck: PriceCheck.MATCH }), 4);
+      const end = Date.now() + hour;
+      const got = await measured(store, "project", quarterMs, 0, end);
+      expect(got).toMatchObject({ calls: 10, unpriced: 0, costUsd: expect.closeTo(2.5, 9) });
+      expect((await measured(store, "project", minuteMs, 0, end)).costUsd).toBeCloseTo(2.5, 9);
+    } finally {
+      await store.close();
+    }
+  });
+});

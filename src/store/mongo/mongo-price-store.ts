@@ -1,6 +1,7 @@
 import { type AnyBulkWriteOperation, ObjectId } from "mongodb";
 import { newId } from "../ids.js";
 import type { CustomPriceInput, CustomPriceRecord, PriceMatchKind, PriceStore, RepriceJobRecord, RepriceState } from "../price-store.js";
+import { mongoScopeCounting } from "./mongo-scope-counters.js";
 import type { CustomPriceDoc, MongoCollections, RepriceJobDoc } from "./mongo-collections.js";
 import type { TraceDoc } from "./mongo-trace-doc.js";
 
@@ -47,6 +48,7 @@ const priceFields = (input: CustomPriceInput) => ({
  * transaction: after a crash the batch is re-priced again, which changes nothing it changed before.
  */
 export function mongoPriceStore(c: MongoCollections): PriceStore {
+  const scopeCells = mongoScopeCounting(c, 30_000);
   const saveJob = async (job: RepriceJobRecord): Promise<RepriceJobRecord> => {
     const updated = { ...job, updatedAt: new Date() };
     const { state, done, changed, cursor, error, updatedAt } = updated;
@@ -102,6 +104,8 @@ export function mongoPriceStore(c: MongoCollections): PriceStore {
         .limit(limit)
         .toArray();
       const updates: AnyBulkWriteOperation<TraceDoc>[] = [];
+      const oldDocs: TraceDoc[] = [];
+      const newDocs: TraceDoc[] = [];
       for (const d of docs) {
         const next = reprice({
           receivedAt: d.receivedAt,
@@ -131,8 +135,15 @@ export function mongoPriceStore(c: MongoCollections): PriceStore {
         else set.priceCheck = next.priceCheck;
         // updateMany by _id: a time-series collection takes only multi-document updates.
         updates.push({ updateMany: { filter: { _id: d._id }, update: { $set: set, ...(Object.keys(unset).length ? { $unset: unset } : {}) } } });
+        oldDocs.push(d);
+        newDocs.push({ ...d, costUsd: next.costUsd, priceCheck: next.priceCheck });
       }
-      if (updates.length > 0) await c.traces.bulkWrite(updates, { ordered: false });
+      if (updates.length > 0) {
+        await c.traces.bulkWrite(updates, { ordered: false });
+        // The alert scopes' cells follow the new cost, as the embedded store's roll-ups do.
+        await scopeCells(oldDocs, -1);
+        await scopeCells(newDocs, 1);
+      }
       const last = docs.at(-1);
       return saveJob({
         ...job,

@@ -4,6 +4,7 @@ import { newId } from "../ids.js";
 import type { CustomPriceRecord, PriceMatchKind, PriceStore, RepriceInput, RepriceJobRecord, RepriceState } from "../price-store.js";
 import { runIdOf } from "../run-id.js";
 import { errorGroupIndex, type TraceRow, type TraceValues, traceColumns } from "./sqlite-trace-row.js";
+import { sqliteScopeCounting } from "./sqlite-scope-counters.js";
 import { countedValues, dayMs, sqliteUsageRollup } from "./sqlite-usage-rollup.js";
 
 interface PriceRow {
@@ -123,6 +124,7 @@ export function createSqlitePriceStore(db: Database.Database): PriceStore {
   };
   // A trace re-priced counts again where it counted first: under its value, or under other (D54).
   const rollup = sqliteUsageRollup(db, countedValues(db));
+  const scopeCells = sqliteScopeCounting(db);
 
   const priceParams = (projectId: string, id: string, input: Parameters<PriceStore["createPrice"]>[1], now: number) => ({
     id,
@@ -171,6 +173,8 @@ export function createSqlitePriceStore(db: Database.Database): PriceStore {
     if (before.length > 0) {
       rollup(before, -1);
       rollup(after, 1);
+      scopeCells(before, -1);
+      scopeCells(after, 1);
     }
     const last = rows.at(-1);
     return saveJob({

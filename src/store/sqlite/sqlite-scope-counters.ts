@@ -45,9 +45,11 @@ function cellWriter(db: Database.Database) {
     `INSERT INTO scope_latency_cells (account_id, scope, start, part, bucket, calls) VALUES (?, ?, ?, ?, ?, ?)
      ON CONFLICT DO UPDATE SET calls = calls + excluded.calls`,
   );
-  return (accountId: string, tally: ScopeTally, part: 0 | 1) => {
-    for (const c of tally.cells) cell.run(accountId, c.scope, c.resolution, c.start, part, c.calls, c.errors, c.costUsd, c.unpriced);
-    for (const c of tally.latency) latency.run(accountId, c.scope, c.start, part, c.bucket, c.calls);
+  return (accountId: string, tally: ScopeTally, part: 0 | 1, sign: 1 | -1 = 1) => {
+    for (const c of tally.cells) {
+      cell.run(accountId, c.scope, c.resolution, c.start, part, sign * c.calls, sign * c.errors, sign * c.costUsd, sign * c.unpriced);
+    }
+    for (const c of tally.latency) latency.run(accountId, c.scope, c.start, part, c.bucket, sign * c.calls);
   };
 }
 
@@ -57,10 +59,11 @@ function cellWriter(db: Database.Database) {
  * trace that was not committed, or misses one that was; a watch begun by another connection is
  * either before the batch (counted here) or after it (back-filled from the traces).
  */
-export function sqliteScopeCounting(db: Database.Database): (traces: TraceValues[]) => void {
+export function sqliteScopeCounting(db: Database.Database): (traces: TraceValues[], sign?: 1 | -1) => void {
   const watches = db.prepare(`SELECT scope FROM scope_watches WHERE account_id = ?`).pluck();
   const write = cellWriter(db);
-  return (traces) => {
+  // -1 takes traces back out: a re-priced trace's old values (sqlite-price-store.ts), as the roll-ups do.
+  return (traces, sign = 1) => {
     const byAccount = new Map<string, TraceValues[]>();
     for (const t of traces) {
       const list = byAccount.get(t[2]);
@@ -71,7 +74,7 @@ export function sqliteScopeCounting(db: Database.Database): (traces: TraceValues
       const watched = new Set(watches.all(accountId) as string[]);
       if (watched.size === 0) continue;
       const calls = list.map((t) => ({ atMs: t[0], call: countedCall(rowOfValues(t)) }));
-      write(accountId, tallyScopeCells(calls, (scope) => watched.has(scope)), 0);
+      write(accountId, tallyScopeCells(calls, (scope) => watched.has(scope)), 0, sign);
     }
   };
 }
