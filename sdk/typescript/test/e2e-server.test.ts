@@ -171,6 +171,30 @@ describe("end to end with the calltrace server", { timeout: 60_000 }, () => {
       expect(trace).toMatchObject({ price_check: "PRICE_CHECK_MATCH", server_cost_usd: trace.cost_usd });
   });
 
+  it("stores Gemini grounding searches, which the server prices as the SDK does", async () => {
+    const before = (await storedTraces()).length;
+    await init({ apiKey: key, endpoint: server.endpoint, ...patient });
+    const gemini = new GoogleGenAI({ apiKey: "fake", httpOptions: { baseUrl: provider.url } });
+    const config = { tools: [{ googleSearch: {} }] };
+    await gemini.models.generateContent({ model: "gemini-3-flash-preview", contents: "Who won Euro 2024?", config });
+    for await (const _ of await gemini.models.generateContentStream({
+      model: "gemini-2.5-flash",
+      contents: "Who won Euro 2024?",
+      config,
+    }));
+    expect(await flush(40_000)).toBe(true);
+    expect(stats()).toMatchObject({ sent: 2, failed: 0 });
+    const [three, two] = (await storedTraces()).slice(before) as [Record<string, any>, Record<string, any>];
+    // Gemini 3: each search query (the fake runs 2); Gemini 2.x: each grounded prompt.
+    expect(three).toMatchObject({ model: "gemini-3-flash-preview", web_search_requests: 2 });
+    expect(two).toMatchObject({ model: "gemini-2.5-flash", web_search_requests: 1 });
+    for (const trace of [three, two]) {
+      expect(trace).toMatchObject({ price_check: "PRICE_CHECK_MATCH", server_cost_usd: trace.cost_usd });
+      // The grounding price (14 or 35 USD per thousand) is most of the cost.
+      expect(trace.cost_usd).toBeGreaterThan((trace.web_search_requests * 14) / 1000);
+    }
+  });
+
   it("stores every trace of a burst pipelined on one connection", async () => {
     const before = (await storedTraces()).length;
     await init({ apiKey: key, endpoint: server.endpoint, ...patient });
