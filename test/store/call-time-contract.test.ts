@@ -2,9 +2,10 @@ import { create } from "@bufbuild/protobuf";
 import { timestampFromMs, timestampMs } from "@bufbuild/protobuf/wkt";
 import { afterAll, describe, expect, it } from "vitest";
 import { TraceFilterSchema } from "../../gen/calltrace/v1/query_pb.js";
-import { StoredTraceSchema, type StoredTrace } from "../../gen/calltrace/v1/trace_pb.js";
+import type { StoredTrace } from "../../gen/calltrace/v1/trace_pb.js";
 import type { Store } from "../../src/store/store.js";
 import { storeAdapters } from "../support/store-adapters.js";
+import { call } from "../support/stored-call.js";
 
 /** D58 on every store: a trace is placed at its call time everywhere, and counted for the quota when it arrived. */
 const adapters = storeAdapters();
@@ -13,20 +14,23 @@ const hour = 3_600_000;
 const day = 24 * hour;
 const filter = (init: Parameters<typeof create<typeof TraceFilterSchema>>[1] = {}) => create(TraceFilterSchema, init);
 
-function trace(fields: { receivedAt: number; calledAt?: number; accountId: string; model?: string; userId?: string; costUsd?: number }): StoredTrace {
-  const { receivedAt, calledAt, ...rest } = fields;
-  return create(StoredTraceSchema, {
-    receivedAt: timestampFromMs(receivedAt),
+/** A call received at `receivedAt` that may say it was made at `calledAt`. */
+function trace({
+  receivedAt,
+  calledAt,
+  ...rest
+}: {
+  receivedAt: number;
+  calledAt?: number;
+  accountId: string;
+  model?: string;
+  userId?: string;
+  costUsd?: number;
+}): StoredTrace {
+  return call({
+    at: receivedAt,
+    keyId: `key_${rest.accountId}`,
     ...(calledAt === undefined ? {} : { calledAt: timestampFromMs(calledAt) }),
-    keyId: `key_${fields.accountId}`,
-    country: "DE",
-    provider: "openai",
-    model: "gpt-4o",
-    tokensIn: 100,
-    tokensOut: 20,
-    latencyMs: 250,
-    costUsd: 0.001,
-    status: "success",
     ...rest,
   });
 }
@@ -49,8 +53,14 @@ describe.each(adapters)("call time (D58) on the %s store", (_name, open) => {
   it("places a trace at its call time in pages, totals, days, hours, groups and latency, and keeps both times", async () => {
     const store = await openStore();
     await store.writeBatch([
-      { trace: trace({ receivedAt: now, calledAt: called, accountId: "acc_p", model: "late-model", userId: "u1", costUsd: 0.25 }), idempotencyKey: undefined },
-      { trace: trace({ receivedAt: now, accountId: "acc_p", model: "today-model", userId: "u2", costUsd: 0.5 }), idempotencyKey: undefined },
+      {
+        trace: trace({ receivedAt: now, calledAt: called, accountId: "acc_p", model: "late-model", userId: "u1", costUsd: 0.25 }),
+        idempotencyKey: undefined,
+      },
+      {
+        trace: trace({ receivedAt: now, accountId: "acc_p", model: "today-model", userId: "u2", costUsd: 0.5 }),
+        idempotencyKey: undefined,
+      },
     ]);
     const callDay = filter({ since: timestampFromMs(called - hour), until: timestampFromMs(called + hour) });
     const page = await store.listTraces("acc_p", callDay, { pageSize: 10 });
@@ -63,19 +73,33 @@ describe.each(adapters)("call time (D58) on the %s store", (_name, open) => {
     expect(again && timestampMs(again.receivedAt!)).toBe(now);
 
     expect((await store.usageTotals("acc_p", callDay)).calls).toBe(1n);
-    const days = await store.usageByDayTotals("acc_p", filter({ since: timestampFromMs(called - day), until: timestampFromMs(now + hour) }));
+    const days = await store.usageByDayTotals(
+      "acc_p",
+      filter({ since: timestampFromMs(called - day), until: timestampFromMs(now + hour) }),
+    );
     const callDayText = new Date(called).toISOString().slice(0, 10);
     const todayText = new Date(now).toISOString().slice(0, 10);
     expect(days.filter((d) => d.totals!.calls > 0n).map((d) => [d.day, Number(d.totals!.calls)])).toEqual([
       [callDayText, 1],
       [todayText, 1],
     ]);
-    const byModelAndDay = await store.usageByDay("acc_p", filter({ since: timestampFromMs(called - day), until: timestampFromMs(now + hour) }));
+    const byModelAndDay = await store.usageByDay(
+      "acc_p",
+      filter({ since: timestampFromMs(called - day), until: timestampFromMs(now + hour) }),
+    );
     expect(byModelAndDay.map((d) => [d.day, d.model])).toContainEqual([callDayText, "late-model"]);
     expect(byModelAndDay.map((d) => [d.day, d.model])).not.toContainEqual([todayText, "late-model"]);
-    const hours = await store.usageByHourTotals("acc_p", filter({ since: timestampFromMs(called - 2 * hour), until: timestampFromMs(called + 2 * hour) }));
+    const hours = await store.usageByHourTotals(
+      "acc_p",
+      filter({ since: timestampFromMs(called - 2 * hour), until: timestampFromMs(called + 2 * hour) }),
+    );
     expect(hours.filter((h) => h.totals!.calls > 0n).map((h) => timestampMs(h.hour!))).toEqual([Math.floor(called / hour) * hour]);
-    const groups = await store.usageByGroupAndDay("acc_p", filter({ since: timestampFromMs(called - day), until: timestampFromMs(now + hour) }), { kind: "user" }, ["u1", "u2"]);
+    const groups = await store.usageByGroupAndDay(
+      "acc_p",
+      filter({ since: timestampFromMs(called - day), until: timestampFromMs(now + hour) }),
+      { kind: "user" },
+      ["u1", "u2"],
+    );
     expect(groups.map((g) => [g.day, g.value])).toEqual([
       [callDayText, "u1"],
       [todayText, "u2"],

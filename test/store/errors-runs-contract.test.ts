@@ -5,7 +5,8 @@ import { TraceFilterSchema } from "../../gen/calltrace/v1/query_pb.js";
 import { StoredTraceSchema, type StoredTrace, TraceSource } from "../../gen/calltrace/v1/trace_pb.js";
 import { normaliseError } from "../../src/store/error-group.js";
 import type { Store } from "../../src/store/store.js";
-import { call, failures } from "../support/error-traces.js";
+import { failures } from "../support/error-traces.js";
+import { call } from "../support/stored-call.js";
 import { storeAdapters } from "../support/store-adapters.js";
 
 /** The Errors and Runs views' reads: one contract for every store adapter. */

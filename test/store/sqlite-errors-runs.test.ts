@@ -12,7 +12,8 @@ import { traceColumns } from "../../src/store/sqlite/sqlite-trace-row.js";
 import { writeToRow } from "../../src/store/sqlite/sqlite-trace-row.js";
 import type { Store } from "../../src/store/store.js";
 import { tempDir } from "../support/temp-dir.js";
-import { call, failures } from "../support/error-traces.js";
+import { failures } from "../support/error-traces.js";
+import { call } from "../support/stored-call.js";
 
 const day = 86_400_000;
 const range = (now: number) => create(TraceFilterSchema, { since: timestampFromMs(now - 4 * day), until: timestampFromMs(now + day) });

@@ -8,6 +8,7 @@ import { histogramBoundsMs } from "../../src/store/latency-bucket.js";
 import type { Store } from "../../src/store/store.js";
 import { InvalidCursorError } from "../../src/store/trace-cursor.js";
 import type { TraceWrite } from "../../src/store/trace-store.js";
+import { call } from "../support/stored-call.js";
 import { KeyLimitError } from "../../src/store/key-store.js";
 import { EmailTakenError } from "../../src/store/user-store.js";
 import { expectedTotals } from "../support/expected-usage.js";
@@ -20,29 +21,13 @@ const hour = 3_600_000;
 const day = 24 * hour;
 const filter = (init: Parameters<typeof create<typeof TraceFilterSchema>>[1] = {}) => create(TraceFilterSchema, init);
 
-type TraceFields = {
-  [K in "userId" | "keyId" | "accountId" | "country" | "provider" | "model" | "tokensIn" | "tokensOut" | "latencyMs" | "costUsd" | "status" | "error" | "priceCheck"]?: StoredTrace[K];
-};
+const trace = call;
 
-function trace(fields: TraceFields & { at: number }): StoredTrace {
-  const { at, ...rest } = fields;
-  return create(StoredTraceSchema, {
-    receivedAt: timestampFromMs(at),
-    keyId: "key_a",
-    accountId: "acc_a",
-    country: "DE",
-    provider: "openai",
-    model: "gpt-4o",
-    tokensIn: 100,
-    tokensOut: 20,
-    latencyMs: 250,
-    costUsd: 0.001,
-    status: "success",
-    ...rest,
-  });
-}
-
-const write = (t: StoredTrace, idempotencyKey?: string, quotaRemaining?: number): TraceWrite => ({ trace: t, idempotencyKey, quotaRemaining });
+const write = (t: StoredTrace, idempotencyKey?: string, quotaRemaining?: number): TraceWrite => ({
+  trace: t,
+  idempotencyKey,
+  quotaRemaining,
+});
 
 function matches(t: StoredTrace, f: TraceFilter): boolean {
   const at = timestampMs(t.receivedAt!);
@@ -73,10 +58,24 @@ describe.each(adapters)("store contract: %s", (_name, open) => {
     const now = Date.now();
     const traces = [
       trace({ accountId: "acc_rt", at: now - 2000, latencyMs: 100 }),
-      trace({ accountId: "acc_rt", at: now - 1000, status: "error", error: "upstream 529: overloaded", provider: "anthropic", model: "claude-3-5-sonnet" }),
+      trace({
+        accountId: "acc_rt",
+        at: now - 1000,
+        status: "error",
+        error: "upstream 529: overloaded",
+        provider: "anthropic",
+        model: "claude-3-5-sonnet",
+      }),
       // Every optional field set: cache and reasoning tokens, the server's price, OTLP origin, attribution.
       create(StoredTraceSchema, {
-        ...trace({ accountId: "acc_rt", at: now - 500, provider: "anthropic", model: "claude-sonnet-4-5", tokensIn: 12_000, tokensOut: 900 }),
+        ...trace({
+          accountId: "acc_rt",
+          at: now - 500,
+          provider: "anthropic",
+          model: "claude-sonnet-4-5",
+          tokensIn: 12_000,
+          tokensOut: 900,
+        }),
         tokensCachedIn: 10_000,
         tokensCacheWrite: 1_500,
         tokensReasoning: 300,
@@ -149,7 +148,10 @@ describe.each(adapters)("store contract: %s", (_name, open) => {
       await other.close();
     }
     // An id altered by one character is no id of this store.
-    for (const altered of [`${ids[0]!.startsWith("A") ? "B" : "A"}${ids[0]!.slice(1)}`, `${ids[0]!.slice(0, 21)}${ids[0]!.endsWith("A") ? "B" : "A"}`]) {
+    for (const altered of [
+      `${ids[0]!.startsWith("A") ? "B" : "A"}${ids[0]!.slice(1)}`,
+      `${ids[0]!.slice(0, 21)}${ids[0]!.endsWith("A") ? "B" : "A"}`,
+    ]) {
       const forged = Buffer.from(`${at}.${altered}`).toString("base64url");
       await expect(store.listTraces("acc_ids", filter(), { pageSize: 4, cursor: forged })).rejects.toBeInstanceOf(InvalidCursorError);
     }
@@ -173,7 +175,9 @@ describe.each(adapters)("store contract: %s", (_name, open) => {
     } while (cursor && pages < 10);
     expect(pages).toBe(5);
     expect(seen.sort((a, b) => a - b)).toEqual(traces.map((t) => t.tokensIn));
-    await expect(store.listTraces("acc_page", filter(), { pageSize: 5, cursor: "not-a-cursor" })).rejects.toBeInstanceOf(InvalidCursorError);
+    await expect(store.listTraces("acc_page", filter(), { pageSize: 5, cursor: "not-a-cursor" })).rejects.toBeInstanceOf(
+      InvalidCursorError,
+    );
   });
 
   it("filters by time range, key, provider, model and status, and never shows another account's traces", async () => {
@@ -201,14 +205,21 @@ describe.each(adapters)("store contract: %s", (_name, open) => {
     }
   });
 
-  it("sums usage, error rate and latency percentiles exactly as the traces add up, for whole and partial days, and per hour", { timeout: 60_000 }, async () => {
+  it("sums usage, error rate and latency percentiles exactly as the traces add up, for whole and partial days, and per hour", {
+    timeout: 60_000,
+  }, async () => {
     // Three days of traces with varied dimensions; ranges that start and end mid-day and on midnight.
     const today = Math.floor(Date.now() / day) * day;
-    const models = [["openai", "gpt-4o"], ["openai", "gpt-4o-mini"], ["anthropic", "claude-3-haiku"], ["gemini", "gemini-1.5-flash"]] as const;
+    const models = [
+      ["openai", "gpt-4o"],
+      ["openai", "gpt-4o-mini"],
+      ["anthropic", "claude-3-haiku"],
+      ["gemini", "gemini-1.5-flash"],
+    ] as const;
     const countries = ["DE", "US", "", "JP"];
     const traces: StoredTrace[] = [];
     let seed = 7;
-    const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
     for (let i = 0; i < 160; i++) {
       const [provider, model] = models[i % models.length]!;
       traces.push(
@@ -262,7 +273,10 @@ describe.each(adapters)("store contract: %s", (_name, open) => {
       const byDay = await store.usageByDay("acc_usage", f);
       const dayOf = (t: StoredTrace) => new Date(timestampMs(t.receivedAt!)).toISOString().slice(0, 10);
       const dayKeys = [...new Set(chosen.map((t) => `${dayOf(t)} ${t.provider}/${t.model}`))].sort();
-      expect(byDay.map((d) => `${d.day} ${d.provider}/${d.model}`), label).toEqual(dayKeys);
+      expect(
+        byDay.map((d) => `${d.day} ${d.provider}/${d.model}`),
+        label,
+      ).toEqual(dayKeys);
       for (const d of byDay) {
         const { costUsd: cost, ...rest } = expectedTotals(chosen.filter((t) => dayOf(t) === d.day && t.model === d.model));
         expect(d.totals, `${label} ${d.day} ${d.model}`).toMatchObject(rest);
@@ -271,7 +285,10 @@ describe.each(adapters)("store contract: %s", (_name, open) => {
 
       // Every model together per day: p50/p95 and errors over the day's calls, not merged per model.
       const byDayTotals = await store.usageByDayTotals("acc_usage", f);
-      expect(byDayTotals.map((d) => d.day), label).toEqual([...new Set(chosen.map(dayOf))].sort());
+      expect(
+        byDayTotals.map((d) => d.day),
+        label,
+      ).toEqual([...new Set(chosen.map(dayOf))].sort());
       for (const d of byDayTotals) {
         const { costUsd: cost, ...rest } = expectedTotals(chosen.filter((t) => dayOf(t) === d.day));
         expect(d.totals, `${label} ${d.day}`).toMatchObject(rest);
@@ -283,7 +300,10 @@ describe.each(adapters)("store contract: %s", (_name, open) => {
       if (since !== undefined && (f.until ? timestampMs(f.until) : Date.now()) - since <= 48 * hour) {
         const hourOf = (t: StoredTrace) => Math.floor(timestampMs(t.receivedAt!) / hour) * hour;
         const byHour = await store.usageByHourTotals("acc_usage", f);
-        expect(byHour.map((h) => timestampMs(h.hour!)), label).toEqual([...new Set(chosen.map(hourOf))].sort((a, b) => a - b));
+        expect(
+          byHour.map((h) => timestampMs(h.hour!)),
+          label,
+        ).toEqual([...new Set(chosen.map(hourOf))].sort((a, b) => a - b));
         for (const h of byHour) {
           const { costUsd: cost, ...rest } = expectedTotals(chosen.filter((t) => hourOf(t) === timestampMs(h.hour!)));
           expect(h.totals, `${label} ${timestampMs(h.hour!)}`).toMatchObject(rest);
@@ -303,7 +323,10 @@ describe.each(adapters)("store contract: %s", (_name, open) => {
       const expectedCounts = [...histogramBoundsMs, Infinity].map(
         (upper, i) => chosen.filter((t) => t.latencyMs <= upper && (i === 0 || t.latencyMs > histogramBoundsMs[i - 1]!)).length,
       );
-      expect(histogram.map((b) => Number(b.calls)), label).toEqual(expectedCounts);
+      expect(
+        histogram.map((b) => Number(b.calls)),
+        label,
+      ).toEqual(expectedCounts);
     }
   });
 
@@ -361,16 +384,12 @@ describe.each(adapters)("store contract: %s", (_name, open) => {
         otlpSpanId: spanId,
       });
     const [a, b, c] = ["otlp:openai:resp_a", "otlp:openai:resp_b", `otlp:${"7".repeat(32)}:${"c".repeat(16)}`];
-    expect(await store.writeBatch([write(call(1, "a".repeat(16)), a), write(call(2, "b".repeat(16)), a), write(call(3, "c".repeat(16)), c)])).toEqual([
-      { kind: "stored" },
-      { kind: "duplicate" },
-      { kind: "stored" },
-    ]);
-    expect(await store.writeBatch([write(call(4, "c".repeat(16)), c), write(call(5, "d".repeat(16)), a), write(call(6, "e".repeat(16)), b)])).toEqual([
-      { kind: "duplicate" },
-      { kind: "duplicate" },
-      { kind: "stored" },
-    ]);
+    expect(
+      await store.writeBatch([write(call(1, "a".repeat(16)), a), write(call(2, "b".repeat(16)), a), write(call(3, "c".repeat(16)), c)]),
+    ).toEqual([{ kind: "stored" }, { kind: "duplicate" }, { kind: "stored" }]);
+    expect(
+      await store.writeBatch([write(call(4, "c".repeat(16)), c), write(call(5, "d".repeat(16)), a), write(call(6, "e".repeat(16)), b)]),
+    ).toEqual([{ kind: "duplicate" }, { kind: "duplicate" }, { kind: "stored" }]);
     const stored: number[] = [];
     for await (const x of store.exportTraces({ accountId: "acc_otlp_idem" })) stored.push(x.tokensIn);
     expect(stored.sort()).toEqual([1, 3, 6]);
@@ -388,7 +407,9 @@ describe.each(adapters)("store contract: %s", (_name, open) => {
     // Batches handed over together (which the embedded store's writer thread commits as one)
     // still answer each its own duplicates, by its own indexes.
     const batches = await Promise.all(
-      [7, 8, 9].map((n) => store.writeBatch([write(t(), `new-${n}`, n), write(t(), "first", 5), write(t(), "bare", 6), write(t(), `new-${n}`, 0)])),
+      [7, 8, 9].map((n) =>
+        store.writeBatch([write(t(), `new-${n}`, n), write(t(), "first", 5), write(t(), "bare", 6), write(t(), `new-${n}`, 0)]),
+      ),
     );
     for (const [i, n] of [7, 8, 9].entries()) {
       expect(batches[i]).toEqual([
@@ -436,7 +457,9 @@ describe.each(adapters)("store contract: %s", (_name, open) => {
             w.writeBatch(
               Array.from({ length: 20 }, (_, i) =>
                 // Every writer sends the same idempotency keys (as retries racing one another would), plus traces of its own.
-                i < 5 ? write(trace({ accountId: "acc_conc", at: now, tokensIn: 1000 * b + i }), `shared-${b}-${i}`) : write(trace({ accountId: "acc_conc", at: now, tokensIn: 100_000 * (wi + 1) + 100 * b + i })),
+                i < 5
+                  ? write(trace({ accountId: "acc_conc", at: now, tokensIn: 1000 * b + i }), `shared-${b}-${i}`)
+                  : write(trace({ accountId: "acc_conc", at: now, tokensIn: 100_000 * (wi + 1) + 100 * b + i })),
               ),
             ),
           ),
@@ -460,8 +483,21 @@ describe.each(adapters)("store contract: %s", (_name, open) => {
     expect(await store.teams.getProject(account.id)).toEqual(account);
     expect(await store.teams.getProject("acc_missing")).toBeUndefined();
     const k1 = await store.keys.createKey({ accountId: account.id, name: "prod", hash: `h1-${account.id}`, prefix: `p1${account.id}` });
-    const k2 = await store.keys.createKey({ accountId: account.id, name: "dev", scope: "read", hash: `h2-${account.id}`, prefix: `p2${account.id}` });
-    expect(k1).toMatchObject({ accountId: account.id, plan: "pro", scope: "ingest", name: "prod", revokedAt: undefined, lastUsedAt: undefined });
+    const k2 = await store.keys.createKey({
+      accountId: account.id,
+      name: "dev",
+      scope: "read",
+      hash: `h2-${account.id}`,
+      prefix: `p2${account.id}`,
+    });
+    expect(k1).toMatchObject({
+      accountId: account.id,
+      plan: "pro",
+      scope: "ingest",
+      name: "prod",
+      revokedAt: undefined,
+      lastUsedAt: undefined,
+    });
     expect(await store.keys.findKeyByHash(`h2-${account.id}`)).toMatchObject({ id: k2.id, scope: "read" });
     expect(await store.keys.findKeyByHash(`h1-${account.id}`)).toEqual(k1);
     expect(await store.keys.findKeyByHash("nope")).toBeUndefined();
@@ -486,7 +522,13 @@ describe.each(adapters)("store contract: %s", (_name, open) => {
     expect(await store.users.findUserByEmail(email)).toEqual(user);
     expect(await store.users.getUser(user.id)).toEqual(user);
     await expect(store.users.createUser({ email, passwordHash: "y" })).rejects.toBeInstanceOf(EmailTakenError);
-    const session = { tokenHash: `t-${email}`, userId: user.id, createdAt: new Date(), expiresAt: new Date(Date.now() - 1000), userAgent: "" };
+    const session = {
+      tokenHash: `t-${email}`,
+      userId: user.id,
+      createdAt: new Date(),
+      expiresAt: new Date(Date.now() - 1000),
+      userAgent: "",
+    };
     await store.users.createSession(session);
     expect(await store.users.findSession(session.tokenHash)).toEqual(session);
     await store.users.deleteExpiredSessions(new Date());
@@ -510,7 +552,14 @@ describe.each(adapters)("store contract: %s", (_name, open) => {
 
     const other = (await store.teams.createOrganization({ name: "expiring", project: { name: "expiring", plan: "free" } })).project;
     const soon = new Date(Date.now() + 300);
-    const expiring = await store.keys.createKey({ accountId: other.id, name: "short", hash: `exp-${other.id}`, prefix: "e1", expiresAt: soon, maxActive: 1 });
+    const expiring = await store.keys.createKey({
+      accountId: other.id,
+      name: "short",
+      hash: `exp-${other.id}`,
+      prefix: "e1",
+      expiresAt: soon,
+      maxActive: 1,
+    });
     expect(expiring.expiresAt).toEqual(soon);
     expect((await store.keys.findKeyByHash(`exp-${other.id}`))!.expiresAt).toEqual(soon);
     await new Promise((r) => setTimeout(r, 400));
@@ -524,7 +573,13 @@ describe.each(adapters)("store contract: %s", (_name, open) => {
     const user = await store.users.createUser({ email: `sess-${Date.now()}@example.com`, passwordHash: "old" });
     const at = Date.now();
     for (const [i, agent] of ["Firefox", "Chromium", "curl"].entries()) {
-      await store.users.createSession({ tokenHash: `s${i}-${user.id}`, userId: user.id, createdAt: new Date(at + i), expiresAt: new Date(at + day), userAgent: agent });
+      await store.users.createSession({
+        tokenHash: `s${i}-${user.id}`,
+        userId: user.id,
+        createdAt: new Date(at + i),
+        expiresAt: new Date(at + day),
+        userAgent: agent,
+      });
     }
     expect((await store.users.listSessions(user.id)).map((s) => s.userAgent)).toEqual(["curl", "Chromium", "Firefox"]);
     expect(await store.users.deleteUserSessions(user.id, `s1-${user.id}`)).toBe(2);
@@ -542,7 +597,9 @@ describe.each(adapters)("store contract: %s", (_name, open) => {
       const { project: account } = await store.teams.createOrganization({ name, ownerUserId: user.id, project: { name, plan: "free" } });
       const key = await store.keys.createKey({ accountId: account.id, name, hash: `del-${account.id}`, prefix: "d" });
       // Whole days in the past are read from the roll-ups, today from the traces.
-      const writes = [5 * day, 2 * day, 1000].map((ago) => write(trace({ accountId: account.id, keyId: key.id, at: Date.now() - ago, userId: "end-user" })));
+      const writes = [5 * day, 2 * day, 1000].map((ago) =>
+        write(trace({ accountId: account.id, keyId: key.id, at: Date.now() - ago, userId: "end-user" })),
+      );
       await store.writeBatch(writes);
       return { user, account, key };
     };
@@ -577,7 +634,10 @@ describe.each(adapters)("store retention: %s", (_name, open) => {
     const { store } = await open({ retentionDays: 1 });
     try {
       const now = Date.now();
-      await store.writeBatch([write(trace({ accountId: "acc_ret", at: now - 2 * day, tokensIn: 1 })), write(trace({ accountId: "acc_ret", at: now - 1000, tokensIn: 2 }))]);
+      await store.writeBatch([
+        write(trace({ accountId: "acc_ret", at: now - 2 * day, tokensIn: 1 })),
+        write(trace({ accountId: "acc_ret", at: now - 1000, tokensIn: 2 })),
+      ]);
       const listed = await store.listTraces("acc_ret", filter(), { pageSize: 10 });
       expect(listed.traces.map((t) => t.tokensIn)).toEqual([2]);
       expect((await store.usageTotals("acc_ret", filter())).calls).toBe(1n);

@@ -1,28 +1,8 @@
-import { create } from "@bufbuild/protobuf";
-import { timestampFromMs } from "@bufbuild/protobuf/wkt";
-import { StoredTraceSchema, type StoredTrace } from "../../gen/calltrace/v1/trace_pb.js";
+import type { StoredTrace } from "../../gen/calltrace/v1/trace_pb.js";
+import { call } from "./stored-call.js";
 
 const hour = 3_600_000;
 const day = 24 * hour;
-
-/** A call of project acc_a, key_a, openai gpt-4o, unless told otherwise. */
-type Fields = Partial<Omit<StoredTrace, "receivedAt" | "$typeName">> & { at: number };
-export function call({ at, ...rest }: Fields): StoredTrace {
-  return create(StoredTraceSchema, {
-    receivedAt: timestampFromMs(at),
-    keyId: "key_a",
-    accountId: "acc_a",
-    country: "DE",
-    provider: "openai",
-    model: "gpt-4o",
-    tokensIn: 100,
-    tokensOut: 20,
-    latencyMs: 250,
-    costUsd: 0.001,
-    status: "success",
-    ...rest,
-  });
-}
 
 /** Failed calls over three days (two whole days and today's part), two kinds of failure and one odd one. */
 export function failures(accountId: string, now: number): StoredTrace[] {
