@@ -8,12 +8,15 @@ from pathlib import Path
 import pytest
 from google.genai import types
 
+from calltrace.providers.gemini import grounding_searches
 from clients import anthropic_client, gemini_client, openai_client
 from fakes.provider import EMBEDDING_TOKENS, GEMINI_SEARCH_QUERIES
 from shapes import MESSAGES
 from test_call_shapes import only_trace
 
-TABLE = json.loads((Path(__file__).resolve().parents[2] / "pricing" / "models.json").read_text())["models"]
+SHARED = Path(__file__).resolve().parents[2] / "pricing"
+TABLE = json.loads((SHARED / "models.json").read_text())["models"]
+GROUNDING_VECTORS = json.loads((SHARED / "grounding-vectors.json").read_text())
 
 
 def test_openai_service_tier_is_sent_and_priced_at_its_rates(provider, tracing):
@@ -131,3 +134,9 @@ def test_gemini_without_grounding_sends_no_web_searches(provider, tracing):
     client = gemini_client(provider.url)
     client.models.generate_content(model="gemini-3-flash-preview", contents="Say hello")
     assert "web_search_requests" not in only_trace(tracing)
+
+
+@pytest.mark.parametrize("vector", GROUNDING_VECTORS, ids=lambda v: f"{v['model']}:{len(v['candidates'])}")
+def test_gemini_grounding_searches_are_as_the_shared_vectors_say(vector):
+    response = types.GenerateContentResponse.model_validate({"candidates": vector["candidates"]})
+    assert grounding_searches(vector["model"], response.candidates) == vector["expect"]
