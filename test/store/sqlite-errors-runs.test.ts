@@ -108,9 +108,16 @@ describe("upgrading the embedded store to error groups and runs", () => {
     expect(before).toBeGreaterThan(0);
     for (const migration of migrations.slice(0, before)) db.exec(migration);
     db.pragma(`user_version = ${before}`);
-    const columns = traceColumns.filter((c) => c !== "error_group");
-    const insert = db.prepare(`INSERT INTO traces (${columns.join(", ")}) VALUES (${columns.map(() => "?").join(", ")})`);
-    for (const trace of traces) insert.run(writeToRow({ trace, idempotencyKey: undefined }).values.slice(0, columns.length));
+    // The columns that release had (later migrations add more), by name.
+    const had = new Set((db.prepare("PRAGMA table_info(traces)").all() as { name: string }[]).map((c) => c.name));
+    const columns = traceColumns.flatMap((name, i) => (had.has(name) ? [{ name, i }] : []));
+    const insert = db.prepare(
+      `INSERT INTO traces (${columns.map((c) => c.name).join(", ")}) VALUES (${columns.map(() => "?").join(", ")})`,
+    );
+    for (const trace of traces) {
+      const { values } = writeToRow({ trace, idempotencyKey: undefined });
+      insert.run(columns.map((c) => values[c.i]));
+    }
     db.close();
 
     const upgraded = openSqliteStore(oldDir);
