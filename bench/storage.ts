@@ -10,7 +10,7 @@
 //
 //   node --import tsx bench/storage.ts                  200,000 traces of each kind, embedded store
 //   --traces 20000   fewer traces      --store mongo   MongoDB adapter on FerretDB (test/support/ferretdb.ts) or MONGODB_URI
-//   --kinds exploding   only these beside plain      --write   replace the section in bench/RESULTS.md
+//   --kinds exploding   only these beside plain      --bounds 10000   only these bounds      --write   replace the section in bench/RESULTS.md
 import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -35,6 +35,7 @@ const { values: args } = parseArgs({
     store: { type: "string", default: "sqlite" },
     write: { type: "boolean", default: false },
     kinds: { type: "string", default: "attributed,exploding" },
+    bounds: { type: "string", default: `0,${defaultValuesPerDay}` },
   },
 });
 const count = Number(args.traces);
@@ -112,7 +113,9 @@ interface Measured {
 
 let mongo: MongoTestServer | undefined;
 
-async function openStore(bound: number): Promise<{ store: Store; size: () => Promise<{ total: number; parts: Part[] }>; done: () => void }> {
+async function openStore(
+  bound: number,
+): Promise<{ store: Store; size: () => Promise<{ total: number; parts: Part[] }>; done: () => void }> {
   if (storeKind === "mongo") {
     mongo ??= await startMongoTestServer();
     const uri = mongo.freshUri();
@@ -191,7 +194,8 @@ async function measure(kind: Kind, bound: number): Promise<Measured> {
   let busy = 0;
   for (let start = 0; start < count; start += batchSize) {
     const writes = [];
-    for (let i = start; i < Math.min(count, start + batchSize); i++) writes.push({ trace: trace(kind, i, next, day), idempotencyKey: undefined });
+    for (let i = start; i < Math.min(count, start + batchSize); i++)
+      writes.push({ trace: trace(kind, i, next, day), idempotencyKey: undefined });
     const started = performance.now();
     await store.writeBatch(writes);
     busy += performance.now() - started;
@@ -211,7 +215,10 @@ async function measure(kind: Kind, bound: number): Promise<Measured> {
   return measured;
 }
 
-const load = () => loadavg().map((l) => l.toFixed(1)).join(", ");
+const load = () =>
+  loadavg()
+    .map((l) => l.toFixed(1))
+    .join(", ");
 const loadBefore = load();
 const runs: Measured[] = [];
 const kinds = args.kinds.split(",");
@@ -222,7 +229,8 @@ for (const [kind, bound] of [
   ["exploding", 0],
   ["exploding", defaultValuesPerDay],
 ] as [Kind, number][]) {
-  if (kind === "plain" || kinds.includes(kind)) runs.push(await measure(kind, bound));
+  if (kind === "plain" || (kinds.includes(kind) && args.bounds.split(",").map(Number).includes(bound)))
+    runs.push(await measure(kind, bound));
 }
 await mongo?.close();
 
@@ -247,7 +255,10 @@ const summary = table(
 const readRows = runs.filter((m) => m.reads.length > 0);
 const reads = table(
   ["group-by (top 50), median of 5, ms", ...readRows.map((m) => `${m.kind}, bound ${boundName(m)}`)],
-  readRows[0]!.reads.map(([name], i) => [name, ...readRows.map((m) => (Number.isNaN(m.reads[i]![1]) ? "failed" : m.reads[i]![1].toFixed(0)))]),
+  readRows[0]!.reads.map(([name], i) => [
+    name,
+    ...readRows.map((m) => (Number.isNaN(m.reads[i]![1]) ? "failed" : m.reads[i]![1].toFixed(0))),
+  ]),
 );
 const section = `## Storage per trace and the value bound (\`node --import tsx bench/storage.ts${storeKind === "mongo" ? " --store mongo" : ""}\`, bench/storage.ts): ${storeKind === "mongo" ? "MongoDB adapter" : "embedded store"}
 
