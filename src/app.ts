@@ -142,7 +142,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       publicUrl: config.publicUrl,
       onKeysRevoked: (hashes) => verifier.forget(hashes),
       pricing: { prices: store.prices, cache: prices, reprice },
-      alerts: { store: store.alerts, secrets: alertSecrets, onDue: () => deliveries?.poke(), ruleValues: ruleValues(measuring) },
+      alerts: { store: store.alerts, secrets: alertSecrets, privateUrls: config.alertPrivateUrls, onDue: () => deliveries?.poke(), ruleValues: ruleValues(measuring) },
     }),
   });
   const tls =
@@ -163,6 +163,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     store: store.alerts,
     box: alertSecrets,
     retryBaseMs: config.alertRetryBaseMs,
+    privateUrls: config.alertPrivateUrls,
     publicUrl: config.publicUrl ?? listener.url,
     mail: config.smtpUrl ? { transport: smtpTransport(config.smtpUrl), from: config.smtpFrom } : undefined,
     logger,

@@ -13,6 +13,7 @@ export async function openAlertSecretBox(
   logger?: Logger,
 ): Promise<SecretBox> {
   if (config.alertSecretKey) return secretBox(parseSecretKey(config.alertSecretKey));
-  if (config.mongodbUri) logger?.warn("ALERT_SECRET_KEY is not set: webhook secrets are sealed with a key kept in the MongoDB database itself");
+  if (config.mongodbUri)
+    logger?.warn("ALERT_SECRET_KEY is not set: webhook secrets are sealed with a key kept in the MongoDB database itself");
   return secretBox(await store.defaultSecretKey());
 }

@@ -41,7 +41,11 @@ const kindFrom: Partial<Record<AlertDestinationKind, DestinationKind>> = {
   [AlertDestinationKind.SLACK]: "slack",
   [AlertDestinationKind.EMAIL]: "email",
 };
-const stateOf = { pending: AlertDeliveryState.PENDING, delivered: AlertDeliveryState.DELIVERED, failed: AlertDeliveryState.FAILED } as const;
+const stateOf = {
+  pending: AlertDeliveryState.PENDING,
+  delivered: AlertDeliveryState.DELIVERED,
+  failed: AlertDeliveryState.FAILED,
+} as const;
 
 /** AlertService (proto/calltrace/v1/alert_service.proto): access is decided by the interceptor (rpc-policies.ts). */
 export function alertService(deps: AlertServiceDeps): ServiceImpl<typeof AlertService> {
@@ -108,7 +112,11 @@ export function alertService(deps: AlertServiceDeps): ServiceImpl<typeof AlertSe
     },
     async listEvents(request, context) {
       const projectId = projectAccess(context).project.id;
-      const events = await alerts.listEvents(projectId, { ruleId: request.ruleId || undefined, limit: limitOf(request.limit), before: request.before || undefined });
+      const events = await alerts.listEvents(projectId, {
+        ruleId: request.ruleId || undefined,
+        limit: limitOf(request.limit),
+        before: request.before || undefined,
+      });
       return { events };
     },
     async listDestinations(_request, context) {
@@ -119,7 +127,12 @@ export function alertService(deps: AlertServiceDeps): ServiceImpl<typeof AlertSe
       const kind = kindFrom[request.kind];
       if (!kind) throw new ConnectError("kind: must be webhook, slack or email", Code.InvalidArgument);
       try {
-        const { destination, secret } = await deps.destinations.create(access.project.id, { kind, name: request.name, url: request.url, emails: request.emails });
+        const { destination, secret } = await deps.destinations.create(access.project.id, {
+          kind,
+          name: request.name,
+          url: request.url,
+          emails: request.emails,
+        });
         await deps.audit(access, "alert.destination.create", destination.id, { kind, name: destination.name });
         return { destination: destinationMessage(destination), secret };
       } catch (error) {
@@ -136,7 +149,8 @@ export function alertService(deps: AlertServiceDeps): ServiceImpl<typeof AlertSe
     async rotateDestinationSecret(request, context) {
       const access = projectAccess(context);
       const current = await ownDestination(access.project.id, request.destinationId);
-      if (current.kind !== "webhook") throw new ConnectError("destination_id: only a webhook has a signing secret", Code.FailedPrecondition);
+      if (current.kind !== "webhook")
+        throw new ConnectError("destination_id: only a webhook has a signing secret", Code.FailedPrecondition);
       const rotated = await deps.destinations.rotate(access.project.id, current.id);
       if (!rotated) throw notFound("destination", request.destinationId);
       await deps.audit(access, "alert.destination.rotate", current.id);

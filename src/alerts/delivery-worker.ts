@@ -73,10 +73,20 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
       },
       state: sent.outcome === "ok" ? "delivered" : delay === undefined ? "failed" : "pending",
       nextAttemptAt: delay === undefined ? undefined : new Date(at.getTime() + delay),
-      disableDestination: disable ? { at, reason: `every delivery failed for ${Math.floor(failingFor / dayMs)} days (last: ${sent.responseCode || sent.outcome})` } : undefined,
+      disableDestination: disable
+        ? { at, reason: `every delivery failed for ${Math.floor(failingFor / dayMs)} days (last: ${sent.responseCode || sent.outcome})` }
+        : undefined,
     });
     options.logger?.info(
-      { deliveryId: delivery.id, destinationId: destination.id, kind: destination.kind, outcome: sent.outcome, responseCode: sent.responseCode, recorded, disabled: disable },
+      {
+        deliveryId: delivery.id,
+        destinationId: destination.id,
+        kind: destination.kind,
+        outcome: sent.outcome,
+        responseCode: sent.responseCode,
+        recorded,
+        disabled: disable,
+      },
       "alert delivery attempt",
     );
   };

@@ -1,5 +1,6 @@
 import { newId } from "../store/ids.js";
 import type { AlertStore, DestinationKind, DestinationRecord, StoredSecret } from "../store/alert-store.js";
+import { internalUrlReason } from "./internal-address.js";
 import type { SecretBox } from "./secret-box.js";
 import { newWebhookSecret } from "./webhook-secret.js";
 
@@ -28,7 +29,8 @@ export interface NewDestinationInput {
 const emailPattern = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
 function httpUrl(url: string | undefined): string {
-  if (!url || !URL.canParse(url) || !/^https?:$/.test(new URL(url).protocol)) throw new DestinationError("url", "expected an http:// or https:// URL");
+  if (!url || !URL.canParse(url) || !/^https?:$/.test(new URL(url).protocol))
+    throw new DestinationError("url", "expected an http:// or https:// URL");
   return url;
 }
 
@@ -42,7 +44,15 @@ function redacted(url: string): string {
  * `whsec_` secret returned once and kept sealed; a Slack URL, which is its own credential, is kept
  * sealed too and shown without its path.
  */
-export function destinations(store: AlertStore, box: SecretBox, now: () => Date = () => new Date()) {
+export function destinations(store: AlertStore, box: SecretBox, options: { privateUrls: boolean; now?: () => Date }) {
+  const now = options.now ?? (() => new Date());
+  /** A URL the service may send to (D62). */
+  const sendable = async (input: string | undefined) => {
+    const url = httpUrl(input);
+    const internal = options.privateUrls ? undefined : await internalUrlReason(url);
+    if (internal) throw new DestinationError("url", internal);
+    return url;
+  };
   const sealed = (plaintext: string): StoredSecret => ({ sealed: box.seal(plaintext), createdAt: now(), expiresAt: undefined });
   return {
     async create(projectId: string, input: NewDestinationInput): Promise<{ destination: DestinationRecord; secret: string }> {
@@ -51,13 +61,13 @@ export function destinations(store: AlertStore, box: SecretBox, now: () => Date 
       const base = { id: newId("dst"), projectId, kind: input.kind, createdAt: now(), emails: [] as string[] };
       switch (input.kind) {
         case "webhook": {
-          const url = httpUrl(input.url);
+          const url = await sendable(input.url);
           const secret = newWebhookSecret();
           const destination = await store.createDestination({ ...base, name: name || new URL(url).host, url, secrets: [sealed(secret)] });
           return { destination, secret };
         }
         case "slack": {
-          const url = httpUrl(input.url);
+          const url = await sendable(input.url);
           const destination = await store.createDestination({ ...base, name: name || "Slack", url: redacted(url), secrets: [sealed(url)] });
           return { destination, secret: "" };
         }
@@ -78,7 +88,11 @@ export function destinations(store: AlertStore, box: SecretBox, now: () => Date 
      * A new secret for a webhook, returned once; the current one stays valid for `overlapMs`
      * (both sign every delivery meanwhile), older ones end now. Undefined when there is no such webhook.
      */
-    async rotate(projectId: string, id: string, overlapMs = defaultRotationOverlapMs): Promise<{ destination: DestinationRecord; secret: string } | undefined> {
+    async rotate(
+      projectId: string,
+      id: string,
+      overlapMs = defaultRotationOverlapMs,
+    ): Promise<{ destination: DestinationRecord; secret: string } | undefined> {
       const current = await store.getDestination(projectId, id);
       if (current?.kind !== "webhook") return undefined;
       const at = now();

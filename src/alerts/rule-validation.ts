@@ -66,7 +66,8 @@ export async function validRule(input: AlertRule, refs: RuleReferences): Promise
     if (value) throw new RuleError("rule.scope.value", "must be empty for the whole project");
   } else {
     if (!value || value.length > 256) throw new RuleError("rule.scope.value", "must be 1 to 256 characters");
-    if (scopeKind === AlertScopeKind.KEY && !(await refs.hasKey(value))) throw new RuleError("rule.scope.value", `the project has no key ${JSON.stringify(value)}`);
+    if (scopeKind === AlertScopeKind.KEY && !(await refs.hasKey(value)))
+      throw new RuleError("rule.scope.value", `the project has no key ${JSON.stringify(value)}`);
   }
   const metadataKey = scopeKind === AlertScopeKind.METADATA ? (scope?.metadataKey.trim() ?? "") : "";
   if (scopeKind === AlertScopeKind.METADATA && (!metadataKey || metadataKey.length > 256)) {
@@ -97,7 +98,11 @@ export async function validRule(input: AlertRule, refs: RuleReferences): Promise
       }
       const rollingHours = input.window?.rollingHours ?? 0;
       if (windowKind === AlertWindowKind.ROLLING_HOURS) between("rule.window.rolling_hours", rollingHours, 1, 744);
-      rule.window = { $typeName: "calltrace.v1.AlertWindow", kind: windowKind, rollingHours: windowKind === AlertWindowKind.ROLLING_HOURS ? rollingHours : 0 };
+      rule.window = {
+        $typeName: "calltrace.v1.AlertWindow",
+        kind: windowKind,
+        rollingHours: windowKind === AlertWindowKind.ROLLING_HOURS ? rollingHours : 0,
+      };
       break;
     }
     case AlertKind.ERRORS:
@@ -116,7 +121,8 @@ export async function validRule(input: AlertRule, refs: RuleReferences): Promise
   const destinationIds = [...new Set(input.destinationIds)];
   if (destinationIds.length > 20) throw new RuleError("rule.destination_ids", "at most 20 destinations");
   for (const id of destinationIds) {
-    if (!(await refs.hasDestination(id))) throw new RuleError("rule.destination_ids", `the project has no destination ${JSON.stringify(id)}`);
+    if (!(await refs.hasDestination(id)))
+      throw new RuleError("rule.destination_ids", `the project has no destination ${JSON.stringify(id)}`);
   }
   rule.destinationIds = destinationIds;
   return rule;

@@ -15,7 +15,12 @@ export function slackMessage(event: AlertEvent): string {
       { type: "section", text: { type: "mrkdwn", text: `*${escapeMrkdwn(title)}*` } },
       { type: "context", elements: [{ type: "mrkdwn", text: escapeMrkdwn(context) }] },
       ...(event.dashboardUrl
-        ? [{ type: "actions", elements: [{ type: "button", text: { type: "plain_text", text: "Open in calltrace" }, url: event.dashboardUrl }] }]
+        ? [
+            {
+              type: "actions",
+              elements: [{ type: "button", text: { type: "plain_text", text: "Open in calltrace" }, url: event.dashboardUrl }],
+            },
+          ]
         : []),
     ],
   });

@@ -134,7 +134,7 @@ async function createAlert(store: Store, config: ReturnType<typeof resolveConfig
   try {
     await validRule(draft, references);
     const box = await openAlertSecretBox(config, store.alerts);
-    const dests = destinations(store.alerts, box);
+    const dests = destinations(store.alerts, box, { privateUrls: config.alertPrivateUrls });
     let secret = "";
     const wanted = [
       ...(values.webhook ? [{ kind: "webhook" as const, url: values.webhook }] : []),

@@ -111,6 +111,8 @@ export interface Config {
   alertSecretKey: string | undefined;
   /** The unit of the alert retry schedule, in ms: attempts at 0, 1, 60, 360, 1440, 3600, 7200 and 7200 units. */
   alertRetryBaseMs: number;
+  /** Whether webhook and Slack destinations may point at loopback, private and link-local addresses. */
+  alertPrivateUrls: boolean;
 }
 
 interface OptionSpec {
@@ -177,6 +179,7 @@ export const configOptions = {
   smtpFrom: { env: "SMTP_FROM", flag: "smtp-from", kind: "string", fallback: "calltrace <calltrace@localhost>", describe: "From address of invitation mail (with SMTP_URL)" },
   publicUrl: { env: "PUBLIC_URL", flag: "public-url", kind: "string", describe: "the address browsers reach this service at, for links in mail and alerts (unset: the address each request came to)" },
   alertSecretKey: { env: "ALERT_SECRET_KEY", flag: "alert-secret-key", kind: "string", describe: "32 bytes in base64 that encrypt webhook secrets ([docs/alerts.md](docs/alerts.md#signing)); unset: kept in DATA_DIR, or in the MongoDB database" },
+  alertPrivateUrls: { env: "ALERT_PRIVATE_URLS", flag: "alert-private-urls", kind: "boolean", fallback: "false", describe: "let webhook and Slack destinations point at loopback, private and link-local addresses (false: refused, against server-side request forgery)" },
   alertRetryBaseMs: { env: "ALERT_RETRY_BASE_MS", flag: "alert-retry-base-ms", kind: "integer", fallback: "5000", describe: "unit of the alert delivery retry schedule, in ms (0 s, 5 s, 5 min ... 10 h with 5000)" },
 } as const satisfies Record<keyof Config, OptionSpec>;
 

@@ -85,7 +85,7 @@ export interface DashboardOptions {
   pricing: Omit<PriceServiceDeps, "audit">;
   now?: () => Date;
   /** Alert rules, destinations and deliveries (AlertService), with the box that seals their secrets. */
-  alerts: { store: AlertStore; secrets: SecretBox } & Pick<AlertServiceDeps, "onDue" | "ruleValues">;
+  alerts: { store: AlertStore; secrets: SecretBox; privateUrls: boolean } & Pick<AlertServiceDeps, "onDue" | "ruleValues">;
 }
 
 export type DashboardLimits = Pick<
@@ -221,7 +221,7 @@ export function createDashboard(options: DashboardOptions): Dashboard {
         alertService({
           alerts: options.alerts.store,
           keys: options.keys,
-          destinations: destinations(options.alerts.store, options.alerts.secrets),
+          destinations: destinations(options.alerts.store, options.alerts.secrets, { privateUrls: options.alerts.privateUrls }),
           audit,
           onDue: options.alerts.onDue,
           ruleValues: options.alerts.ruleValues,

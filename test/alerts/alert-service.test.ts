@@ -29,11 +29,17 @@ describe("AlertService", () => {
   });
 
   it("creates a webhook with its secret shown once, a rule sending to it, and a test event that arrives signed", async () => {
-    const created = await owner.ok("AlertService/CreateDestination", { kind: "ALERT_DESTINATION_KIND_WEBHOOK", name: "ops", url: receiver.url });
+    const created = await owner.ok("AlertService/CreateDestination", {
+      kind: "ALERT_DESTINATION_KIND_WEBHOOK",
+      name: "ops",
+      url: receiver.url,
+    });
     expect(created.secret).toMatch(/^whsec_/);
     const destinationId = created.destination.id as string;
     const listed = await owner.ok("AlertService/ListDestinations", {});
-    expect(listed.destinations).toEqual([expect.objectContaining({ id: destinationId, kind: "ALERT_DESTINATION_KIND_WEBHOOK", url: receiver.url, name: "ops" })]);
+    expect(listed.destinations).toEqual([
+      expect.objectContaining({ id: destinationId, kind: "ALERT_DESTINATION_KIND_WEBHOOK", url: receiver.url, name: "ops" }),
+    ]);
     expect(JSON.stringify(listed)).not.toContain(String(created.secret).slice(6));
     // Nor is it in the audit log.
     const organizationId = ((await owner.ok("TeamService/ListOrganizations")).organizations as Json[])[0]!.organization.id;
@@ -43,15 +49,29 @@ describe("AlertService", () => {
 
     const rule = (
       await owner.ok("AlertService/CreateRule", {
-        rule: { kind: "ALERT_KIND_SPEND", budgetUsd: 5, window: { kind: "ALERT_WINDOW_KIND_DAY" }, scope: { kind: "ALERT_SCOPE_KIND_TAG", value: "chat" }, destinationIds: [destinationId] },
+        rule: {
+          kind: "ALERT_KIND_SPEND",
+          budgetUsd: 5,
+          window: { kind: "ALERT_WINDOW_KIND_DAY" },
+          scope: { kind: "ALERT_SCOPE_KIND_TAG", value: "chat" },
+          destinationIds: [destinationId],
+        },
       })
     ).rule as Json;
-    expect(rule).toMatchObject({ name: "spend alert", projectId: project, thresholdsPercent: [50, 80, 100], budgetUsd: 5, destinationIds: [destinationId] });
+    expect(rule).toMatchObject({
+      name: "spend alert",
+      projectId: project,
+      thresholdsPercent: [50, 80, 100],
+      budgetUsd: 5,
+      destinationIds: [destinationId],
+    });
     expect(rule.id).toMatch(/^alr_/);
     // With the rule's current value, measured by the evaluation: no spend yet (0 is left out of the JSON).
     const ruleList = await owner.ok("AlertService/ListRules", {});
     expect(ruleList.rules).toEqual([rule]);
-    expect(ruleList.values).toEqual([expect.objectContaining({ ruleId: rule.id, limit: 5, windowStart: expect.any(String), measuredAt: expect.any(String) })]);
+    expect(ruleList.values).toEqual([
+      expect.objectContaining({ ruleId: rule.id, limit: 5, windowStart: expect.any(String), measuredAt: expect.any(String) }),
+    ]);
     expect((ruleList.values as Json[])[0]!.value).toBeUndefined();
 
     const event = (await owner.ok("AlertService/SendTestEvent", { destinationId })).event as Json;
@@ -62,19 +82,34 @@ describe("AlertService", () => {
     expect(body.data.dashboard_url).toMatch(new RegExp(`^${service.url}/app/p/${project}/traces\\?range=custom`));
 
     // The delivery log, which a viewer reads too; then a resend under the same id.
-    await waitFor(async () => ((await viewer.ok("AlertService/ListDeliveries", { projectId: project })).deliveries as Json[])[0]?.state === "ALERT_DELIVERY_STATE_DELIVERED", "the log");
+    await waitFor(
+      async () =>
+        ((await viewer.ok("AlertService/ListDeliveries", { projectId: project })).deliveries as Json[])[0]?.state ===
+        "ALERT_DELIVERY_STATE_DELIVERED",
+      "the log",
+    );
     const log = (await viewer.ok("AlertService/ListDeliveries", { projectId: project, eventId: event.id })).deliveries as Json[];
     expect(log).toEqual([
-      expect.objectContaining({ id: `${event.id}.${destinationId}`, eventId: event.id, destinationId, attempts: [expect.objectContaining({ outcome: "ok", responseCode: 204, trigger: "schedule" })] }),
+      expect.objectContaining({
+        id: `${event.id}.${destinationId}`,
+        eventId: event.id,
+        destinationId,
+        attempts: [expect.objectContaining({ outcome: "ok", responseCode: 204, trigger: "schedule" })],
+      }),
     ]);
     const resent = await owner.ok("AlertService/ResendDelivery", { deliveryId: log[0]!.id });
     expect(resent.delivery).toMatchObject({ state: "ALERT_DELIVERY_STATE_PENDING" });
     await waitFor(() => receiver.accepted.length === 2, "the resent delivery");
     expect(receiver.accepted.map((d) => d.headers["webhook-id"])).toEqual([event.id, event.id]);
-    await waitFor(async () => ((await owner.ok("AlertService/ListDeliveries", { eventId: event.id })).deliveries as Json[])[0]!.attempts.length === 2, "the resend logged");
+    await waitFor(
+      async () => ((await owner.ok("AlertService/ListDeliveries", { eventId: event.id })).deliveries as Json[])[0]!.attempts.length === 2,
+      "the resend logged",
+    );
     const [again] = (await owner.ok("AlertService/ListDeliveries", { eventId: event.id })).deliveries as Json[];
     expect(again!.attempts.map((a: Json) => a.trigger)).toEqual(["schedule", "resend"]);
-    expect((await viewer.ok("AlertService/ListEvents", { projectId: project })).events).toEqual([expect.objectContaining({ id: event.id, test: true })]);
+    expect((await viewer.ok("AlertService/ListEvents", { projectId: project })).events).toEqual([
+      expect.objectContaining({ id: event.id, test: true }),
+    ]);
 
     // Rotation: a new secret once, and both sign during the overlap.
     const rotated = await owner.ok("AlertService/RotateDestinationSecret", { destinationId });
@@ -93,27 +128,43 @@ describe("AlertService", () => {
       code: "invalid_argument",
       message: "rule.budget_usd: must be more than 0 and at most 1000000000",
     });
-    expect((await refused({ kind: "ALERT_KIND_SPEND", budgetUsd: 5 })).message).toBe("rule.window.kind: must be day, week, month or rolling hours");
-    expect((await refused({ kind: "ALERT_KIND_SPEND", budgetUsd: 5, window: { kind: "ALERT_WINDOW_KIND_ROLLING_HOURS", rollingHours: 745 } })).message).toBe(
-      "rule.window.rolling_hours: must be at least 1 and at most 744",
+    expect((await refused({ kind: "ALERT_KIND_SPEND", budgetUsd: 5 })).message).toBe(
+      "rule.window.kind: must be day, week, month or rolling hours",
     );
-    expect((await refused({ kind: "ALERT_KIND_SPEND", budgetUsd: 5, window: { kind: "ALERT_WINDOW_KIND_DAY" }, thresholdsPercent: [80, 50] })).message).toBe(
-      "rule.thresholds_percent: must be ascending, each once",
+    expect(
+      (await refused({ kind: "ALERT_KIND_SPEND", budgetUsd: 5, window: { kind: "ALERT_WINDOW_KIND_ROLLING_HOURS", rollingHours: 745 } }))
+        .message,
+    ).toBe("rule.window.rolling_hours: must be at least 1 and at most 744");
+    expect(
+      (await refused({ kind: "ALERT_KIND_SPEND", budgetUsd: 5, window: { kind: "ALERT_WINDOW_KIND_DAY" }, thresholdsPercent: [80, 50] }))
+        .message,
+    ).toBe("rule.thresholds_percent: must be ascending, each once");
+    expect((await refused({ kind: "ALERT_KIND_ERRORS", windowMinutes: 10, errorRatePercent: 150 })).message).toBe(
+      "rule.error_rate_percent: must be more than 0 and at most 100",
     );
-    expect((await refused({ kind: "ALERT_KIND_ERRORS", windowMinutes: 10, errorRatePercent: 150 })).message).toBe("rule.error_rate_percent: must be more than 0 and at most 100");
-    expect((await refused({ kind: "ALERT_KIND_LATENCY", windowMinutes: 0, p95LatencyMs: 100 })).message).toBe("rule.window_minutes: must be at least 1 and at most 1440");
-    expect((await refused({ kind: "ALERT_KIND_UNPRICED", scope: { kind: "ALERT_SCOPE_KIND_KEY", value: "key_none" } })).message).toBe('rule.scope.value: the project has no key "key_none"');
+    expect((await refused({ kind: "ALERT_KIND_LATENCY", windowMinutes: 0, p95LatencyMs: 100 })).message).toBe(
+      "rule.window_minutes: must be at least 1 and at most 1440",
+    );
+    expect((await refused({ kind: "ALERT_KIND_UNPRICED", scope: { kind: "ALERT_SCOPE_KIND_KEY", value: "key_none" } })).message).toBe(
+      'rule.scope.value: the project has no key "key_none"',
+    );
     expect((await refused({ kind: "ALERT_KIND_UNPRICED", scope: { kind: "ALERT_SCOPE_KIND_METADATA", value: "x" } })).message).toBe(
       "rule.scope.metadata_key: must be 1 to 256 characters for a metadata scope",
     );
-    expect((await refused({ kind: "ALERT_KIND_UNPRICED", destinationIds: ["dst_none"] })).message).toBe('rule.destination_ids: the project has no destination "dst_none"');
+    expect((await refused({ kind: "ALERT_KIND_UNPRICED", destinationIds: ["dst_none"] })).message).toBe(
+      'rule.destination_ids: the project has no destination "dst_none"',
+    );
     expect((await refused({})).message).toBe("rule.kind: must be one of spend, errors, latency, unpriced, quota");
     const badUrl = await owner.call("AlertService/CreateDestination", { kind: "ALERT_DESTINATION_KIND_WEBHOOK", url: "ftp://x" });
     expect(badUrl.body).toEqual({ code: "invalid_argument", message: "url: expected an http:// or https:// URL" });
   });
 
   it("updates, mutes and deletes rules; a viewer reads them and is refused every change", async () => {
-    const rule = (await owner.ok("AlertService/CreateRule", { rule: { kind: "ALERT_KIND_ERRORS", name: "errors", windowMinutes: 10, errorRatePercent: 5, minCalls: 20 } })).rule as Json;
+    const rule = (
+      await owner.ok("AlertService/CreateRule", {
+        rule: { kind: "ALERT_KIND_ERRORS", name: "errors", windowMinutes: 10, errorRatePercent: 5, minCalls: 20 },
+      })
+    ).rule as Json;
     expect(rule).toMatchObject({ thresholdsPercent: [100], windowMinutes: 10, errorRatePercent: 5, minCalls: 20 });
     const updated = (await owner.ok("AlertService/UpdateRule", { rule: { ...rule, errorRatePercent: 10, budgetUsd: 3 } })).rule as Json;
     // A field the kind does not use is not kept.
@@ -145,6 +196,9 @@ describe("AlertService", () => {
     expect(withKey.status).toBe(401);
     expect((await withKey.json()).code).toBe("unauthenticated");
     await owner.ok("AlertService/DeleteRule", { ruleId: rule.id });
-    expect((await owner.call("AlertService/DeleteRule", { ruleId: rule.id })).body).toEqual({ code: "not_found", message: `no rule with id "${rule.id}"` });
+    expect((await owner.call("AlertService/DeleteRule", { ruleId: rule.id })).body).toEqual({
+      code: "not_found",
+      message: `no rule with id "${rule.id}"`,
+    });
   });
 });

@@ -21,18 +21,49 @@ afterAll(async () => {
 // Each CLI run starts Node afresh: seconds apiece on a busy machine.
 describe("calltrace alerts", { timeout: 120_000 }, () => {
   it("creates a rule in the project keys create reaches, with defaults, prints its id and the webhook secret once, lists and deletes it", async () => {
-    const created = JSON.parse(cli("create", "--kind", "spend", "--budget-usd", "5", "--window", "day", "--webhook", "https://example.com/hook", "--json"));
-    expect(created).toEqual({ id: expect.stringMatching(/^alr_/), secret: expect.stringMatching(/^whsec_[A-Za-z0-9+/]{43}=$/), project: expect.any(String), destination_ids: [expect.any(String)] });
+    const created = JSON.parse(
+      cli("create", "--kind", "spend", "--budget-usd", "5", "--window", "day", "--webhook", "https://example.com/hook", "--json"),
+    );
+    expect(created).toEqual({
+      id: expect.stringMatching(/^alr_/),
+      secret: expect.stringMatching(/^whsec_[A-Za-z0-9+/]{43}=$/),
+      project: expect.any(String),
+      destination_ids: [expect.any(String)],
+    });
     // The same project an ingest key made without --project lands in.
     const key = JSON.parse(runCli(["keys", "create", "--plan", "free", "--json", "--data-dir", dataDir]));
     expect(created.project).toBe(key.project);
 
-    const scoped = JSON.parse(cli("create", "--kind", "spend", "--budget-usd", "50", "--window", "24h", "--tag", "chat", "--thresholds", "80,100", "--json"));
+    const scoped = JSON.parse(
+      cli("create", "--kind", "spend", "--budget-usd", "50", "--window", "24h", "--tag", "chat", "--thresholds", "80,100", "--json"),
+    );
     expect(scoped.secret).toBe("");
-    const byMetadata = JSON.parse(cli("create", "--kind", "errors", "--window-minutes", "10", "--error-rate", "5", "--min-calls", "20", "--metadata", "feature=search", "--json"));
+    const byMetadata = JSON.parse(
+      cli(
+        "create",
+        "--kind",
+        "errors",
+        "--window-minutes",
+        "10",
+        "--error-rate",
+        "5",
+        "--min-calls",
+        "20",
+        "--metadata",
+        "feature=search",
+        "--json",
+      ),
+    );
     const listed = JSON.parse(cli("list", "--json"));
     expect(listed).toEqual([
-      expect.objectContaining({ id: created.id, kind: "spend", scope: "project", thresholds: [50, 80, 100], destination_ids: created.destination_ids, muted: false }),
+      expect.objectContaining({
+        id: created.id,
+        kind: "spend",
+        scope: "project",
+        thresholds: [50, 80, 100],
+        destination_ids: created.destination_ids,
+        muted: false,
+      }),
       expect.objectContaining({ id: scoped.id, kind: "spend", scope: "tag chat", thresholds: [80, 100], destination_ids: [] }),
       expect.objectContaining({ id: byMetadata.id, kind: "errors", scope: "metadata feature=search", thresholds: [100] }),
     ]);
@@ -54,7 +85,10 @@ describe("calltrace alerts", { timeout: 120_000 }, () => {
   it.each([
     [["--kind", "spend", "--window", "day"], "rule.budget_usd: must be more than 0 and at most 1000000000 (--budget-usd)"],
     [["--kind", "spend", "--budget-usd", "5", "--window", "fortnight"], "--window: day, week, month, or rolling hours such as 24h"],
-    [["--kind", "spend", "--budget-usd", "5", "--window", "day", "--thresholds", "100,80"], "rule.thresholds_percent: must be ascending, each once (--thresholds)"],
+    [
+      ["--kind", "spend", "--budget-usd", "5", "--window", "day", "--thresholds", "100,80"],
+      "rule.thresholds_percent: must be ascending, each once (--thresholds)",
+    ],
     [["--kind", "nope"], "--kind: one of spend, errors, latency, unpriced, quota"],
     [["--kind", "unpriced", "--tag", "a", "--user", "b"], "give at most one scope"],
     [["--kind", "quota", "--key", "key_none"], 'rule.scope.value: the project has no key "key_none" (the scope flags)'],
@@ -73,7 +107,9 @@ describe("calltrace alerts", { timeout: 120_000 }, () => {
 describe("the outbox across kill -9", { timeout: 120_000 }, () => {
   it("a delivery pending when the service is killed, and one enqueued while it is down, are delivered after the restart under their ids, once each", async () => {
     const port = await freePort();
-    const created = JSON.parse(cli("create", "--kind", "spend", "--budget-usd", "5", "--window", "day", "--webhook", `http://127.0.0.1:${port}/hook`, "--json"));
+    const created = JSON.parse(
+      cli("create", "--kind", "spend", "--budget-usd", "5", "--window", "day", "--webhook", `http://127.0.0.1:${port}/hook`, "--json"),
+    );
     const env = { ALERT_RETRY_BASE_MS: "100" };
     const server = await startServiceProcess(["--data-dir", dataDir], env);
     const fire = async () => {
@@ -104,11 +140,16 @@ describe("the outbox across kill -9", { timeout: 120_000 }, () => {
     const receiver = await startWebhookReceiver({ secret: created.secret, port });
     const restarted = await startServiceProcess(["--data-dir", dataDir], env);
     try {
-      await waitFor(async () => (await deliveryOf(first.id)).state === "delivered" && (await deliveryOf(second.id)).state === "delivered", "both deliveries", 20_000);
+      await waitFor(
+        async () => (await deliveryOf(first.id)).state === "delivered" && (await deliveryOf(second.id)).state === "delivered",
+        "both deliveries",
+        20_000,
+      );
       await new Promise((r) => setTimeout(r, 500));
       expect(receiver.accepted.map((d) => d.headers["webhook-id"]).sort()).toEqual([first.id, second.id].sort());
       expect(receiver.received).toHaveLength(2);
-      for (const d of receiver.accepted) expect(new Webhook(created.secret).verify(d.body, d.headers as Record<string, string>)).toBeTruthy();
+      for (const d of receiver.accepted)
+        expect(new Webhook(created.secret).verify(d.body, d.headers as Record<string, string>)).toBeTruthy();
     } finally {
       restarted.child.kill("SIGTERM");
       await restarted.exited;

@@ -43,10 +43,14 @@ describe("alert delivery across two instances", () => {
     const uri = mongo.freshUri();
     const args = ["--mongodb-uri", uri, "--redis-url", redis.url, "--data-dir", tempDir()];
     receiver = await startWebhookReceiver();
-    const created = JSON.parse(runCli(["alerts", "create", "--kind", "spend", "--budget-usd", "5", "--window", "day", "--webhook", receiver.url, "--json", ...args]));
+    const created = JSON.parse(
+      runCli(["alerts", "create", "--kind", "spend", "--budget-usd", "5", "--window", "day", "--webhook", receiver.url, "--json", ...args]),
+    );
     // Each instance has a data directory of its own: the key sealing the secret comes from the shared database.
     for (let i = 0; i < 2; i++) {
-      instances.push(await startServiceProcess(["--mongodb-uri", uri, "--redis-url", redis.url, "--data-dir", tempDir()], { ALERT_RETRY_BASE_MS: "50" }));
+      instances.push(
+        await startServiceProcess(["--mongodb-uri", uri, "--redis-url", redis.url, "--data-dir", tempDir()], { ALERT_RETRY_BASE_MS: "50" }),
+      );
     }
     store = await openMongoStore(uri);
     const ids: string[] = [];

@@ -25,10 +25,20 @@ describe("a spend budget crossed by real traffic", () => {
     await owner.signUp("budget@example.com");
     const key = (await owner.ok("AccountService/CreateKey", { name: "app" })).plaintext as string;
     const port = await freePort();
-    const { destination, secret } = await owner.ok("AlertService/CreateDestination", { kind: "ALERT_DESTINATION_KIND_WEBHOOK", url: `http://127.0.0.1:${port}/hook` });
+    const { destination, secret } = await owner.ok("AlertService/CreateDestination", {
+      kind: "ALERT_DESTINATION_KIND_WEBHOOK",
+      url: `http://127.0.0.1:${port}/hook`,
+    });
     const rule = (
       await owner.ok("AlertService/CreateRule", {
-        rule: { kind: "ALERT_KIND_SPEND", name: "daily budget", budgetUsd: 0.05, window: { kind: "ALERT_WINDOW_KIND_DAY" }, thresholdsPercent: [100], destinationIds: [destination.id] },
+        rule: {
+          kind: "ALERT_KIND_SPEND",
+          name: "daily budget",
+          budgetUsd: 0.05,
+          window: { kind: "ALERT_WINDOW_KIND_DAY" },
+          thresholdsPercent: [100],
+          destinationIds: [destination.id],
+        },
       })
     ).rule as Json;
 
@@ -46,7 +56,11 @@ describe("a spend budget crossed by real traffic", () => {
     );
     // The receiver is down when it fires: the first attempt fails and is retried.
     const deliveries = () => owner.ok("AlertService/ListDeliveries", {});
-    await waitFor(async () => ((await deliveries()).deliveries as Json[] | undefined)?.[0]?.attempts?.length >= 1, "a first, failed attempt", 60_000);
+    await waitFor(
+      async () => ((await deliveries()).deliveries as Json[] | undefined)?.[0]?.attempts?.length >= 1,
+      "a first, failed attempt",
+      60_000,
+    );
     receiver = await startWebhookReceiver({ secret: secret as string, port });
     await waitFor(() => receiver!.accepted.length >= 1, "the webhook", 60_000);
     const latencyMs = receiver.accepted[0]!.receivedAt - crossedAt;
@@ -57,7 +71,10 @@ describe("a spend budget crossed by real traffic", () => {
     expect(receiver.accepted).toHaveLength(1);
     const [delivery] = receiver.accepted;
     const body = new Webhook(secret as string).verify(delivery!.body, delivery!.headers as Record<string, string>) as Json;
-    expect(body).toMatchObject({ type: "alert.fired", data: { rule_id: rule.id, kind: "ALERT_KIND_SPEND", threshold_percent: 100, threshold_value: 0.05 } });
+    expect(body).toMatchObject({
+      type: "alert.fired",
+      data: { rule_id: rule.id, kind: "ALERT_KIND_SPEND", threshold_percent: 100, threshold_value: 0.05 },
+    });
     expect(body.data.measured_value).toBeGreaterThanOrEqual(0.05 - 1e-9);
     expect(delivery!.headers["webhook-id"]).toBe(body.data.id);
     const [logged] = (await deliveries()).deliveries as Json[];

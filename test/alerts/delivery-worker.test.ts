@@ -64,10 +64,22 @@ async function fire(destinationIds: string[], firedAt = Date.now()) {
 describe("delivery worker", () => {
   it("disables a destination whose every attempt has failed for 3 days, and says why", async () => {
     const receiver = await startWebhookReceiver({ status: () => 500 });
-    const { destination } = await destinations(store.alerts, box).create(projectId, { kind: "webhook", name: "down", url: receiver.url });
+    const { destination } = await destinations(store.alerts, box, { privateUrls: true }).create(projectId, {
+      kind: "webhook",
+      name: "down",
+      url: receiver.url,
+    });
     // A moment ahead of the events' enqueue time, so each is due at once.
     let now = Date.now() + 1000;
-    const worker = startDeliveryWorker({ store: store.alerts, box, retryBaseMs: 1, publicUrl: "http://localhost", pollMs: 0, now: () => new Date(now) });
+    const worker = startDeliveryWorker({
+      store: store.alerts,
+      box,
+      privateUrls: true,
+      retryBaseMs: 1,
+      publicUrl: "http://localhost",
+      pollMs: 0,
+      now: () => new Date(now),
+    });
     try {
       await fire([destination.id]);
       await worker.runOnce();
@@ -104,11 +116,16 @@ describe("delivery worker", () => {
   it("mails an email destination through SMTP_URL (Mailpit), with the headline, window and dashboard link", async () => {
     // A project of its own, so the first test's deliveries still pending are not in the way.
     projectId = (await store.teams.createOrganization({ name: "mail", project: { name: "p", plan: "free" } })).project.id;
-    const { destination } = await destinations(store.alerts, box).create(projectId, { kind: "email", name: "", emails: ["oncall@example.com", "lead@example.com"] });
+    const { destination } = await destinations(store.alerts, box, { privateUrls: true }).create(projectId, {
+      kind: "email",
+      name: "",
+      emails: ["oncall@example.com", "lead@example.com"],
+    });
     const worker = startDeliveryWorker({
       store: store.alerts,
       box,
       retryBaseMs: 1,
+      privateUrls: true,
       publicUrl: "https://calltrace.example.com",
       pollMs: 0,
       mail: { transport: smtpTransport(mailpit.smtpUrl), from: "calltrace <alerts@example.com>" },
@@ -117,12 +134,17 @@ describe("delivery worker", () => {
       const event = await fire([destination.id], Date.UTC(2026, 10, 26, 12, 0));
       expect(await worker.runOnce()).toBe(1);
       const [message] = (await mailpit.messages()).filter((m) => m.Subject.includes("Error rate"));
-      expect(message).toMatchObject({ Subject: "[calltrace] errors: Error rate of model gpt-4o reached 100 % of 5.0 %: 12.5 %", From: { Address: "alerts@example.com" } });
+      expect(message).toMatchObject({
+        Subject: "[calltrace] errors: Error rate of model gpt-4o reached 100 % of 5.0 %: 12.5 %",
+        From: { Address: "alerts@example.com" },
+      });
       expect(message!.To.map((t) => t.Address).sort()).toEqual(["lead@example.com", "oncall@example.com"]);
       const text = await mailpit.text(message!.ID);
       expect(text).toContain(`Project: ${projectId}`);
       expect(text).toContain("Window: 2026-11-26 11:50 – 2026-11-26 12:00 UTC");
-      expect(text).toContain(`https://calltrace.example.com/app/p/${projectId}/traces?range=custom&from=2026-11-26T11%3A50&to=2026-11-26T12%3A00&model=gpt-4o`);
+      expect(text).toContain(
+        `https://calltrace.example.com/app/p/${projectId}/traces?range=custom&from=2026-11-26T11%3A50&to=2026-11-26T12%3A00&model=gpt-4o`,
+      );
       expect((await store.alerts.listDeliveries(projectId, { eventId: event.id, limit: 1 }))[0]).toMatchObject({ state: "delivered" });
     } finally {
       await worker.close();

@@ -38,11 +38,26 @@ describe("alert evaluation across two instances", () => {
     const args = ["--mongodb-uri", uri, "--redis-url", redis.url, "--data-dir", tempDir()];
     receiver = await startWebhookReceiver();
     const created = JSON.parse(
-      runCli(["alerts", "create", "--kind", "spend", "--budget-usd", "0.01", "--window", "day", "--webhook", receiver.url, "--json", ...args]),
+      runCli([
+        "alerts",
+        "create",
+        "--kind",
+        "spend",
+        "--budget-usd",
+        "0.01",
+        "--window",
+        "day",
+        "--webhook",
+        receiver.url,
+        "--json",
+        ...args,
+      ]),
     );
     const key = (JSON.parse(runCli(["keys", "create", "--project", created.project, "--json", ...args])) as { key: string }).key;
     for (let i = 0; i < 2; i++) {
-      instances.push(await startServiceProcess(["--mongodb-uri", uri, "--redis-url", redis.url, "--data-dir", tempDir()], { ALERT_EVALUATE_MS: "1000" }));
+      instances.push(
+        await startServiceProcess(["--mongodb-uri", uri, "--redis-url", redis.url, "--data-dir", tempDir()], { ALERT_EVALUATE_MS: "1000" }),
+      );
     }
     // Let the evaluator watch the rule's scope (on MongoDB a watch starts 3 s after it is made).
     await new Promise((r) => setTimeout(r, 8000));

@@ -1,7 +1,14 @@
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { beforeAll, describe, expect, it } from "vitest";
-import { type AlertEvent, AlertKind, type AlertRule, AlertRuleSchema, AlertScopeKind, AlertWindowKind } from "../../gen/calltrace/v1/alert_pb.js";
+import {
+  type AlertEvent,
+  AlertKind,
+  type AlertRule,
+  AlertRuleSchema,
+  AlertScopeKind,
+  AlertWindowKind,
+} from "../../gen/calltrace/v1/alert_pb.js";
 import { newId } from "../../src/store/ids.js";
 import { projectWithKeys } from "../read-api/read-support.js";
 import { postTrace, startTestService, traceBody, type TestService } from "../support/test-service.js";

@@ -30,7 +30,7 @@ let dests: ReturnType<typeof destinations>;
 beforeAll(async () => {
   service = await startTestService({ alertRetryBaseMs: 20, publicUrl: "https://calltrace.example.com" });
   projectId = (await service.createKey()).accountId;
-  dests = destinations(service.store.alerts, secretBox(await service.store.alerts.defaultSecretKey()));
+  dests = destinations(service.store.alerts, secretBox(await service.store.alerts.defaultSecretKey()), { privateUrls: true });
 });
 const receivers: Array<{ close(): Promise<void> }> = [];
 afterAll(async () => {
@@ -128,7 +128,9 @@ describe("webhook delivery over the outbox", () => {
     // The 401 was final (a 4xx other than 429): one attempt, logged with its code.
     await waitFor(async () => (await deliveriesOf(event.id))[0]?.state === "failed", "the delivery to fail for good");
     const [logged] = await deliveriesOf(event.id);
-    expect(logged!.attempts).toEqual([expect.objectContaining({ outcome: "http_error", responseCode: 401, trigger: "schedule", detail: "bad signature" })]);
+    expect(logged!.attempts).toEqual([
+      expect.objectContaining({ outcome: "http_error", responseCode: 401, trigger: "schedule", detail: "bad signature" }),
+    ]);
   });
 
   it("retries 429 and 5xx with the same webhook-id until delivered, and gives up at once on another 4xx", async () => {
@@ -159,7 +161,11 @@ describe("webhook delivery over the outbox", () => {
 
   it("delivers once per id to a receiver that was down and comes back", async () => {
     const port = await freePort();
-    const { destination, secret } = await dests.create(projectId, { kind: "webhook", name: "later", url: `http://127.0.0.1:${port}/hooks` });
+    const { destination, secret } = await dests.create(projectId, {
+      kind: "webhook",
+      name: "later",
+      url: `http://127.0.0.1:${port}/hooks`,
+    });
     const events = [await fire([destination.id]), await fire([destination.id])];
     // Nothing listens: the first attempts fail with a network error and are scheduled again.
     await waitFor(async () => (await deliveriesOf(events[1]!.id))[0]!.attempts.length >= 2, "two failed attempts");
@@ -169,7 +175,10 @@ describe("webhook delivery over the outbox", () => {
 
     const receiver = await startWebhookReceiver({ secret, port });
     receivers.push(receiver);
-    await waitFor(async () => (await Promise.all(events.map((e) => deliveriesOf(e.id)))).every(([d]) => d!.state === "delivered"), "both deliveries");
+    await waitFor(
+      async () => (await Promise.all(events.map((e) => deliveriesOf(e.id)))).every(([d]) => d!.state === "delivered"),
+      "both deliveries",
+    );
     await new Promise((r) => setTimeout(r, 300));
     expect(receiver.accepted.map((d) => d.headers["webhook-id"]).sort()).toEqual(events.map((e) => e.id).sort());
     expect((await service.store.alerts.getDestination(projectId, destination.id))!.failingSince).toBeUndefined();

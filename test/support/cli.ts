@@ -6,10 +6,13 @@ export const repoRoot = fileURLToPath(new URL("../..", import.meta.url));
 export const calltraceBin = fileURLToPath(new URL("../../bin/calltrace.js", import.meta.url));
 
 /** Runs `calltrace <args>` to completion; throws with its stderr when it exits non-zero. */
+/** Tests' webhook receivers listen on loopback, which destinations may not point at by default (D62). */
+const loopbackReceivers = { ALERT_PRIVATE_URLS: "true" };
+
 export function runCli(args: string[], env: NodeJS.ProcessEnv = {}): string {
   const result = spawnSync(process.execPath, [calltraceBin, ...args], {
     cwd: repoRoot,
-    env: { ...process.env, ...env },
+    env: { ...process.env, ...loopbackReceivers, ...env },
     encoding: "utf8",
   });
   if (result.status !== 0) {
@@ -20,7 +23,11 @@ export function runCli(args: string[], env: NodeJS.ProcessEnv = {}): string {
 
 /** Runs `calltrace <args>` and returns its exit status and output, whatever the status. */
 export function runCliRaw(args: string[], env: NodeJS.ProcessEnv = {}) {
-  return spawnSync(process.execPath, [calltraceBin, ...args], { cwd: repoRoot, env: { ...process.env, ...env }, encoding: "utf8" });
+  return spawnSync(process.execPath, [calltraceBin, ...args], {
+    cwd: repoRoot,
+    env: { ...process.env, ...loopbackReceivers, ...env },
+    encoding: "utf8",
+  });
 }
 
 export interface ServiceProcess {
@@ -37,7 +44,7 @@ export interface ServiceProcess {
 export async function startServiceProcess(args: string[], env: NodeJS.ProcessEnv = {}): Promise<ServiceProcess> {
   const child = spawn(process.execPath, [calltraceBin, "serve", "--port", "0", ...args], {
     cwd: repoRoot,
-    env: { ...process.env, LOG_LEVEL: "info", ...env },
+    env: { ...process.env, LOG_LEVEL: "info", ...loopbackReceivers, ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   const lines: string[] = [];

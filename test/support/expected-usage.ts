@@ -4,7 +4,8 @@ import { latencyBucket, latencyBucketBound } from "../../src/store/latency-bucke
 /** What every store must answer as the totals of these traces, worked out the slow way. */
 export function expectedTotals(traces: StoredTrace[]) {
   const latencies = traces.map((t) => t.latencyMs).sort((a, b) => a - b);
-  const rank = (p: number) => (latencies.length === 0 ? 0 : latencyBucketBound(latencyBucket(latencies[Math.ceil(p * latencies.length) - 1]!)));
+  const rank = (p: number) =>
+    latencies.length === 0 ? 0 : latencyBucketBound(latencyBucket(latencies[Math.ceil(p * latencies.length) - 1]!));
   return {
     calls: BigInt(traces.length),
     errors: BigInt(traces.filter((t) => t.status === "error").length),

@@ -7,7 +7,8 @@ import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 
 /** How to get the test server when it is missing. */
-export const ferretdbInstall = "bash scripts/install-ferretdb.sh   (builds github.com/FerretDB/FerretDB/cmd/ferretdb@v1.24.2 into $(go env GOPATH)/bin)";
+export const ferretdbInstall =
+  "bash scripts/install-ferretdb.sh   (builds github.com/FerretDB/FerretDB/cmd/ferretdb@v1.24.2 into $(go env GOPATH)/bin)";
 
 /** A MongoDB-compatible server for tests: FerretDB started here, or the server of MONGODB_URI. */
 export interface MongoTestServer {
@@ -39,7 +40,6 @@ function ferretdbBinary(): string | undefined {
   const candidate = join(gopath, "bin", "ferretdb");
   return existsSync(candidate) ? candidate : undefined;
 }
-
 
 async function waitForPort(port: number, deadlineMs: number, child: ChildProcess): Promise<void> {
   const until = Date.now() + deadlineMs;
@@ -84,7 +84,10 @@ export async function startMongoTestServer(options: { managed?: boolean } = {}):
   }
 
   const binary = ferretdbBinary();
-  if (!binary) throw new Error(`FerretDB is not installed, and the MongoDB store tests need it. Install it with:\n  ${ferretdbInstall}\nor set MONGODB_URI to a MongoDB 6+ server (docs/mongodb.md).`);
+  if (!binary)
+    throw new Error(
+      `FerretDB is not installed, and the MongoDB store tests need it. Install it with:\n  ${ferretdbInstall}\nor set MONGODB_URI to a MongoDB 6+ server (docs/mongodb.md).`,
+    );
   const dir = mkdtempSync(join(tmpdir(), "calltrace-ferretdb-"));
   const port = await freePort();
   let child: ChildProcess | undefined;

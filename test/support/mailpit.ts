@@ -27,7 +27,17 @@ export async function startMailpit(): Promise<Mailpit> {
   const [smtp, http] = [await freePort(), await freePort()];
   const child = spawn(
     goTool("mailpit"),
-    ["--smtp", `127.0.0.1:${smtp}`, "--listen", `127.0.0.1:${http}`, "--database", join(tempDir(), "mailpit.db"), "--quiet", "--disable-version-check", "--smtp-disable-rdns"],
+    [
+      "--smtp",
+      `127.0.0.1:${smtp}`,
+      "--listen",
+      `127.0.0.1:${http}`,
+      "--database",
+      join(tempDir(), "mailpit.db"),
+      "--quiet",
+      "--disable-version-check",
+      "--smtp-disable-rdns",
+    ],
     { stdio: ["ignore", "ignore", "inherit"] },
   );
   const stop = () => child.kill("SIGKILL");

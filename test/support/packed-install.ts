@@ -52,5 +52,9 @@ export function packAndInstall(): PackedInstall {
   if (version(app) !== version(root)) throw new Error(`better-sqlite3 ${version(app)} installed, ${version(root)} built here`);
   mkdirSync(join(sqlite(app), "build/Release"), { recursive: true });
   copyFileSync(join(sqlite(root), "build/Release/better_sqlite3.node"), join(sqlite(app), "build/Release/better_sqlite3.node"));
-  return { app, bin: join(app, "node_modules/calltrace/bin/calltrace.js"), remove: () => rmSync(scratch, { recursive: true, force: true }) };
+  return {
+    app,
+    bin: join(app, "node_modules/calltrace/bin/calltrace.js"),
+    remove: () => rmSync(scratch, { recursive: true, force: true }),
+  };
 }

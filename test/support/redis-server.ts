@@ -18,7 +18,6 @@ export interface RedisTestServer {
   close(): Promise<void>;
 }
 
-
 export async function startRedis(): Promise<RedisTestServer> {
   if (spawnSync("sh", ["-c", "command -v redis-server"]).status !== 0) {
     throw new Error(`redis-server is not installed; install it with: ${redisInstall}`);

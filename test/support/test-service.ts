@@ -21,7 +21,9 @@ export interface TestService extends RunningService {
  * Starts the real service in this process on a free loopback port with a fresh embedded store,
  * and stops it after the test file.
  */
-export async function startTestService(overrides: Partial<Config> & { plans?: Record<string, { per_minute: number; per_month: number; max_keys?: number }> } = {}): Promise<TestService> {
+export async function startTestService(
+  overrides: Partial<Config> & { plans?: Record<string, { per_minute: number; per_month: number; max_keys?: number }> } = {},
+): Promise<TestService> {
   const dataDir = tempDir();
   const { plans, ...configOverrides } = overrides;
   let plansFile: string | undefined;
@@ -29,7 +31,16 @@ export async function startTestService(overrides: Partial<Config> & { plans?: Re
     plansFile = join(dataDir, "plans.json");
     writeFileSync(plansFile, JSON.stringify(plans));
   }
-  const config: Config = { ...resolveConfig({}, {}), port: 0, dataDir, logLevel: "silent", ...(plansFile ? { plansFile } : {}), ...configOverrides };
+  // Tests' webhook receivers listen on loopback (D62 refuses it by default).
+  const config: Config = {
+    ...resolveConfig({}, {}),
+    port: 0,
+    dataDir,
+    logLevel: "silent",
+    alertPrivateUrls: true,
+    ...(plansFile ? { plansFile } : {}),
+    ...configOverrides,
+  };
   const service = await startService(config, createLogger(config.logLevel));
   const store = openSqliteStore(config.dataDir);
   afterAll(async () => {

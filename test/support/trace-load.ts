@@ -60,7 +60,12 @@ export async function send(options: Pick<LoadOptions, "url" | "key" | "idempoten
       ...(options.timeoutMs ? { signal: AbortSignal.timeout(options.timeoutMs) } : {}),
     });
     const body = (await response.json().catch(() => ({}))) as { retry_after?: number };
-    return { n, status: response.status, ms: performance.now() - started, ...(body.retry_after === undefined ? {} : { retryAfter: body.retry_after }) };
+    return {
+      n,
+      status: response.status,
+      ms: performance.now() - started,
+      ...(body.retry_after === undefined ? {} : { retryAfter: body.retry_after }),
+    };
   } catch {
     return { n, status: 0, ms: performance.now() - started };
   }

@@ -47,7 +47,11 @@ const crossed = (input: LevelInput, percent: number) => {
  * A calendar window's crossings (spend per day, week or month; quota per month): each threshold
  * at most once per window, never "back under" (a calendar window's spend only grows).
  */
-export function calendarCrossings(input: LevelInput, windowStartMs: number, state: LevelState): { crossings: Crossing[]; state: LevelState } {
+export function calendarCrossings(
+  input: LevelInput,
+  windowStartMs: number,
+  state: LevelState,
+): { crossings: Crossing[]; state: LevelState } {
   const fired = state.windowStartMs === windowStartMs ? new Set(state.fired ?? []) : new Set<number>();
   const crossings: Crossing[] = [];
   for (const percent of input.thresholdsPercent) {
@@ -81,7 +85,12 @@ export function movingCrossings(input: LevelInput, state: LevelState): { crossin
       crossings.push({ id: `${input.ruleId}.r${percent}.${occurrence}`, thresholdPercent: percent, thresholdValue, resolved: false });
     } else if (!isAbove && above.has(percent) && input.counts !== false) {
       above.delete(percent);
-      crossings.push({ id: `${input.ruleId}.r${percent}.${occurrences[percent] ?? 0}.under`, thresholdPercent: percent, thresholdValue, resolved: true });
+      crossings.push({
+        id: `${input.ruleId}.r${percent}.${occurrences[percent] ?? 0}.under`,
+        thresholdPercent: percent,
+        thresholdValue,
+        resolved: true,
+      });
     }
   }
   return { crossings, state: { occurrences, above: [...above].sort((a, b) => a - b) } };

@@ -1,12 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { randomUUID } from "node:crypto";
-import {
-  AlertEventSchema,
-  AlertKind,
-  type AlertRule,
-  AlertScopeKind,
-} from "../../../gen/calltrace/v1/alert_pb.js";
+import { AlertEventSchema, AlertKind, type AlertRule, AlertScopeKind } from "../../../gen/calltrace/v1/alert_pb.js";
 import { type AlertRuleValue, AlertRuleValueSchema } from "../../../gen/calltrace/v1/alert_service_pb.js";
 import type { Logger } from "../../log/logger.js";
 import type { AlertStore } from "../../store/alert-store.js";
@@ -116,13 +111,25 @@ export function startEvaluator(deps: EvaluatorDeps): Evaluator {
   };
 }
 
-function crossingsOf(rule: AlertRule, m: Measurement, state: unknown, at: number): { crossings: (Crossing & { model?: string })[]; state: unknown } {
+function crossingsOf(
+  rule: AlertRule,
+  m: Measurement,
+  state: unknown,
+  at: number,
+): { crossings: (Crossing & { model?: string })[]; state: unknown } {
   const ruleId = m.part === "" ? rule.id : `${rule.id}.${m.part}`;
   if (rule.kind === AlertKind.UNPRICED) {
-    return unpricedCrossings(ruleId, new Date(at).toISOString().slice(0, 10), m.models ?? [], (state ?? {}) as { day?: string; models?: string[] });
+    return unpricedCrossings(
+      ruleId,
+      new Date(at).toISOString().slice(0, 10),
+      m.models ?? [],
+      (state ?? {}) as { day?: string; models?: string[] },
+    );
   }
   const input = { ruleId, value: m.value, limit: m.limit, thresholdsPercent: thresholdsOf(rule), strictly: m.strictly, counts: m.counts };
-  return m.moving ? movingCrossings(input, (state ?? {}) as LevelState) : calendarCrossings(input, m.window.startMs, (state ?? {}) as LevelState);
+  return m.moving
+    ? movingCrossings(input, (state ?? {}) as LevelState)
+    : calendarCrossings(input, m.window.startMs, (state ?? {}) as LevelState);
 }
 
 function eventOf(rule: AlertRule, m: Measurement, c: Crossing & { model?: string }, at: number) {
