@@ -159,7 +159,8 @@ describe("values the service would refuse", () => {
     };
     for (let i = 0; i < 2; i++) await withAttributes(attributes, chat);
     const [trace, second] = await h.traces();
-    expect({ ...second, latency_ms: 0 }).toEqual({ ...trace, latency_ms: 0 });
+    // The same attributes, cut the same way; only the time and length of each call differ.
+    expect({ ...second, latency_ms: 0, called_at: "" }).toEqual({ ...trace, latency_ms: 0, called_at: "" });
     expect(Array.from(trace!.user_id)).toHaveLength(256); // characters, as the service counts them
     expect(trace!.user_id).toBe("😀".repeat(256));
     expect(trace!.session_id).toHaveLength(256);
