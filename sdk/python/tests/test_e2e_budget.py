@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import subprocess
+import threading
 import time
 
 import pytest
@@ -109,6 +110,10 @@ def test_refuses_once_real_traffic_used_up_a_users_budget_and_fails_open(budget_
 
 def test_a_call_adds_no_request_the_status_is_read_in_the_background(budget_server, provider):
     proxy = budget_server["proxy"]
+    # An earlier test's refresher, stopped but perhaps still inside its last read, ends first.
+    for thread in threading.enumerate():
+        if thread.name == "calltrace-budget":
+            thread.join(30)
     before = proxy.count(BUDGET_GET)
     calltrace.init(api_key=budget_server["key"], endpoint=budget_server["endpoint"], enforce_budget=True,
                    budget_refresh=600, retry_base_delay=0.05, max_retries=40)
