@@ -7,7 +7,7 @@ mutated `api_key` (not a string, or empty) is left as generated.
 """
 
 import os
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 
 import schemathesis
 
@@ -24,6 +24,7 @@ def before_call(context, case, kwargs):
         body["api_key"] = KEY
     if isinstance(body, dict):
         keep_parts_within_totals(body)
+        keep_call_time_within_bounds(body)
 
 
 def count(body, name):
@@ -78,3 +79,21 @@ def keep_read_query_answerable(query):
                 query["from"], query["to"] = end, start
         except (ValueError, TypeError):
             pass  # not a time Python reads (a leap second): left as generated
+
+
+def keep_call_time_within_bounds(body):
+    """`called_at` is accepted from the project's retention ago to 5 minutes ahead (D58), bounds
+    that move with the clock, which a JSON Schema cannot say: a valid time outside them is moved
+    to now, so positive cases stay positive (a malformed one is left as generated)."""
+    value = body.get("called_at")
+    if not isinstance(value, str):
+        return
+    try:
+        at = datetime.fromisoformat(value.replace("z", "Z").replace("Z", "+00:00"))
+    except ValueError:
+        return  # not a time Python reads: left as generated
+    if at.tzinfo is None:
+        return  # no offset: not RFC 3339, left as generated
+    now = datetime.now(timezone.utc)
+    if not now - timedelta(days=1) <= at <= now + timedelta(minutes=1):
+        body["called_at"] = now.isoformat().replace("+00:00", "Z")
