@@ -49,6 +49,21 @@ async function writeWithOldRelease(dir: string, target: { dataDir: string; mongo
   return JSON.parse(run.stdout) as OldAccount[];
 }
 
+/**
+ * `value` with only the keys that `old` (the same reading by the old release) has, at every depth:
+ * fields added since (a group's `other`, a page's `whole_days`) are not the old release's to compare.
+ * A key the old release had and the new one lost still fails, as does a different count of rows.
+ */
+function knownTo(value: unknown, old: unknown): unknown {
+  if (Array.isArray(value) && Array.isArray(old)) return value.map((v, i) => (i < old.length ? knownTo(v, old[i]) : v));
+  if (value && old && typeof value === "object" && typeof old === "object" && !Array.isArray(old)) {
+    return Object.fromEntries(
+      Object.keys(old).map((k) => [k, knownTo((value as Record<string, unknown>)[k], (old as Record<string, unknown>)[k])]),
+    );
+  }
+  return value;
+}
+
 /** The same readings as the writer took, through the current code. */
 async function readings(store: Store, id: string) {
   const filter = create(TraceFilterSchema, {});
@@ -105,7 +120,7 @@ export function upgradeSuite(mongo: boolean): void {
   it("keeps every trace and roll-up of every account, under a project of the same id", async () => {
     for (const account of old) {
       const { id, email, keys, sessionToken, ...figures } = account;
-      expect(await readings(store, id), id).toEqual(figures);
+      expect(knownTo(await readings(store, id), figures), id).toEqual(figures);
       const project = await store.teams.getProject(id);
       expect(project, id).toBeDefined();
       expect(await store.teams.getOrganization(project!.organizationId), id).toBeDefined();
