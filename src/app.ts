@@ -94,7 +94,6 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     shutdown: shuttingDown.signal,
     pipeline,
     otlp: {
-      prices,
       metadataAttributes: metadataAttributeNames(config.otlpMetadataAttributes),
       storedSpans: (accountId, otlpTraceIds) => store.otlpSpans(accountId, otlpTraceIds),
     },
@@ -142,7 +141,13 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       publicUrl: config.publicUrl,
       onKeysRevoked: (hashes) => verifier.forget(hashes),
       pricing: { prices: store.prices, cache: prices, reprice },
-      alerts: { store: store.alerts, secrets: alertSecrets, privateUrls: config.alertPrivateUrls, onDue: () => deliveries?.poke(), ruleValues: ruleValues(measuring) },
+      alerts: {
+        store: store.alerts,
+        secrets: alertSecrets,
+        privateUrls: config.alertPrivateUrls,
+        onDue: () => deliveries?.poke(),
+        ruleValues: ruleValues(measuring),
+      },
     }),
   });
   const tls =

@@ -11,6 +11,7 @@ import type { PriceBook } from "../pricing/price-match.js";
 import type { ProjectPrices } from "../pricing/project-prices.js";
 import { rateLimitHeaders, type HeaderFields } from "../limits/rate-limit-headers.js";
 import type { ApiKeyRecord } from "../store/records.js";
+import { withTimeLimit } from "../store/time-limit.js";
 import type { TraceWrite, WriteOutcome } from "../store/trace-store.js";
 import { type BatchingWriter, WriterQueueFullError } from "./batching-writer.js";
 import {
@@ -57,15 +58,6 @@ export interface TraceSubmission {
   clientAddress: string | undefined;
   /** Problems the protocol edge already found while decoding (wrong JSON types). */
   decodeProblems?: FieldProblem[];
-}
-
-/** The admitted request's project's custom prices; a store that cannot read them cannot take the trace either (503). */
-export async function priceBookOf(prices: ProjectPrices, admission: Admission): Promise<PriceBook> {
-  try {
-    return await prices.book(admission.key.accountId);
-  } catch {
-    throw storeUnavailable(unavailableRetryAfter);
-  }
 }
 
 /** One of many traces of a request (an OTLP span), its `api_key` left empty: the request's key is the only one. */
@@ -134,6 +126,12 @@ export interface IngestPipeline {
    * traces come back as duplicates); every other trace left out is in `rejected`.
    */
   acceptCalls(admission: Admission, calls: CallSubmission[], clientAddress: string | undefined): Promise<CallsOutcome>;
+  /**
+   * The admitted request's project's custom prices: at once when cached; a first read is a wait on
+   * the store like the others, within what is left of the request's time. A store that cannot read
+   * them in time cannot take the trace either (503).
+   */
+  priceBook(admission: Admission): Promise<PriceBook>;
   /** The edge could not make a submission of an admitted request (body too large, not JSON, client gone): gives back its reservation. */
   abandon(admission: Admission): Promise<void>;
 }
@@ -161,13 +159,22 @@ export function createIngestPipeline(deps: IngestPipelineDeps): IngestPipeline {
       throw keyMismatch();
     }
 
-    const stored = storedTrace(admission, trace, clientAddress, apiOrigin(trace, await priceBookOf(deps.prices, admission), trace.calledAt ? timestampDate(trace.calledAt) : new Date()));
+    const stored = storedTrace(
+      admission,
+      trace,
+      clientAddress,
+      apiOrigin(trace, await priceBook(admission), trace.calledAt ? timestampDate(trace.calledAt) : new Date()),
+    );
     if (!admission.reservation) throw new Error("a single trace needs an admission that reserved its quota");
     const reservation = await reserved(admission, admission.reservation);
     const decision = reservation.decision;
     const headers = quotaHeaders(decision);
     if (!decision.allowed) throw quotaExceeded(decision.retryAfter, headers);
-    const outcome = await write(admission, { trace: stored, idempotencyKey: idempotencyKey ?? undefined, quotaRemaining: decision.remaining });
+    const outcome = await write(admission, {
+      trace: stored,
+      idempotencyKey: idempotencyKey ?? undefined,
+      quotaRemaining: decision.remaining,
+    });
     if (outcome.kind === "duplicate") {
       // A repeated Idempotency-Key (D14) stored nothing and gives its reservation back: the answer
       // is the first answer's figure, kept with the key (D23). A claim made before figures were
@@ -179,6 +186,19 @@ export function createIngestPipeline(deps: IngestPipelineDeps): IngestPipeline {
     return { headers, counted: true };
   }
 
+  async function priceBook(admission: Admission): Promise<PriceBook> {
+    const book = deps.prices.book(admission.key.accountId);
+    if (!(book instanceof Promise)) return book;
+    const started = performance.now();
+    try {
+      return await withTimeLimit(book, timeLeft(admission), () => new Error("the project's prices were not read in time"));
+    } catch {
+      throw storeUnavailable(unavailableRetryAfter);
+    } finally {
+      admission.storeWaitMs += performance.now() - started;
+    }
+  }
+
   /** What is wrong with a trace's call time, if it has one (D58). */
   function callTimeOutOfBounds(admission: Admission, trace: Trace): FieldProblem | undefined {
     if (trace.calledAt === undefined) return undefined;
@@ -187,7 +207,12 @@ export function createIngestPipeline(deps: IngestPipelineDeps): IngestPipeline {
 
   /** The server's record of a trace of an admitted request, received now. */
   function storedTrace(admission: Admission, trace: Trace, clientAddress: string | undefined, origin: TraceOrigin): StoredTrace {
-    const receipt = { keyId: admission.key.id, accountId: admission.key.accountId, country: deps.countryOf(clientAddress), receivedAtMs: Date.now() };
+    const receipt = {
+      keyId: admission.key.id,
+      accountId: admission.key.accountId,
+      country: deps.countryOf(clientAddress),
+      receivedAtMs: Date.now(),
+    };
     return storedTraceOf(trace, receipt, origin);
   }
 
@@ -204,8 +229,8 @@ export function createIngestPipeline(deps: IngestPipelineDeps): IngestPipeline {
     return outcome;
   }
 
-
   return {
+    priceBook,
     async admit(authorization, clientAddress, reserveQuota = true) {
       const presentedKey = bearerToken(authorization);
       let key: ApiKeyRecord | undefined;

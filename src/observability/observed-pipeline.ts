@@ -24,6 +24,7 @@ export function observedPipeline(pipeline: IngestPipeline, metrics: Metrics): In
         return admission;
       }, refused),
     abandon: (admission) => pipeline.abandon(admission),
+    priceBook: (admission) => pipeline.priceBook(admission).catch(refused),
     accept: (...args) =>
       pipeline.accept(...args).then((headers) => {
         metrics.limiterDecision("monthly_quota", "allowed");

@@ -159,7 +159,10 @@ export function llmCallOf(span: OtlpSpan, scope: string, resource: SpanResource,
     const { costUsd, serverCostUsd, priceCheck } = serverPricing(
       TraceSource.OTLP,
       0,
-      options.price({ provider, model, tokensIn, tokensOut, tokensCachedIn, tokensCacheWrite, tokensAudioIn, tokensAudioOut, serviceTier }, at),
+      options.price(
+        { provider, model, tokensIn, tokensOut, tokensCachedIn, tokensCacheWrite, tokensAudioIn, tokensAudioOut, serviceTier },
+        at,
+      ),
     );
     // A literal rather than create(): this runs for every span, and create() walks the schema.
     const trace: Trace = {

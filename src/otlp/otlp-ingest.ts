@@ -3,9 +3,8 @@ import {
   type ExportTraceServiceResponse,
   ExportTraceServiceResponseSchema,
 } from "../../gen/opentelemetry/proto/collector/trace/v1/trace_service_pb.js";
-import { type Admission, type IngestPipeline, priceBookOf } from "../ingest/ingest-pipeline.js";
+import type { Admission, IngestPipeline } from "../ingest/ingest-pipeline.js";
 import { projectCost } from "../pricing/custom-prices.js";
-import type { ProjectPrices } from "../pricing/project-prices.js";
 import type { HeaderFields } from "../limits/rate-limit-headers.js";
 import { callsOf } from "./export-calls.js";
 import { KeyedLock } from "./keyed-lock.js";
@@ -17,8 +16,6 @@ import type { OtlpSpanIds } from "../store/trace-store.js";
 
 export interface OtlpIngestDeps extends Omit<LlmCallOptions, "price"> {
   pipeline: IngestPipeline;
-  /** Projects' custom prices, which the server's price of a span applies before the catalog's. */
-  prices: ProjectPrices;
   /** The OTLP spans stored for these OTLP trace ids of an account. */
   storedSpans(accountId: string, otlpTraceIds: string[]): Promise<OtlpSpanIds[]>;
 }
@@ -44,7 +41,7 @@ export function createOtlpIngest(deps: OtlpIngestDeps): OtlpIngest {
   const lock = new KeyedLock();
   const unpaired = new UnpairedSpans();
   return async (admission, request, clientAddress) => {
-    const book = await priceBookOf(deps.prices, admission);
+    const book = await deps.pipeline.priceBook(admission);
     const { calls, rejected } = callsOf(request, { ...deps, price: (usage, at) => projectCost(book, usage, at) });
     const traceIds = [...new Set(calls.map((c) => c.submission.origin.otlpTraceId))];
     const accountId = admission.key.accountId;

@@ -24,7 +24,9 @@ const logger = pino({ level: "error" }, { write: (line: string) => logged.push(l
 function serve(pipeline: IngestPipeline) {
   // No project has custom prices here: the catalog's alone.
   const otlp = { prices: { book: () => new PriceBook([]), changed: () => {} }, metadataAttributes: [], storedSpans: async () => [] };
-  const server = createServer(createRequestHandler({ pipeline, otlp, ready: async () => ({}), maxBodyBytes: 65536, trustProxy: false, logger }));
+  const server = createServer(
+    createRequestHandler({ pipeline, otlp, ready: async () => ({}), maxBodyBytes: 65536, trustProxy: false, logger }),
+  );
   return new Promise<{ url: string; close: () => void }>((resolve) =>
     server.listen(0, "127.0.0.1", () =>
       resolve({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => server.close() }),
@@ -58,6 +60,7 @@ describe("unforeseen errors on POST /v1/traces", () => {
         accept: async () => ({}),
         acceptCalls: async () => ({ headers: {}, stored: 0, duplicates: 0, rejected: [] }),
         abandon: async () => {},
+        priceBook: async () => new PriceBook([]),
       }),
       await serve({
         admit: async () => admitted,
@@ -68,6 +71,7 @@ describe("unforeseen errors on POST /v1/traces", () => {
           throw new TypeError("accept broke after the body was read");
         },
         abandon: async () => {},
+        priceBook: async () => new PriceBook([]),
       }),
     );
   });
@@ -96,6 +100,7 @@ describe("unforeseen errors on an OTLP Export", () => {
         throw new TypeError("acceptCalls broke");
       },
       abandon: async () => {},
+      priceBook: async () => new PriceBook([]),
     });
   });
   afterAll(() => server.close());
