@@ -97,8 +97,10 @@ describe("enforceBudget against the calltrace server", { timeout: 120_000 }, () 
       budgetUsd: BUDGET_USD,
     });
     expect(refused.spendUsd).toBeGreaterThanOrEqual(BUDGET_USD);
-    // The budget is crossed by the fourth call; the rest is the service's and the SDK's refresh delay.
-    expect(made).toBeGreaterThanOrEqual(4);
+    // The server's spend shows the refusal was earned (above); the calls alternate gpt-4o and a
+    // dearer Anthropic call, so the budget may be crossed by the second call already, and no
+    // single call crosses it. (It said "the fourth": CI on Node 24 refused after two, rightly.)
+    expect(made).toBeGreaterThanOrEqual(2);
     // Every provider, streamed or not, is refused now.
     for (const call of [
       { provider: "openai", stream: true },
