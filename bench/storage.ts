@@ -27,6 +27,7 @@ import { openSqliteStore } from "../src/store/sqlite/sqlite-store.js";
 import type { Store } from "../src/store/store.js";
 import { defaultValuesPerDay } from "../src/store/value-cap.js";
 import { startMongoTestServer, type MongoTestServer } from "../test/support/ferretdb.js";
+import { attribution, seededRandom } from "./support/attributed-traffic.js";
 import { machineLine, table, writeResultsSection } from "./support/results.js";
 
 const { values: args } = parseArgs({
@@ -46,20 +47,6 @@ const accountId = "acc_storage";
 
 type Kind = "plain" | "attributed" | "exploding";
 
-/** Deterministic pseudo-random numbers (mulberry32), so every run stores the same traces. */
-function random(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-const tags = Array.from({ length: 50 }, (_, i) => `tag-${String(i).padStart(2, "0")}`);
-const features = Array.from({ length: 20 }, (_, i) => `feature-${String(i).padStart(2, "0")}`);
-const teams = ["payments", "growth", "search", "support", "platform"];
-
 /** Trace `i` of a kind, received on yesterday's UTC day, in order. */
 function trace(kind: Kind, i: number, next: () => number, day: number): StoredTrace {
   const base = {
@@ -76,17 +63,8 @@ function trace(kind: Kind, i: number, next: () => number, day: number): StoredTr
     status: next() < 0.03 ? "error" : "success",
   };
   if (kind === "plain") return create(StoredTraceSchema, base);
-  if (kind === "attributed") {
-    const first = Math.floor(next() * tags.length);
-    return create(StoredTraceSchema, {
-      ...base,
-      userId: `user-${Math.floor(next() * 10_000)}`,
-      sessionId: `session-${Math.floor(next() * 1_000_000)}`,
-      tags: [tags[first]!, tags[(first + 1 + Math.floor(next() * 49)) % 50]!],
-      metadata: { feature: features[Math.floor(next() * features.length)]!, team: teams[Math.floor(next() * teams.length)]! },
-      environment: next() < 0.9 ? "production" : "staging",
-    });
-  }
+  // The attribution real apps send (bench/support/attributed-traffic.ts, as the ingest bench sends it).
+  if (kind === "attributed") return create(StoredTraceSchema, { ...base, ...attribution(next) });
   return create(StoredTraceSchema, {
     ...base,
     userId: `user-${i}-${Math.floor(next() * 1e9)}`,
@@ -189,7 +167,7 @@ async function groupReads(store: Store, day: number): Promise<[string, number][]
 
 async function measure(kind: Kind, bound: number): Promise<Measured> {
   const { store, size, done } = await openStore(bound);
-  const next = random(27);
+  const next = seededRandom(27);
   const day = Math.floor(Date.now() / dayMs) * dayMs - dayMs;
   let busy = 0;
   for (let start = 0; start < count; start += batchSize) {
