@@ -1,167 +1,142 @@
-// Dashboard reads at scale: 1,000,000 traces for one account and 100,000 for each of nine others,
-// spread over the last 30 days, each with a user (10,000 distinct in the big account, a few much
-// busier than the rest), a session, up to three of 50 tags, metadata (`feature`, `team`) and an
-// environment. Times the traces table's first page, a deep page through the cursor, the overview's
-// 30-day aggregates, spend grouped by user, tag and metadata key, and the first page sorted by
-// cost, at the store port and through QueryService over HTTP (session cookie and CSRF header, as
-// the web app calls it). Target on the embedded store: each under 300 ms at p95.
+// Dashboard reads at scale (issues 26 and 27): a project holding N traces (1,000,000 unless told)
+// and nine others holding a tenth as many together, over the last 60 days, seeded through
+// `traces import`'s path (importTraces, src/import/trace-import.ts: batches into the store's
+// batch writer) with the history bench/support/dashboard-traffic.ts makes: runs of an agent's
+// calls sharing a session or an OTLP trace, a few users making most calls, failures whose texts
+// carry ids and figures. Then each page's reads, as the page makes them (its QueryService calls,
+// concurrently where it makes them so), through a signed-in Connect client over a socket, for the
+// dashboard addresses a lead opens: the Overview against the previous period with its daily and
+// hourly trends, Errors, Runs and a run's timeline, Attribution, Traces. Target on the embedded
+// store: each page's p95 under 300 ms.
 //
-//   node --import tsx bench/dashboard-reads.ts                 embedded store (SQLite)
-//   node --import tsx bench/dashboard-reads.ts --store mongo   MongoDB adapter on FerretDB (test/support/ferretdb.ts),
-//                                                              or the server of MONGODB_URI
-//   --scale 0.1   seed a tenth of the rows (5.27: 10 million; each scale has its own block in RESULTS.md)     --runs 21   timed runs per row     --data-dir DIR  keep the seeded store
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+//   node --import tsx bench/dashboard-reads.ts                 1,000,000 traces, embedded store (SQLite)
+//   BENCH_DASHBOARD_TRACES=10000000 node --import tsx bench/dashboard-reads.ts   the 10-million row set (or --traces 10000000)
+//   --store mongo   the MongoDB adapter on FerretDB (test/support/ferretdb.ts), or the server of MONGODB_URI
+//   --runs 21       timed runs per row      --data-dir DIR   seed into DIR and keep it; a later run with the same DIR reuses it
+// Each store and size has its own block in bench/RESULTS.md.
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { create } from "@bufbuild/protobuf";
-import { timestampFromDate, timestampFromMs } from "@bufbuild/protobuf/wkt";
-import { TraceFilterSchema, type TraceFilter } from "../gen/calltrace/v1/query_pb.js";
-import { StoredTraceSchema } from "../gen/calltrace/v1/trace_pb.js";
+import { type Client, createClient, type Interceptor } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
+import { Dimension, RunOrder, TraceOrder } from "../gen/calltrace/v1/query_pb.js";
+import { QueryService } from "../gen/calltrace/v1/query_service_pb.js";
 import { startService } from "../src/app.js";
 import { mintApiKey } from "../src/auth/api-key.js";
 import { resolveConfig } from "../src/config/config.js";
 import { hashPassword } from "../src/dashboard/password-hash.js";
+import type { ImportItem } from "../src/import/import-item.js";
+import { importTraces } from "../src/import/trace-import.js";
 import { createLogger } from "../src/log/logger.js";
-import { openMongoStore } from "../src/store/mongo/mongo-store.js";
-import { openSqliteStore } from "../src/store/sqlite/sqlite-store.js";
-import type { Store } from "../src/store/store.js";
-import type { TraceWrite } from "../src/store/trace-store.js";
+import { openStore } from "../src/store/open-store.js";
 import { startMongoTestServer, type MongoTestServer } from "../test/support/ferretdb.js";
-import { seededRandom } from "./support/attributed-traffic.js";
-import { bulkSeed, type SeedRate } from "./support/bulk-seed.js";
+import { attributesFromQuery, dimensions, withAttributes } from "../web/src/attributes.js";
+import { bounds, filtersFromQuery, previousBounds, traceFilter } from "../web/src/filters.js";
+import { dashboardTraffic, type TrafficProject } from "./support/dashboard-traffic.js";
 import { machineLine, table, writeResultsSection } from "./support/results.js";
 
 const { values: args } = parseArgs({
   options: {
     store: { type: "string", default: "sqlite" },
-    scale: { type: "string", default: "1" },
+    traces: { type: "string", default: process.env.BENCH_DASHBOARD_TRACES ?? "1000000" },
     runs: { type: "string", default: "21" },
     "data-dir": { type: "string" },
   },
 });
 const storeKind = args.store === "mongo" ? "mongo" : "sqlite";
-const scale = Number(args.scale);
+const traceCount = Number(args.traces);
 const runs = Number(args.runs);
+if (!Number.isInteger(traceCount) || traceCount < 1000)
+  throw new Error(`--traces (BENCH_DASHBOARD_TRACES): a whole number of at least 1000, not ${args.traces}`);
 const targetMs = 300;
-const dayMs = 86_400_000;
+const days = 60;
+const hourMs = 3_600_000;
 const password = "benchmark password";
 
-const models = [
-  ["openai", "gpt-4o", 2.5, 10],
-  ["openai", "gpt-4o-mini", 0.15, 0.6],
-  ["openai", "o3", 2, 8],
-  ["anthropic", "claude-sonnet-4", 3, 15],
-  ["anthropic", "claude-haiku-3.5", 0.8, 4],
-  ["gemini", "gemini-2.5-pro", 1.25, 10],
-  ["gemini", "gemini-2.5-flash", 0.3, 2.5],
-] as const;
-const countries = ["US", "US", "US", "GB", "DE", "FR", "IN", "BR", "JP", "CA", "AU", "IE", "NL", "ES", "SG", ""];
-const users = 10_000;
-const tags = Array.from({ length: 50 }, (_, i) => `tag-${String(i).padStart(2, "0")}`);
-const features = Array.from({ length: 20 }, (_, i) => `feature-${String(i).padStart(2, "0")}`);
-const teams = ["payments", "growth", "search", "support", "platform"];
-/** Failures as providers word them, with the request ids and figures that vary per call (the Errors view masks them). */
-const failures = [
-  (n: number) => `rate_limit_error: ${30_000 + (n % 5000)} tokens per min exceeded, request req_${n.toString(36)}XyZ`,
-  (n: number) => `overloaded_error: Overloaded (request id ${n.toString(16).padStart(8, "0")}-aaaa-4bbb-8ccc-${n.toString(16).padStart(12, "0")})`,
-  (n: number) => `invalid_request_error: max_tokens: ${n % 100_000} > 8192, which is the maximum allowed`,
-  () => "upstream 502: bad gateway",
-  (n: number) => `context_length_exceeded: this model's maximum context length is 128000 tokens, you requested ${128_000 + (n % 9000)}`,
-];
-
-interface Seeded {
-  accountId: string;
-  email: string;
-  total: number;
-  seeding: SeedRate;
+interface Seeding {
+  traces: number;
+  seconds: number;
+  tracesPerSecond: number;
+  /** CPU time of every thread of this process (the import's reading and the store's writer) per trace. */
+  cpuUsPerTrace: number;
+  loadBefore: number;
+  loadAfter: number;
 }
 
+interface Seeded {
+  projectId: string;
+  email: string;
+  seeding: Seeding;
+}
+
+type ServiceConfig = ReturnType<typeof resolveConfig>;
+
 /**
- * The big account (a dashboard user, so HTTP reads can sign in) with three keys, nine others with
- * one key each, and their traces. Closes the store (the embedded store's bulk path writes alone).
+ * A dashboard user owning the project read (three keys), nine other projects (a key each), and
+ * their history imported as `traces import` imports a file: importTraces into the store the
+ * service opens.
  */
-async function seed(store: Store, dataDir: string): Promise<Seeded> {
-  const bigCount = Math.round(1_000_000 * scale);
-  const otherCount = Math.round(100_000 * scale);
+async function seed(config: ServiceConfig): Promise<Seeded> {
+  const store = await openStore(config);
   const email = "bench@example.com";
   const user = await store.users.createUser({ email, passwordHash: await hashPassword(password) });
-  const { project: account } = await store.teams.createOrganization({ name: email, ownerUserId: user.id, project: { name: "Default", plan: "pro" } });
-  const accounts: { id: string; keys: string[]; count: number }[] = [{ id: account.id, keys: [], count: bigCount }];
+  const { project } = await store.teams.createOrganization({
+    name: email,
+    ownerUserId: user.id,
+    project: { name: "Default", plan: "pro" },
+  });
+  const projects: TrafficProject[] = [{ id: project.id, keyIds: [] }];
   for (let i = 0; i < 9; i++)
-    accounts.push({ id: ((await store.teams.createOrganization({ name: `other-${i}`, project: { name: `other-${i}`, plan: "free" } })).project).id, keys: [], count: otherCount });
-  for (const [i, a] of accounts.entries()) {
+    projects.push({
+      id: (await store.teams.createOrganization({ name: `other-${i}`, project: { name: `other-${i}`, plan: "free" } })).project.id,
+      keyIds: [],
+    });
+  for (const [i, p] of projects.entries()) {
     for (let k = 0; k < (i === 0 ? 3 : 1); k++) {
       const minted = mintApiKey();
-      a.keys.push((await store.keys.createKey({ accountId: a.id, name: `key-${k}`, hash: minted.hash, prefix: minted.prefix })).id);
+      p.keyIds.push((await store.keys.createKey({ accountId: p.id, name: `key-${k}`, hash: minted.hash, prefix: minted.prefix })).id);
     }
   }
 
-  const total = accounts.reduce((sum, a) => sum + a.count, 0);
-  const rand = seededRandom(42);
-  const start = Date.now() - 30 * dayMs;
-  const step = (30 * dayMs - 60_000) / total;
-  // Accounts interleave in time as real traffic does: each row picks an account by its share.
-  const cumulative = accounts.map((_, i) => accounts.slice(0, i + 1).reduce((sum, a) => sum + a.count, 0) / total);
-  /** The `i`th trace, oldest first. */
-  const traceAt = (i: number): TraceWrite => {
-    const r = rand();
-    const account = accounts[cumulative.findIndex((c) => r < c)] ?? accounts[0]!;
-    const [provider, model, inPrice, outPrice] = models[Math.floor(rand() * models.length)]!;
-    const tokensIn = Math.floor(50 + rand() * 4000);
-    const tokensOut = Math.floor(rand() * 800);
-    const failed = rand() < 0.03;
-    // Squaring skews usage: the lowest-numbered users make most of the calls, as big customers do.
-    const user = Math.floor(users * rand() ** 2);
-    const traceTags = Array.from({ length: Math.floor(rand() * 4) }, () => tags[Math.floor(rand() * tags.length)]!);
-    return {
-      idempotencyKey: undefined,
-      trace: create(StoredTraceSchema, {
-        receivedAt: timestampFromMs(Math.floor(start + i * step)),
-        keyId: account.keys[Math.floor(rand() * account.keys.length)]!,
-        accountId: account.id,
-        country: countries[Math.floor(rand() * countries.length)]!,
-        provider,
-        model,
-        tokensIn,
-        tokensOut: failed ? 0 : tokensOut,
-        latencyMs: Math.floor(Math.exp(5 + rand() * 3.5)),
-        costUsd: failed ? 0 : (tokensIn * inPrice + tokensOut * outPrice) / 1e6,
-        status: failed ? "error" : "success",
-        ...(failed ? { error: failures[i % failures.length]!(i) } : {}),
-        userId: `user-${user}`,
-        sessionId: `user-${user}-s${Math.floor(rand() * 20)}`,
-        tags: traceTags,
-        metadata: rand() < 0.9 ? { feature: features[Math.floor(rand() * features.length)]!, team: teams[Math.floor(rand() * teams.length)]! } : {},
-        environment: rand() < 0.8 ? "production" : "staging",
-      }),
-    };
-  };
-  const progress = (line: string) => console.error(line);
-  // The embedded store through its bulk path; MongoDB through its batch writer, as ingest writes.
-  let seeding: SeedRate;
-  if (storeKind === "sqlite") {
-    await store.close();
-    seeding = bulkSeed(dataDir, total, traceAt, progress);
-  } else {
-    seeding = await writeInBatches(store, total, traceAt, progress);
-    await store.close();
+  const [read, ...others] = projects as [TrafficProject, ...TrafficProject[]];
+  async function* items(): AsyncGenerator<ImportItem> {
+    let n = 0;
+    for (const write of dashboardTraffic(read, others, traceCount, days, Date.now() - 60_000)) yield { where: `call ${++n}`, write };
   }
-  console.error(`seeding took ${Math.round(seeding.seconds)} s, ${Math.round(seeding.tracesPerSecond)} traces/s`);
-  return { accountId: account.id, email, total, seeding };
-}
-
-/** Seeds a store through its batch writer (writeBatch), 2,000 traces a batch. */
-async function writeInBatches(store: Store, total: number, traceAt: (i: number) => TraceWrite, progress: (line: string) => void): Promise<SeedRate> {
+  const loadBefore = loadavg()[0]!;
+  const cpuBefore = process.cpuUsage();
   const started = performance.now();
-  for (let i = 0; i < total; ) {
-    const batch: TraceWrite[] = [];
-    for (const end = Math.min(total, i + 2000); i < end; i++) batch.push(traceAt(i));
-    await store.writeBatch(batch);
-    if (i % 200_000 < 2000) progress(`seeded ${i.toLocaleString("en-US")} / ${total.toLocaleString("en-US")} (${Math.round((performance.now() - started) / 1000)} s)`);
-  }
+  let logged = 0;
+  const counts = await importTraces(
+    items(),
+    store,
+    (rejection) => {
+      throw new Error(`${rejection.where}: ${rejection.reason}`);
+    },
+    (c) => {
+      if (c.read - logged < 200_000) return;
+      logged = c.read;
+      console.error(`imported ${c.read.toLocaleString("en-US")} (${Math.round((performance.now() - started) / 1000)} s)`);
+    },
+  );
+  await store.close();
   const seconds = (performance.now() - started) / 1000;
-  return { traces: total, seconds, tracesPerSecond: total / seconds };
+  const cpu = process.cpuUsage(cpuBefore);
+  if (counts.stored !== counts.read)
+    throw new Error(`seeding stored ${counts.stored} of ${counts.read} traces (${counts.duplicates} duplicates): use an empty --data-dir`);
+  const seeding = {
+    traces: counts.stored,
+    seconds,
+    tracesPerSecond: counts.stored / seconds,
+    cpuUsPerTrace: (cpu.user + cpu.system) / counts.stored,
+    loadBefore,
+    loadAfter: loadavg()[0]!,
+  };
+  console.error(
+    `seeding took ${Math.round(seconds)} s, ${Math.round(seeding.tracesPerSecond)} traces/s, ${Math.round(seeding.cpuUsPerTrace)} µs CPU per trace`,
+  );
+  return { projectId: project.id, email, seeding };
 }
 
 /** Time one row may take: slow servers (FerretDB) get fewer runs, never fewer than 3. */
@@ -169,29 +144,42 @@ const rowBudgetMs = 60_000;
 /** A read slower than this is timed once, cold: repeating it would take too long to be useful. */
 const slowReadMs = 10_000;
 
-async function median(fn: () => Promise<unknown>): Promise<{ median: number; p95: number; runs: number }> {
+interface Timing {
+  median: number;
+  p95: number;
+  runs: number;
+  /** CPU time of this process (the service and its client, every thread) per read. */
+  cpuMs: number;
+}
+
+async function time(fn: () => Promise<unknown>): Promise<Timing> {
   const warm = performance.now();
   await fn();
   const cold = performance.now() - warm;
-  if (cold > slowReadMs) return { median: cold, p95: cold, runs: 1 };
+  if (cold > slowReadMs) return { median: cold, p95: cold, runs: 1, cpuMs: Number.NaN };
   if (cold < 1000) for (let i = 0; i < 2; i++) await fn();
   const times: number[] = [];
   const started = performance.now();
+  const cpuBefore = process.cpuUsage();
   while (times.length < runs && (times.length < 3 || performance.now() - started < rowBudgetMs)) {
     const t = performance.now();
     await fn();
     times.push(performance.now() - t);
   }
+  const cpu = process.cpuUsage(cpuBefore);
   times.sort((a, b) => a - b);
   return {
     median: times[Math.floor(times.length / 2)]!,
     p95: times[Math.min(times.length - 1, Math.ceil(times.length * 0.95) - 1)]!,
     runs: times.length,
+    cpuMs: (cpu.user + cpu.system) / 1000 / times.length,
   };
 }
 
-/** A signed-in Connect-JSON caller of the dashboard's services reading one project, as the web app is. */
-async function signIn(baseUrl: string, email: string, projectId: string) {
+type Query = Client<typeof QueryService>;
+
+/** A QueryService client signed in as the dashboard user, reading one project, as the web app's (web/src/api.ts): Connect JSON, session cookie, CSRF header. */
+async function signIn(baseUrl: string, email: string, projectId: string): Promise<Query> {
   const res = await fetch(`${baseUrl}/calltrace.v1.AuthService/LogIn`, {
     method: "POST",
     headers: { "content-type": "application/json" },
@@ -200,15 +188,160 @@ async function signIn(baseUrl: string, email: string, projectId: string) {
   if (res.status !== 200) throw new Error(`log-in failed: ${res.status} ${await res.text()}`);
   const cookies = res.headers.getSetCookie().map((c) => c.split(";")[0]!);
   const csrf = decodeURIComponent(cookies.find((c) => c.startsWith("ct_csrf="))!.slice("ct_csrf=".length));
-  return async (method: string, body: unknown) => {
-    const r = await fetch(`${baseUrl}/calltrace.v1.${method}`, {
-      method: "POST",
-      headers: { "content-type": "application/json", cookie: cookies.join("; "), "x-csrf-token": csrf },
-      body: JSON.stringify({ projectId, ...(body as object) }),
-    });
-    if (r.status !== 200) throw new Error(`${method}: ${r.status} ${await r.text()}`);
-    return (await r.json()) as Record<string, unknown>;
+  const session: Interceptor = (next) => (req) => {
+    req.header.set("cookie", cookies.join("; "));
+    req.header.set("x-csrf-token", csrf);
+    if (!req.stream) (req.message as { projectId?: string }).projectId = projectId;
+    return next(req);
   };
+  return createClient(
+    QueryService,
+    createConnectTransport({ baseUrl, httpVersion: "1.1", useBinaryFormat: false, interceptors: [session] }),
+  );
+}
+
+/**
+ * Each page's reads for its address (the part after the project's base URL), as the page makes
+ * them (web/src/pages/*.tsx), with the filters the dashboard builds from an address
+ * (web/src/filters.ts, web/src/attributes.ts); the time bounds are taken afresh on every read.
+ */
+const pages = {
+  /** Headline figures against the previous period, per model and day, latency, by key and provider, and the trend: by hour up to 48 hours, else by day (overview.tsx). */
+  overview: (q: Query, params: URLSearchParams) => () => {
+    const filters = filtersFromQuery(params, "30d");
+    const attributes = attributesFromQuery(params);
+    const filter = withAttributes(traceFilter(filters), attributes);
+    const previous = previousBounds(filters);
+    const { since, until } = bounds(filters);
+    const hourly = since !== undefined && (until?.getTime() ?? Date.now()) - since.getTime() <= 48 * hourMs;
+    return Promise.all([
+      q.getUsageTotals({ filter }),
+      q.getUsageByModel({ filter }),
+      q.getUsageByDay({ filter }),
+      q.getLatencyHistogram({ filter }),
+      q.getUsageByGroup({ filter, dimension: Dimension.KEY, limit: 10 }),
+      q.getUsageByGroup({ filter, dimension: Dimension.PROVIDER, limit: 10 }),
+      hourly ? q.getUsageByHourTotals({ filter }) : q.getUsageByDayTotals({ filter }),
+      previous ? q.getUsageTotals({ filter: withAttributes(traceFilter(filters, previous), attributes) }) : undefined,
+    ]);
+  },
+  /** The top 50 error groups (errors.tsx). */
+  errors: (q: Query, params: URLSearchParams) => () =>
+    q.getErrorGroups({ filter: withAttributes(traceFilter(filtersFromQuery(params, "7d")), attributesFromQuery(params)), limit: 50 }),
+  /** 100 runs, most recent or dearest first (runs.tsx). */
+  runs: (q: Query, params: URLSearchParams) => () =>
+    q.listRuns({
+      filter: withAttributes(traceFilter(filtersFromQuery(params, "7d")), attributesFromQuery(params)),
+      order: params.get("sort") === "cost" ? RunOrder.COST : RunOrder.UNSPECIFIED,
+      limit: 100,
+    }),
+  /** One run with its calls, its timeline (run.tsx). */
+  run: (q: Query, id: string) => () => q.getRun({ id }),
+  /** The metadata keys, the top 50 groups then the top 5's spend per day, and the 5 dearest calls, concurrently (attribution.tsx). */
+  attribution: (q: Query, params: URLSearchParams) => () => {
+    const filter = withAttributes(traceFilter(filtersFromQuery(params, "30d")), attributesFromQuery(params));
+    const dimension = dimensions.find((d) => d.id === params.get("dim"))?.proto ?? Dimension.USER;
+    const metadataKey = dimension === Dimension.METADATA ? (params.get("mkey") ?? "") : "";
+    return Promise.all([
+      q.getUsageByGroup({ filter, dimension: Dimension.METADATA_KEY, limit: 100 }),
+      (async () => {
+        const { groups } = await q.getUsageByGroup({ filter, dimension, metadataKey, limit: 50 });
+        const top = groups.slice(0, 5);
+        const values = top.filter((g) => !g.other).map((g) => g.value);
+        if (top.length > 0)
+          await q.getUsageByGroupAndDay({
+            filter,
+            dimension,
+            metadataKey,
+            values: values.length > 0 ? values : [""],
+            other: top.some((g) => g.other),
+          });
+      })(),
+      q.listTraces({ filter, pageSize: 5, order: TraceOrder.COST }),
+    ]);
+  },
+  /** A page of 50 traces and the models of the range for the filter bar, concurrently (traces.tsx). */
+  traces:
+    (q: Query, params: URLSearchParams, cursor = "") =>
+    () => {
+      const filters = filtersFromQuery(params);
+      const order = params.get("order") === "cost" ? TraceOrder.COST : TraceOrder.TIME;
+      return Promise.all([
+        q.getUsageByModel({ filter: { since: traceFilter(filters).since } }),
+        q.listTraces({ filter: withAttributes(traceFilter(filters), attributesFromQuery(params)), pageSize: 50, cursor, order }),
+      ]);
+    },
+};
+
+interface Row {
+  page: string;
+  address: string;
+  timing: Timing;
+}
+
+/** The pages' rows, and what the month held for a lead to see. */
+async function readPages(q: Query): Promise<{ rows: Row[]; month: string }> {
+  const rows: Row[] = [];
+  const measure = async (page: string, address: string, read: () => Promise<unknown>) => {
+    const timing = await time(read);
+    rows.push({ page, address, timing });
+    console.error(`${page} ${address}: median ${timing.median.toFixed(1)} ms, p95 ${timing.p95.toFixed(1)} ms, ${timing.runs} runs`);
+  };
+  const params = (query: string) => new URLSearchParams(query);
+
+  // What a lead clicks on: the heaviest user, the commonest error group, the dearest and the latest run.
+  const month = withAttributes(traceFilter(filtersFromQuery(params("range=30d"))), attributesFromQuery(params("")));
+  const topUser = (await q.getUsageByGroup({ filter: month, dimension: Dimension.USER, limit: 1 })).groups[0]!.value;
+  const errors = await q.getErrorGroups({ filter: month, limit: 1 });
+  const topGroup = errors.groups[0]!.id;
+  const dearest = (await q.listRuns({ filter: month, order: RunOrder.COST, limit: 1 })).runs[0]!.id;
+  const latest = (await q.listRuns({ filter: month, limit: 1 })).runs[0]!.id;
+  // A cursor about halfway down the month: the page after the one that ends 15 days ago.
+  const middle = new Date(Date.now() - 15 * 86_400_000).toISOString().slice(0, 16);
+  const deepCursor = (await q.listTraces({ filter: traceFilter(filtersFromQuery(params(`range=custom&to=${middle}`))), pageSize: 50 }))
+    .page!.nextCursor;
+  const oneTrace = (await q.listTraces({ pageSize: 1 })).page!.traces[0]!.id;
+  const from36h = new Date(Date.now() - 36 * hourMs).toISOString().slice(0, 16);
+
+  // The floor every read stands on: one trace by id (the socket, the session check, the JSON).
+  await measure("baseline", `GetTrace of one trace`, () => q.getTrace({ id: oneTrace }));
+  for (const address of [
+    "range=30d",
+    "range=30d&provider=anthropic&model=claude",
+    `range=30d&user=${topUser}`,
+    "range=30d&env=production",
+    `range=custom&from=${from36h}`,
+    `range=custom&from=${from36h}&provider=openai`,
+  ])
+    await measure("Overview", address, pages.overview(q, params(address)));
+  for (const address of ["range=7d", "range=30d", "range=30d&model=o3"]) await measure("Errors", address, pages.errors(q, params(address)));
+  await measure(
+    "Traces",
+    `range=30d&status=error&error_group=${topGroup}`,
+    pages.traces(q, params(`range=30d&status=error&error_group=${topGroup}`)),
+  );
+  for (const address of ["range=7d", "range=30d&sort=cost", `range=30d&user=${topUser}`])
+    await measure("Runs", address, pages.runs(q, params(address)));
+  await measure("Run", `runs/${dearest} (the dearest of 30 days)`, pages.run(q, dearest));
+  await measure("Run", `runs/${latest} (the latest)`, pages.run(q, latest));
+  for (const address of [
+    "range=30d&dim=user",
+    "range=30d&dim=tag",
+    "range=30d&dim=metadata&mkey=feature",
+    `range=30d&dim=tag&user=${topUser}`,
+    "range=7d&dim=session",
+  ])
+    await measure("Attribution", address, pages.attribution(q, params(address)));
+  for (const address of [
+    "range=24h",
+    "range=24h&provider=anthropic&status=error",
+    "range=30d&order=cost",
+    `range=30d&user=${topUser}&order=cost`,
+  ])
+    await measure("Traces", address, pages.traces(q, params(address)));
+  await measure("Traces", "range=30d, the next page halfway down (cursor)", pages.traces(q, params("range=30d"), deepCursor));
+  const held = `The project's last 30 days held ${errors.totalErrors.toLocaleString("en-US")} failed calls in ${errors.totalGroups} error groups (the commonest: \`${errors.groups[0]!.message}\`).`;
+  return { rows, month: held };
 }
 
 async function main(): Promise<void> {
@@ -219,159 +352,78 @@ async function main(): Promise<void> {
     mongo = await startMongoTestServer();
     uri = mongo.freshUri();
   }
-  const open = () => (uri ? openMongoStore(uri) : Promise.resolve(openSqliteStore(dataDir)));
-  let store = await open();
+  const config = { ...resolveConfig({}, {}), port: 0, dataDir, logLevel: "silent", ...(uri ? { mongodbUri: uri } : {}) };
   const reuse = join(dataDir, "seeded.json");
   let seeded: Seeded;
   if (!uri && existsSync(reuse)) {
     seeded = JSON.parse(readFileSync(reuse, "utf8")) as Seeded;
+    if (seeded.seeding.traces !== traceCount + Math.floor(traceCount / 10))
+      throw new Error(`${dataDir} holds another size (${seeded.seeding.traces} traces)`);
     console.error(`reusing the store seeded in ${dataDir}`);
-    await store.close();
   } else {
-    seeded = await seed(store, dataDir);
-    if (args["data-dir"] && !uri) (await import("node:fs")).writeFileSync(reuse, JSON.stringify(seeded));
+    seeded = await seed(config);
+    if (args["data-dir"] && !uri) writeFileSync(reuse, JSON.stringify(seeded));
   }
-  // Reopen, so no statement or page cache from seeding flatters the reads.
-  store = await open();
 
-  // The overview's "30d": today and the 29 UTC days before it (web/src/pages/overview.tsx), and,
-  // for comparison, a rolling 30 x 24 hours, whose partial first day cannot come from roll-ups.
-  const today = Math.floor(Date.now() / dayMs) * dayMs;
-  const thirtyDays = create(TraceFilterSchema, { since: timestampFromDate(new Date(today - 29 * dayMs)) });
-  const rolling = create(TraceFilterSchema, { since: timestampFromDate(new Date(Date.now() - 30 * dayMs)) });
-  const none = create(TraceFilterSchema);
-  const errorsOfOneModel = create(TraceFilterSchema, { provider: "anthropic", model: "claude-sonnet-4", status: "error" });
-  // A cursor about halfway down the big account's 1,000,000 traces: the next page of a listing that
-  // ends at the middle of the 30 days (cursors are positions in time, valid under any filter).
-  const middle = create(TraceFilterSchema, { until: timestampFromDate(new Date(Date.now() - 15 * dayMs)) });
-  const deepCursor = (await store.listTraces(seeded.accountId, middle, { pageSize: 50 })).nextCursor;
-  const overview = (filter: TraceFilter) =>
-    Promise.all([
-      store.usageTotals(seeded.accountId, filter),
-      store.usageByModel(seeded.accountId, filter),
-      store.usageByDay(seeded.accountId, filter),
-      store.latencyHistogram(seeded.accountId, filter),
-    ]);
-
-  const loadBefore = loadavg()[0]!;
-  const rows: [string, { median: number; p95: number; runs: number }][] = [];
-  const measure = async (name: string, fn: () => Promise<unknown>) => {
-    const result = await median(fn);
-    rows.push([name, result]);
-    console.error(`${name}: median ${result.median.toFixed(1)} ms, p95 ${result.p95.toFixed(1)} ms, ${result.runs} runs`);
-  };
-  await measure("store: first page (50 rows, newest first)", () => store.listTraces(seeded.accountId, none, { pageSize: 50 }));
-  await measure("store: deep page via cursor (halfway down the account's traces)", () =>
-    store.listTraces(seeded.accountId, none, { pageSize: 50, cursor: deepCursor }),
-  );
-  await measure("store: first page, filtered (provider, model, status=error)", () =>
-    store.listTraces(seeded.accountId, errorsOfOneModel, { pageSize: 50 }),
-  );
-  await measure("store: overview, 30 UTC days (totals + by model + by day + latency, concurrently)", () => overview(thirtyDays));
-  await measure("store: overview, rolling 30 x 24 h (the same four reads)", () => overview(rolling));
-  await measure("store: geography, 30 UTC days (by country)", () => store.usageByCountry(seeded.accountId, thirtyDays));
-  await measure("store: spend by user, 30 UTC days (top 100 of 10,000 users, with p50/p95)", () =>
-    store.usageByGroup(seeded.accountId, thirtyDays, { kind: "user" }, 100),
-  );
-  await measure("store: spend by tag, 30 UTC days (50 tags)", () => store.usageByGroup(seeded.accountId, thirtyDays, { kind: "tag" }, 100));
-  await measure("store: spend by metadata key `feature`, 30 UTC days (20 values)", () =>
-    store.usageByGroup(seeded.accountId, thirtyDays, { kind: "metadata", key: "feature" }, 100),
-  );
-  await measure("store: spend by user, rolling 30 x 24 h (top 100)", () => store.usageByGroup(seeded.accountId, rolling, { kind: "user" }, 100));
-  const topUsers = (await store.usageByGroup(seeded.accountId, thirtyDays, { kind: "user" }, 10)).groups.map((g) => g.value);
-  await measure("store: spend per day of the top 10 users, 30 UTC days", () =>
-    store.usageByGroupAndDay(seeded.accountId, thirtyDays, { kind: "user" }, topUsers),
-  );
-  await measure("store: first page sorted by cost, 30 UTC days (50 rows, most expensive first)", () =>
-    store.listTraces(seeded.accountId, thirtyDays, { pageSize: 50, sort: { order: "cost", ascending: false } }),
-  );
-  const topUser = create(TraceFilterSchema, { since: thirtyDays.since, userId: topUsers[0] });
-  await measure("store: first page of the top user sorted by cost, 30 UTC days", () =>
-    store.listTraces(seeded.accountId, topUser, { pageSize: 50, sort: { order: "cost", ascending: false } }),
-  );
-  await measure("store: tags of the top user, 30 UTC days (group-by under a user filter)", () =>
-    store.usageByGroup(seeded.accountId, topUser, { kind: "tag" }, 100),
-  );
-  // The Errors and Runs views (D59): error groups from their roll-ups, and the failed calls of one
-  // model through their (project, group, time) index; runs from their roll-up, each user's sessions.
-  await measure("store: errors grouped, 30 UTC days (top 50 groups with models, keys, users)", () => store.errorGroups(seeded.accountId, thirtyDays, 50));
-  const oneModel = create(TraceFilterSchema, { since: thirtyDays.since, provider: "anthropic", model: "claude-sonnet-4" });
-  await measure("store: errors grouped under a model filter, 30 UTC days (from the failed calls)", () =>
-    store.errorGroups(seeded.accountId, oneModel, 50),
-  );
-  await measure("store: runs, most recent first, 30 UTC days (50 runs)", () => store.listRuns(seeded.accountId, thirtyDays, "recent", 50));
-  await measure("store: runs, highest cost first, 30 UTC days (50 runs)", () => store.listRuns(seeded.accountId, thirtyDays, "cost", 50));
-  const dearest = (await store.listRuns(seeded.accountId, thirtyDays, "cost", 1))[0]!.id;
-  await measure("store: one run with its calls (the dearest)", () => store.getRun(seeded.accountId, dearest));
-  await store.close();
-
-  const config = { ...resolveConfig({}, {}), port: 0, dataDir, logLevel: "silent", ...(uri ? { mongodbUri: uri } : {}) };
+  // A service started afresh, so no statement or page cache from seeding flatters the reads.
   const service = await startService(config, createLogger("silent"));
+  const loadBefore = loadavg()[0]!;
+  let read: Awaited<ReturnType<typeof readPages>>;
   try {
-    const call = await signIn(service.url, seeded.email, seeded.accountId);
-    const filter = { since: new Date(today - 29 * dayMs).toISOString() };
-    await measure("HTTP QueryService.ListTraces: first page", () => call("QueryService/ListTraces", { pageSize: 50 }));
-    await measure("HTTP QueryService.ListTraces: deep page via cursor", () =>
-      call("QueryService/ListTraces", { pageSize: 50, cursor: deepCursor }),
-    );
-    await measure("HTTP overview, 30 UTC days (4 calls in parallel, as the page makes them)", () =>
-      Promise.all(
-        ["GetUsageTotals", "GetUsageByModel", "GetUsageByDay", "GetLatencyHistogram"].map((m) => call(`QueryService/${m}`, { filter })),
-      ),
-    );
-    await measure("HTTP attribution page by user, 30 UTC days (top 100, then the top 10 per day)", async () => {
-      const top = await call("QueryService/GetUsageByGroup", { filter, dimension: "DIMENSION_USER", limit: 100 });
-      const values = (top.groups as { value?: string }[]).slice(0, 10).map((g) => g.value ?? "");
-      await call("QueryService/GetUsageByGroupAndDay", { filter, dimension: "DIMENSION_USER", values });
-    });
-    await measure("HTTP QueryService.ListTraces: first page sorted by cost", () =>
-      call("QueryService/ListTraces", { filter, pageSize: 50, order: "TRACE_ORDER_COST" }),
-    );
-    await measure("HTTP Errors page, 30 UTC days (GetErrorGroups, 50 groups)", () => call("QueryService/GetErrorGroups", { filter, limit: 50 }));
-    await measure("HTTP Runs page, 30 UTC days (ListRuns, 100 runs)", () => call("QueryService/ListRuns", { filter, limit: 100 }));
-    await measure("HTTP a run's page (GetRun)", () => call("QueryService/GetRun", { id: dearest }));
+    read = await readPages(await signIn(service.url, seeded.email, seeded.projectId));
   } finally {
     await service.close(1000);
     await mongo?.close();
     if (!args["data-dir"]) rmSync(dataDir, { recursive: true, force: true });
   }
+  const loadAfter = loadavg()[0]!;
+  const { rows, month } = read;
 
-  const load = `Load average (1 min) ${loadBefore.toFixed(1)} before and ${loadavg()[0]!.toFixed(1)} after the reads: other work shares the cores, so medians move with it.`;
-  const ferretNote = mongo?.managed
-    ? "\n\nFerretDB 1.24's SQLite backend pushes no filter or sort on the `meta.*` fields down to SQLite (its explain says `filterPushdown: false`, `SCAN`), so every read scans and decodes the whole collection, and it answers one accumulator per `$group`, so each sum is a scan of its own. These figures measure that test server, not the adapter's indexes on a real MongoDB (run with `MONGODB_URI` set for that). At 10 times this size (190,000 traces) one first page took 37 s, so the full 1,900,000 were not timed here."
-    : "";
   const storeName = uri
     ? mongo?.managed
       ? "MongoDB adapter on FerretDB 1.24 (SQLite backend)"
       : "MongoDB adapter (MONGODB_URI)"
     : "embedded store (SQLite)";
+  const command = `${traceCount !== 1_000_000 ? `BENCH_DASHBOARD_TRACES=${traceCount} ` : ""}node --import tsx bench/dashboard-reads.ts${uri ? " --store mongo" : ""}`;
+  const s = seeded.seeding;
+  const baseline = rows[0]!.timing;
+  const fmt = (n: number) => Math.round(n).toLocaleString("en-US");
   const body = [
-    `### Dashboard reads: ${storeName}`,
+    `### Dashboard reads: ${storeName}, ${fmt(traceCount)} traces`,
     "",
-    `\`node --import tsx bench/dashboard-reads.ts${uri ? " --store mongo" : ""}${scale !== 1 ? ` --scale ${scale}` : ""}\`: ${seeded.total.toLocaleString("en-US")} traces over 30 days, ` +
-      `${Math.round(1_000_000 * scale).toLocaleString("en-US")} of them in the account read, ${Math.round(100_000 * scale).toLocaleString("en-US")} in each of nine others; ` +
-      `each trace has one of ${users.toLocaleString("en-US")} users (skewed: a few make most calls), a session, up to 3 of ${tags.length} tags, metadata \`feature\` (${features.length} values) and \`team\` on 90%, and an environment. ` +
-      `${seedingLine(seeded.seeding, uri !== undefined)} Up to ${runs} timed runs per row (fewer when a row passes ${rowBudgetMs / 1000} s, at least 3; one cold run for a read over ${slowReadMs / 1000} s) after warm-up. ${machineLine()}, ${cpus().length} cores (shared). ${load}${ferretNote}`,
+    `\`${command}\`: ${fmt(s.traces)} traces over ${days} days, ${fmt(traceCount)} of them in the project read and ${fmt(s.traces - traceCount)} in nine others, interleaved ` +
+      "(bench/support/dashboard-traffic.ts: 75% of calls in runs of 2 to 15 calls, a run a session or an OTLP trace; users skewed, a few of 10,000 making most calls; 2 of 50 tags, metadata `feature` and `team`, an environment; 7 models; 2.5% of calls failing, 8% of o3's, with 8 kinds of provider error texts carrying ids and figures). " +
+      month,
+    "",
+    `Seeding through \`traces import\`'s path (importTraces into the store's batch writer, ${storeKind === "sqlite" ? "2,000 traces a transaction" : "its writeBatch"}): ` +
+      `**${fmt(s.tracesPerSecond)} traces/s** (${fmt(s.seconds)} s), ${fmt(s.cpuUsPerTrace)} µs of CPU per trace (every thread: the import's and the writer's); ` +
+      `10 million at this rate would take ${fmt(10_000_000 / s.tracesPerSecond / 60)} minutes (target: under 10). Load average (1 min) ${s.loadBefore.toFixed(1)} before seeding, ${s.loadAfter.toFixed(1)} after.`,
+    "",
+    `Each row is one page's reads for its address, as the page makes them (concurrently where it does), through a signed-in Connect JSON client over HTTP/1.1 on a socket; ` +
+      `up to ${runs} timed runs after warm-up (fewer past ${rowBudgetMs / 1000} s a row, at least 3; one cold run for a page over ${slowReadMs / 1000} s). ` +
+      `CPU ms is this process's CPU per page read (the service and its client, every thread), which load does not inflate as it does the times. ` +
+      `${machineLine()}, ${cpus().length} cores shared with other work: load average (1 min) ${loadBefore.toFixed(1)} before the reads, ${loadAfter.toFixed(1)} after.`,
     "",
     table(
-      ["read", "median ms", "p95 ms", "runs", `p95 under ${targetMs} ms`],
-      rows.map(([name, r]) => [name, r.median.toFixed(1), r.p95.toFixed(1), r.runs, r.p95 < targetMs ? "yes" : "**no**"]),
+      ["page", "address", "median ms", "p95 ms", "runs", "CPU ms", "median × baseline", `p95 under ${targetMs} ms`],
+      rows.map(({ page, address, timing: t }) => [
+        page,
+        `\`${address}\``,
+        t.median.toFixed(1),
+        t.p95.toFixed(1),
+        t.runs,
+        Number.isNaN(t.cpuMs) ? "" : t.cpuMs.toFixed(1),
+        (t.median / baseline.median).toFixed(1),
+        page === "baseline" ? "" : t.p95 < targetMs ? "yes" : "**no**",
+      ]),
     ),
   ].join("\n");
   console.log(body);
-  writeDashboardSection(scale === 1 ? storeKind : `${storeKind}-x${scale}`, body);
+  writeDashboardBlock(`${storeKind}-${traceCount}`, body);
 }
 
-/** How the store was seeded, how fast, and what 10 million traces would take at that rate (target: under 10 minutes on the embedded store). */
-function seedingLine(seeding: SeedRate, mongo: boolean): string {
-  const tenMillionMinutes = 10_000_000 / seeding.tracesPerSecond / 60;
-  const path = mongo ? "through the store's batch writer (writeBatch, 2,000 traces a batch)" : "through the store's bulk path (bench/support/bulk-seed.ts: its batch commit, 20,000 traces a commit)";
-  const target = mongo ? "" : `; 10 million at this rate would take ${tenMillionMinutes.toFixed(0)} minutes, target under 10: **${tenMillionMinutes < 10 ? "met" : "not met"}**`;
-  return `Seeded ${path} in ${seeding.seconds.toFixed(0)} s, ${seeding.tracesPerSecond.toFixed(0)} traces/s${target}.`;
-}
-
-/** bench/RESULTS.md's dashboard section holds one block per store; a run replaces only its own. */
-function writeDashboardSection(kind: string, body: string): void {
+/** bench/RESULTS.md's dashboard section holds one block per store and size; a run replaces only its own. */
+function writeDashboardBlock(kind: string, body: string): void {
   const file = new URL("RESULTS.md", import.meta.url);
   const text = existsSync(file) ? readFileSync(file, "utf8") : "";
   const outer = /<!-- dashboard:begin -->\n([\s\S]*?)\n<!-- dashboard:end -->/.exec(text)?.[1] ?? "## Dashboard reads";
