@@ -1,37 +1,13 @@
 import { type AnyBulkWriteOperation, ObjectId } from "mongodb";
 import { newId } from "../ids.js";
-import type { CustomPriceInput, CustomPriceRecord, PriceMatchKind, PriceStore, RepriceJobRecord, RepriceState } from "../price-store.js";
+import { customPriceRecord, repriceJobRecord } from "../price-records.js";
+import type { CustomPriceInput, PriceStore, RepriceJobRecord } from "../price-store.js";
 import { mongoScopeCounting } from "./mongo-scope-counters.js";
 import type { CustomPriceDoc, MongoCollections, RepriceJobDoc } from "./mongo-collections.js";
 import type { TraceDoc } from "./mongo-trace-doc.js";
 
-const toPrice = (d: CustomPriceDoc): CustomPriceRecord => ({
-  id: d._id,
-  projectId: d.accountId,
-  provider: d.provider,
-  matchKind: d.matchKind as PriceMatchKind,
-  pattern: d.pattern,
-  price: d.price,
-  effectiveFrom: d.effectiveFrom ?? undefined,
-  effectiveUntil: d.effectiveUntil ?? undefined,
-  createdAt: d.createdAt,
-  updatedAt: d.updatedAt,
-});
-
-const toJob = (d: RepriceJobDoc): RepriceJobRecord => ({
-  id: d._id,
-  projectId: d.accountId,
-  from: d.from,
-  until: d.until,
-  state: d.state as RepriceState,
-  total: d.total,
-  done: d.done,
-  changed: d.changed,
-  cursor: d.cursor,
-  error: d.error,
-  createdAt: d.createdAt,
-  updatedAt: d.updatedAt,
-});
+const toRecord = (doc: CustomPriceDoc) => customPriceRecord({ ...doc, id: doc._id });
+const toJobRecord = (doc: RepriceJobDoc) => repriceJobRecord({ ...doc, id: doc._id });
 
 const priceFields = (input: CustomPriceInput) => ({
   provider: input.provider,
@@ -59,20 +35,20 @@ export function mongoPriceStore(c: MongoCollections): PriceStore {
 
   return {
     async listPrices(projectId) {
-      return (await c.customPrices.find({ accountId: projectId }).sort({ createdAt: 1, _id: 1 }).toArray()).map(toPrice);
+      return (await c.customPrices.find({ accountId: projectId }).sort({ createdAt: 1, _id: 1 }).toArray()).map(toRecord);
     },
     async createPrice(projectId, input) {
       const now = new Date();
       const doc: CustomPriceDoc = { _id: newId("prc"), accountId: projectId, ...priceFields(input), createdAt: now, updatedAt: now };
       await c.customPrices.insertOne(doc);
-      return toPrice(doc);
+      return toRecord(doc);
     },
     async updatePrice(projectId, id, input) {
       const existing = await c.customPrices.findOne({ _id: id, accountId: projectId });
       if (!existing) return undefined;
       const doc: CustomPriceDoc = { _id: id, accountId: projectId, ...priceFields(input), createdAt: existing.createdAt, updatedAt: new Date() };
       const { matchedCount } = await c.customPrices.replaceOne({ _id: id, accountId: projectId }, doc);
-      return matchedCount === 0 ? undefined : toPrice(doc);
+      return matchedCount === 0 ? undefined : toRecord(doc);
     },
     async deletePrice(projectId, id) {
       return (await c.customPrices.deleteOne({ _id: id, accountId: projectId })).deletedCount > 0;
@@ -82,14 +58,14 @@ export function mongoPriceStore(c: MongoCollections): PriceStore {
       const total = await c.traces.countDocuments({ "meta.accountId": projectId, receivedAt: { $gte: from, $lt: until } });
       const doc: RepriceJobDoc = { _id: newId("rpj"), accountId: projectId, from, until, state: "running", total, done: 0, changed: 0, cursor: "", error: "", createdAt: now, updatedAt: now };
       await c.repriceJobs.insertOne(doc);
-      return toJob(doc);
+      return toJobRecord(doc);
     },
     async getRepriceJob(projectId, id) {
       const doc = await c.repriceJobs.findOne({ _id: id, accountId: projectId });
-      return doc ? toJob(doc) : undefined;
+      return doc ? toJobRecord(doc) : undefined;
     },
     async runningRepriceJobs() {
-      return (await c.repriceJobs.find({ state: "running" }).sort({ createdAt: 1 }).toArray()).map(toJob);
+      return (await c.repriceJobs.find({ state: "running" }).sort({ createdAt: 1 }).toArray()).map(toJobRecord);
     },
     async repriceBatch(job, reprice, limit) {
       // Receive order, then id: a cursor of (receivedAt, _id) resumes exactly after the last trace seen.

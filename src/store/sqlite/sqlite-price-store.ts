@@ -1,67 +1,17 @@
 import type Database from "better-sqlite3";
-import type { Price } from "../../../sdk/typescript/src/price-table.js";
 import { newId } from "../ids.js";
-import type { CustomPriceRecord, PriceMatchKind, PriceStore, RepriceInput, RepriceJobRecord, RepriceState } from "../price-store.js";
+import { customPriceRecord, repriceJobRecord, type StoredPrice, type StoredRepriceJob } from "../price-records.js";
+import type { PriceStore, RepriceInput, RepriceJobRecord } from "../price-store.js";
 import { runIdOf } from "../run-id.js";
 import { errorGroupIndex, type TraceRow, type TraceValues, traceColumns } from "./sqlite-trace-row.js";
 import { sqliteScopeCounting } from "./sqlite-scope-counters.js";
 import { countedValues, dayMs, sqliteUsageRollup } from "./sqlite-usage-rollup.js";
 
-interface PriceRow {
-  id: string;
-  account_id: string;
-  provider: string;
-  match_kind: string;
-  pattern: string;
-  price: string;
-  effective_from: number | null;
-  effective_until: number | null;
-  created_at: number;
-  updated_at: number;
-}
-
-interface JobRow {
-  id: string;
-  account_id: string;
-  range_from: number;
-  range_until: number;
-  state: string;
-  total: number;
-  done: number;
-  changed: number;
-  cursor: string;
-  error: string;
-  created_at: number;
-  updated_at: number;
-}
-
-const toPrice = (r: PriceRow): CustomPriceRecord => ({
-  id: r.id,
-  projectId: r.account_id,
-  provider: r.provider,
-  matchKind: r.match_kind as PriceMatchKind,
-  pattern: r.pattern,
-  price: JSON.parse(r.price) as Price,
-  effectiveFrom: r.effective_from === null ? undefined : new Date(r.effective_from),
-  effectiveUntil: r.effective_until === null ? undefined : new Date(r.effective_until),
-  createdAt: new Date(r.created_at),
-  updatedAt: new Date(r.updated_at),
-});
-
-const toJob = (r: JobRow): RepriceJobRecord => ({
-  id: r.id,
-  projectId: r.account_id,
-  from: new Date(r.range_from),
-  until: new Date(r.range_until),
-  state: r.state as RepriceState,
-  total: r.total,
-  done: r.done,
-  changed: r.changed,
-  cursor: r.cursor,
-  error: r.error,
-  createdAt: new Date(r.created_at),
-  updatedAt: new Date(r.updated_at),
-});
+/** The columns of custom_prices and reprice_jobs, under the names price-records.ts reads. */
+const priceColumns = `id, account_id AS accountId, provider, match_kind AS matchKind, pattern, price, effective_from AS effectiveFrom,
+  effective_until AS effectiveUntil, created_at AS createdAt, updated_at AS updatedAt`;
+const jobColumns = `id, account_id AS accountId, range_from AS "from", range_until AS "until", state, total, done, changed, cursor, error,
+  created_at AS createdAt, updated_at AS updatedAt`;
 
 const rowValues = (row: TraceRow): TraceValues => traceColumns.map((c) => row[c]) as unknown as TraceValues;
 
@@ -87,16 +37,16 @@ const repriceInput = (r: TraceRow): RepriceInput => ({
 /** The embedded store's custom prices and re-price jobs. */
 export function createSqlitePriceStore(db: Database.Database): PriceStore {
   const s = {
-    list: db.prepare(`SELECT * FROM custom_prices WHERE account_id = ? ORDER BY created_at, id`),
-    get: db.prepare(`SELECT * FROM custom_prices WHERE account_id = ? AND id = ?`),
+    list: db.prepare(`SELECT ${priceColumns} FROM custom_prices WHERE account_id = ? ORDER BY created_at, id`),
+    get: db.prepare(`SELECT ${priceColumns} FROM custom_prices WHERE account_id = ? AND id = ?`),
     insert: db.prepare(
       `INSERT INTO custom_prices (id, account_id, provider, match_kind, pattern, price, effective_from, effective_until, created_at, updated_at)
-       VALUES (@id, @account_id, @provider, @match_kind, @pattern, @price, @effective_from, @effective_until, @created_at, @updated_at)`,
+       VALUES (@id, @accountId, @provider, @matchKind, @pattern, @price, @effectiveFrom, @effectiveUntil, @createdAt, @updatedAt)`,
     ),
     update: db.prepare(
-      `UPDATE custom_prices SET provider = @provider, match_kind = @match_kind, pattern = @pattern, price = @price,
-         effective_from = @effective_from, effective_until = @effective_until, updated_at = @updated_at
-       WHERE account_id = @account_id AND id = @id`,
+      `UPDATE custom_prices SET provider = @provider, match_kind = @matchKind, pattern = @pattern, price = @price,
+         effective_from = @effectiveFrom, effective_until = @effectiveUntil, updated_at = @updatedAt
+       WHERE account_id = @accountId AND id = @id`,
     ),
     delete: db.prepare(`DELETE FROM custom_prices WHERE account_id = ? AND id = ?`),
     countTraces: db.prepare(`SELECT COUNT(*) FROM traces WHERE account_id = ? AND received_at >= ? AND received_at < ?`).pluck(),
@@ -104,8 +54,8 @@ export function createSqlitePriceStore(db: Database.Database): PriceStore {
       `INSERT INTO reprice_jobs (id, account_id, range_from, range_until, state, total, done, changed, cursor, error, created_at, updated_at)
        VALUES (@id, @account_id, @range_from, @range_until, 'running', @total, 0, 0, '', '', @now, @now)`,
     ),
-    getJob: db.prepare(`SELECT * FROM reprice_jobs WHERE account_id = ? AND id = ?`),
-    running: db.prepare(`SELECT * FROM reprice_jobs WHERE state = 'running' ORDER BY created_at`),
+    getJob: db.prepare(`SELECT ${jobColumns} FROM reprice_jobs WHERE account_id = ? AND id = ?`),
+    running: db.prepare(`SELECT ${jobColumns} FROM reprice_jobs WHERE state = 'running' ORDER BY created_at`),
     saveJob: db.prepare(
       `UPDATE reprice_jobs SET state = @state, done = @done, changed = @changed, cursor = @cursor, error = @error, updated_at = @updated_at WHERE id = @id`,
     ),
@@ -126,17 +76,17 @@ export function createSqlitePriceStore(db: Database.Database): PriceStore {
   const rollup = sqliteUsageRollup(db, countedValues(db));
   const scopeCells = sqliteScopeCounting(db);
 
-  const priceParams = (projectId: string, id: string, input: Parameters<PriceStore["createPrice"]>[1], now: number) => ({
+  const priceParams = (projectId: string, id: string, input: Parameters<PriceStore["createPrice"]>[1], now: number): StoredPrice => ({
     id,
-    account_id: projectId,
+    accountId: projectId,
     provider: input.provider,
-    match_kind: input.matchKind,
+    matchKind: input.matchKind,
     pattern: input.pattern,
     price: JSON.stringify(input.price),
-    effective_from: input.effectiveFrom?.getTime() ?? null,
-    effective_until: input.effectiveUntil?.getTime() ?? null,
-    created_at: now,
-    updated_at: now,
+    effectiveFrom: input.effectiveFrom?.getTime() ?? null,
+    effectiveUntil: input.effectiveUntil?.getTime() ?? null,
+    createdAt: now,
+    updatedAt: now,
   });
 
   const saveJob = (job: RepriceJobRecord): RepriceJobRecord => {
@@ -188,19 +138,19 @@ export function createSqlitePriceStore(db: Database.Database): PriceStore {
 
   return {
     async listPrices(projectId) {
-      return (s.list.all(projectId) as PriceRow[]).map(toPrice);
+      return (s.list.all(projectId) as StoredPrice[]).map(customPriceRecord);
     },
     async createPrice(projectId, input) {
       const params = priceParams(projectId, newId("prc"), input, Date.now());
       s.insert.run(params);
-      return toPrice(params as PriceRow);
+      return customPriceRecord(params);
     },
     async updatePrice(projectId, id, input) {
-      const existing = s.get.get(projectId, id) as PriceRow | undefined;
+      const existing = s.get.get(projectId, id) as StoredPrice | undefined;
       if (!existing) return undefined;
-      const params = { ...priceParams(projectId, id, input, Date.now()), created_at: existing.created_at };
+      const params = { ...priceParams(projectId, id, input, Date.now()), createdAt: existing.createdAt };
       s.update.run(params);
-      return toPrice(params as PriceRow);
+      return customPriceRecord(params);
     },
     async deletePrice(projectId, id) {
       return s.delete.run(projectId, id).changes > 0;
@@ -210,14 +160,14 @@ export function createSqlitePriceStore(db: Database.Database): PriceStore {
       const id = newId("rpj");
       const total = s.countTraces.get(projectId, from.getTime(), until.getTime()) as number;
       s.insertJob.run({ id, account_id: projectId, range_from: from.getTime(), range_until: until.getTime(), total, now });
-      return toJob(s.getJob.get(projectId, id) as JobRow);
+      return repriceJobRecord(s.getJob.get(projectId, id) as StoredRepriceJob);
     },
     async getRepriceJob(projectId, id) {
-      const row = s.getJob.get(projectId, id) as JobRow | undefined;
-      return row && toJob(row);
+      const row = s.getJob.get(projectId, id) as StoredRepriceJob | undefined;
+      return row && repriceJobRecord(row);
     },
     async runningRepriceJobs() {
-      return (s.running.all() as JobRow[]).map(toJob);
+      return (s.running.all() as StoredRepriceJob[]).map(repriceJobRecord);
     },
     async repriceBatch(job, reprice, limit) {
       return repriceBatch.immediate(job, reprice, limit);
