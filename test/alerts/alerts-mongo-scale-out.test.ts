@@ -1,16 +1,13 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { Webhook } from "standardwebhooks";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { AlertEventSchema, AlertKind } from "../../gen/calltrace/v1/alert_pb.js";
 import { newId } from "../../src/store/ids.js";
 import { openMongoStore } from "../../src/store/mongo/mongo-store.js";
 import type { Store } from "../../src/store/store.js";
-import { runCli, startServiceProcess, type ServiceProcess } from "../support/cli.js";
-import { type MongoTestServer, startMongoTestServer } from "../support/ferretdb.js";
-import { type RedisTestServer, startRedis } from "../support/redis-server.js";
-import { tempDir } from "../support/temp-dir.js";
-import { startWebhookReceiver, type WebhookReceiver, waitFor } from "../support/webhook-receiver.js";
+import { useScaleOutCluster } from "../support/scale-out-cluster.js";
+import { waitFor } from "../support/webhook-receiver.js";
 
 /**
  * Two service instances on one MongoDB (FerretDB here, MONGODB_URI's server when set) and one
@@ -18,41 +15,17 @@ import { startWebhookReceiver, type WebhookReceiver, waitFor } from "../support/
  * each event reaches the receiver once.
  */
 describe("alert delivery across two instances", () => {
-  let mongo: MongoTestServer;
-  let redis: RedisTestServer;
+  const cluster = useScaleOutCluster();
   let store: Store;
-  let receiver: WebhookReceiver;
-  const instances: ServiceProcess[] = [];
-
-  beforeAll(async () => {
-    mongo = await startMongoTestServer();
-    redis = await startRedis();
-  });
-  afterAll(async () => {
-    for (const instance of instances) {
-      instance.child.kill("SIGTERM");
-      await instance.exited;
-    }
-    await store?.close();
-    await receiver?.close();
-    await redis?.close();
-    await mongo?.close();
-  });
+  afterAll(() => store?.close());
 
   it("delivers each of 40 events once, signed, whichever instance claims it", async () => {
-    const uri = mongo.freshUri();
-    const args = ["--mongodb-uri", uri, "--redis-url", redis.url, "--data-dir", tempDir()];
-    receiver = await startWebhookReceiver();
+    const { receiver, instances } = cluster;
     const created = JSON.parse(
-      runCli(["alerts", "create", "--kind", "spend", "--budget-usd", "5", "--window", "day", "--webhook", receiver.url, "--json", ...args]),
+      cluster.cli(["alerts", "create", "--kind", "spend", "--budget-usd", "5", "--window", "day", "--webhook", receiver.url, "--json"]),
     );
-    // Each instance has a data directory of its own: the key sealing the secret comes from the shared database.
-    for (let i = 0; i < 2; i++) {
-      instances.push(
-        await startServiceProcess(["--mongodb-uri", uri, "--redis-url", redis.url, "--data-dir", tempDir()], { ALERT_RETRY_BASE_MS: "50" }),
-      );
-    }
-    store = await openMongoStore(uri);
+    await cluster.start(2, { ALERT_RETRY_BASE_MS: "50" });
+    store = await openMongoStore(cluster.uri);
     const ids: string[] = [];
     for (let i = 0; i < 40; i++) {
       const event = create(AlertEventSchema, {

@@ -1,11 +1,8 @@
 import { Webhook } from "standardwebhooks";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runCli, startServiceProcess, type ServiceProcess } from "../support/cli.js";
-import { type MongoTestServer, startMongoTestServer } from "../support/ferretdb.js";
-import { type RedisTestServer, startRedis } from "../support/redis-server.js";
-import { tempDir } from "../support/temp-dir.js";
+import { describe, expect, it } from "vitest";
+import { useScaleOutCluster } from "../support/scale-out-cluster.js";
 import { postTrace, traceBody } from "../support/test-service.js";
-import { startWebhookReceiver, type WebhookReceiver, waitFor } from "../support/webhook-receiver.js";
+import { waitFor } from "../support/webhook-receiver.js";
 
 /**
  * The issue's "done when", end to end: two service instances on one MongoDB (FerretDB here) and
@@ -14,51 +11,15 @@ import { startWebhookReceiver, type WebhookReceiver, waitFor } from "../support/
  * reaches the receiver once, signed, within the evaluation interval plus delivery.
  */
 describe("alert evaluation across two instances", () => {
-  let mongo: MongoTestServer;
-  let redis: RedisTestServer;
-  let receiver: WebhookReceiver;
-  const instances: ServiceProcess[] = [];
-
-  beforeAll(async () => {
-    mongo = await startMongoTestServer();
-    redis = await startRedis();
-  });
-  afterAll(async () => {
-    for (const instance of instances) {
-      instance.child.kill("SIGTERM");
-      await instance.exited;
-    }
-    await receiver?.close();
-    await redis?.close();
-    await mongo?.close();
-  });
+  const cluster = useScaleOutCluster();
 
   it("a budget crossed by traffic through both instances fires each threshold once, signed and verified", async () => {
-    const uri = mongo.freshUri();
-    const args = ["--mongodb-uri", uri, "--redis-url", redis.url, "--data-dir", tempDir()];
-    receiver = await startWebhookReceiver();
+    const { receiver, instances } = cluster;
     const created = JSON.parse(
-      runCli([
-        "alerts",
-        "create",
-        "--kind",
-        "spend",
-        "--budget-usd",
-        "0.01",
-        "--window",
-        "day",
-        "--webhook",
-        receiver.url,
-        "--json",
-        ...args,
-      ]),
+      cluster.cli(["alerts", "create", "--kind", "spend", "--budget-usd", "0.01", "--window", "day", "--webhook", receiver.url, "--json"]),
     );
-    const key = (JSON.parse(runCli(["keys", "create", "--project", created.project, "--json", ...args])) as { key: string }).key;
-    for (let i = 0; i < 2; i++) {
-      instances.push(
-        await startServiceProcess(["--mongodb-uri", uri, "--redis-url", redis.url, "--data-dir", tempDir()], { ALERT_EVALUATE_MS: "1000" }),
-      );
-    }
+    const key = (JSON.parse(cluster.cli(["keys", "create", "--project", created.project, "--json"])) as { key: string }).key;
+    await cluster.start(2, { ALERT_EVALUATE_MS: "1000" });
     // Let the evaluator watch the rule's scope (on MongoDB a watch starts 3 s after it is made).
     await new Promise((r) => setTimeout(r, 8000));
     const started = Date.now();
