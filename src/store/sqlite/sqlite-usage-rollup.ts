@@ -15,23 +15,6 @@ interface Counts {
   mismatched: number;
 }
 
-interface Sums extends Counts {
-  params: unknown[];
-}
-
-/**
- * The traces of a batch that count in the same rows of every roll-up but the latency ones: one of
- * them, their sums, and their calls per latency bucket.
- */
-interface Alike extends Counts {
-  trace: TraceValues;
-  day: number;
-  buckets: Map<number, number>;
-}
-
-/** The columns of a trace that some roll-up groups by (the attribution columns included). */
-const groupedColumns = [1, 2, 3, 4, 5, 10, 21, 22, 23, 24, 25, 26] as const;
-
 const sumsUpdate = `calls = calls + excluded.calls, cost_usd = cost_usd + excluded.cost_usd,
   tokens_in = tokens_in + excluded.tokens_in, tokens_out = tokens_out + excluded.tokens_out`;
 // usage_daily and usage_country_daily also count the calls the server could not price or priced differently.
@@ -85,26 +68,56 @@ export function countedValues(db: Database.Database): GroupValueOf {
 }
 
 /**
- * A trace's groups as the roll-ups count them on `day`: each value not tracked becomes the
- * dimension's other value (D54), each group once; a metadata key counted as other keeps none of
- * its values, so a client cannot make a dimension per key either.
+ * Sums of one roll-up row (its key columns in `params`), with its calls per latency bucket for
+ * the roll-up beside it that keeps latency (latency_daily beside usage_country_daily,
+ * group_latency_daily beside group_daily).
  */
-function cappedGroups(
-  groups: [dimension: string, value: string][],
-  accountId: string,
-  day: number,
-  keptValueOf: GroupValueOf,
-): [dimension: string, value: string][] {
-  const capped = new Map<string, [string, string]>();
-  // traceGroups puts each metadata key right before its value.
-  let keyIsOther = false;
-  for (const [dimension, value] of groups) {
-    if (keyIsOther && dimension.startsWith("m:")) continue;
-    const kept = keptValueOf(accountId, dimension, day, value);
-    if (dimension === "metadataKey") keyIsOther = kept === otherValue;
-    capped.set(`${dimension}\u0000${kept}`, [dimension, kept]);
-  }
-  return [...capped.values()];
+interface Sums extends Counts {
+  params: unknown[];
+  buckets: Map<number, number>;
+}
+
+/** The rows of one roll-up, by a key that names their params unambiguously. */
+type Rows = Map<string, Sums>;
+
+/** The row of `rows` under `key`, new and empty if there is none yet. */
+function rowOf(rows: Rows, key: string, params: () => unknown[]): Sums {
+  let row = rows.get(key);
+  if (!row) rows.set(key, (row = { params: params(), calls: 0, cost: 0, tokensIn: 0, tokensOut: 0, unpriced: 0, mismatched: 0, buckets: new Map() }));
+  return row;
+}
+
+/** Counts a trace (or, with a sign of -1, takes it out) in a row. */
+function count(row: Sums, t: TraceValues, bucket: number, sign: 1 | -1): void {
+  row.calls += sign;
+  row.cost += sign * t[9];
+  row.tokensIn += sign * t[6];
+  row.tokensOut += sign * t[7];
+  const priceCheck = t[16];
+  if (priceCheck === PriceCheck.UNPRICED) row.unpriced += sign;
+  else if (priceCheck === PriceCheck.MISMATCH) row.mismatched += sign;
+  row.buckets.set(bucket, (row.buckets.get(bucket) ?? 0) + sign);
+}
+
+/** Adds one row's sums (and buckets) into another's. */
+function addRow(into: Sums, row: Sums): void {
+  into.calls += row.calls;
+  into.cost += row.cost;
+  into.tokensIn += row.tokensIn;
+  into.tokensOut += row.tokensOut;
+  into.unpriced += row.unpriced;
+  into.mismatched += row.mismatched;
+  for (const [bucket, calls] of row.buckets) into.buckets.set(bucket, (into.buckets.get(bucket) ?? 0) + calls);
+}
+
+/** The columns of a trace that usage_country_daily groups by (with its day): the key id, project, country, provider, model and status. */
+const usageColumns = [1, 2, 3, 4, 5, 10] as const;
+/** The columns that decide a trace's attribute groups (with its day): the project, status and the attribution columns. */
+const attributionColumns = [2, 10, 21, 22, 23, 24, 25, 26] as const;
+
+function alike(a: TraceValues, b: TraceValues, columns: readonly number[]): boolean {
+  for (const c of columns) if (a[c] !== b[c]) return false;
+  return true;
 }
 
 /**
@@ -112,11 +125,13 @@ function cappedGroups(
  * group_daily, group_latency_daily) in step with the
  * traces. The returned function must run inside the transaction that inserts the traces, so a
  * roll-up never counts a trace that was not committed, or misses one that was. A batch is
- * summed in memory first: one upsert per distinct group, not one per trace. The traces that
- * count in the same rows of every roll-up but the latency ones (most of a batch, often) are
- * summed together first, so a trace costs one comparison with the one before it, or one key,
- * rather than a key per roll-up row it counts in (14 for a trace without attribution). A sign of
- * -1 takes the traces out again: re-pricing takes out a trace's old values and adds its new ones.
+ * summed in memory first: one upsert per distinct row, not one per trace. A trace is counted in
+ * a usage_country_daily row (usage_daily, latency_daily and latency_daily_all are summed from
+ * those, which are few) and in its attribute groups' group_daily rows, each with its latency
+ * bucket. Traces come in runs from the same client: a trace alike the one before it in the
+ * columns a row is keyed by counts in the same rows without a key or a lookup, so a plain trace
+ * costs a comparison. A sign of -1 takes the traces out again: re-pricing takes out a trace's
+ * old values and adds its new ones.
  */
 export function sqliteUsageRollup(db: Database.Database, keptValueOf: GroupValueOf): (traces: TraceValues[], sign?: 1 | -1) => void {
   const usage = db.prepare(
@@ -145,72 +160,91 @@ export function sqliteUsageRollup(db: Database.Database, keptValueOf: GroupValue
   );
 
   return (traces, sign = 1) => {
-    const groups = {
-      usage: new Map<string, Sums>(),
-      country: new Map<string, Sums>(),
-      latency: new Map<string, Sums>(),
-      latencyAll: new Map<string, Sums>(),
-      group: new Map<string, Sums>(),
-      groupLatency: new Map<string, Sums>(),
+    const countryRows: Rows = new Map();
+    const groupRows: Rows = new Map();
+    let usageOf: TraceValues | undefined;
+    let usageDay = 0;
+    let usageRow: Sums | undefined;
+    let groupsOf: TraceValues | undefined;
+    let groupsDay = 0;
+    let groupRowsOfTrace: Sums[] = [];
+    for (const t of traces) {
+      const day = Math.floor(t[0] / dayMs);
+      if (!(usageOf && usageDay === day && alike(t, usageOf, usageColumns))) {
+        const [, keyId, accountId, countryCode, provider, model, , , , , status] = t;
+        usageRow = rowOf(countryRows, JSON.stringify([day, keyId, accountId, countryCode, provider, model, status]), () => [
+          accountId,
+          day,
+          countryCode,
+          provider,
+          model,
+          status,
+          keyId,
+        ]);
+        usageOf = t;
+        usageDay = day;
+      }
+      if (!(groupsOf && groupsDay === day && alike(t, groupsOf, attributionColumns))) {
+        groupRowsOfTrace = attributeRows(groupRows, t, day, keptValueOf);
+        groupsOf = t;
+        groupsDay = day;
+      }
+      const bucket = latencyBucket(t[8]);
+      count(usageRow!, t, bucket, sign);
+      for (const row of groupRowsOfTrace) count(row, t, bucket, sign);
+    }
+    // The few usage_country_daily rows give the other usage roll-ups' rows.
+    const usageRows: Rows = new Map();
+    const latencyRows = new Map<string, { params: unknown[]; calls: number }>();
+    const latencyAllRows = new Map<string, { params: unknown[]; calls: number }>();
+    const addCalls = (rows: typeof latencyRows, params: unknown[], calls: number) => {
+      const key = JSON.stringify(params);
+      const row = rows.get(key);
+      if (row) row.calls += calls;
+      else rows.set(key, { params, calls });
     };
-    for (const a of alikeTraces(traces, sign)) {
-      const [, keyId, accountId, country, provider, model, , , , , status] = a.trace;
-      const { day } = a;
-      const attribution = cappedGroups(traceGroups(a.trace), accountId, day, keptValueOf);
-      add(groups.usage, [accountId, day, provider, model, status, keyId], a);
-      add(groups.country, [accountId, day, country, provider, model, status, keyId], a);
-      for (const [dimension, value] of attribution) add(groups.group, [accountId, dimension, value, day, status], a);
-      for (const [bucket, calls] of a.buckets) {
-        const counts = { ...noCounts, calls };
-        add(groups.latency, [accountId, day, provider, model, bucket, status, keyId], counts);
-        add(groups.latencyAll, [accountId, day, provider, model, bucket], counts);
-        for (const [dimension, value] of attribution) add(groups.groupLatency, [accountId, dimension, value, day, bucket, status], counts);
+    for (const row of countryRows.values()) {
+      const [accountId, day, , provider, model, status, keyId] = row.params;
+      addRow(
+        rowOf(usageRows, JSON.stringify([accountId, day, provider, model, status, keyId]), () => [accountId, day, provider, model, status, keyId]),
+        row,
+      );
+      for (const [bucket, calls] of row.buckets) {
+        addCalls(latencyRows, [accountId, day, provider, model, bucket, status, keyId], calls);
+        addCalls(latencyAllRows, [accountId, day, provider, model, bucket], calls);
       }
     }
-    for (const s of groups.usage.values()) usage.run(...s.params, s.calls, s.cost, s.tokensIn, s.tokensOut, s.unpriced, s.mismatched);
-    for (const s of groups.country.values()) country.run(...s.params, s.calls, s.cost, s.tokensIn, s.tokensOut, s.unpriced, s.mismatched);
-    for (const s of groups.latency.values()) latency.run(...s.params, s.calls);
-    for (const s of groups.latencyAll.values()) latencyAll.run(...s.params, s.calls);
-    for (const s of groups.group.values()) group.run(...s.params, s.calls, s.cost, s.tokensIn, s.tokensOut, s.unpriced, s.mismatched);
-    for (const s of groups.groupLatency.values()) groupLatency.run(...s.params, s.calls);
+    for (const s of usageRows.values()) usage.run(...s.params, s.calls, s.cost, s.tokensIn, s.tokensOut, s.unpriced, s.mismatched);
+    for (const s of countryRows.values()) country.run(...s.params, s.calls, s.cost, s.tokensIn, s.tokensOut, s.unpriced, s.mismatched);
+    for (const s of latencyRows.values()) latency.run(...s.params, s.calls);
+    for (const s of latencyAllRows.values()) latencyAll.run(...s.params, s.calls);
+    for (const s of groupRows.values()) {
+      const [accountId, dimension, value, day, status] = s.params;
+      group.run(accountId, dimension, value, day, status, s.calls, s.cost, s.tokensIn, s.tokensOut, s.unpriced, s.mismatched);
+      for (const [bucket, calls] of s.buckets) groupLatency.run(accountId, dimension, value, day, bucket, status, calls);
+    }
   };
 }
 
-const noCounts: Counts = { calls: 0, cost: 0, tokensIn: 0, tokensOut: 0, unpriced: 0, mismatched: 0 };
-
-/** The batch's traces summed by everything a roll-up groups by: the day and `groupedColumns`, then the latency bucket. */
-function alikeTraces(traces: TraceValues[], sign: 1 | -1): Iterable<Alike> {
-  const all = new Map<string, Alike>();
-  let last: Alike | undefined;
-  for (const t of traces) {
-    const day = Math.floor(t[0] / dayMs);
-    // Traces come in runs from the same client: most are alike the one before them, which no key needs.
-    if (!(last && last.day === day && groupedColumns.every((c) => t[c] === last!.trace[c]))) {
-      const key = JSON.stringify([day, ...groupedColumns.map((c) => t[c])]);
-      last = all.get(key);
-      if (!last) all.set(key, (last = { ...noCounts, trace: t, day, buckets: new Map() }));
-    }
-    const bucket = latencyBucket(t[8]);
-    last.buckets.set(bucket, (last.buckets.get(bucket) ?? 0) + sign);
-    last.calls += sign;
-    last.cost += sign * t[9];
-    last.tokensIn += sign * t[6];
-    last.tokensOut += sign * t[7];
-    const priceCheck = t[16];
-    if (priceCheck === PriceCheck.UNPRICED) last.unpriced += sign;
-    else if (priceCheck === PriceCheck.MISMATCH) last.mismatched += sign;
+/**
+ * The group_daily rows a trace counts in on `day`, each once: each value not tracked becomes the
+ * dimension's other value (D54); a metadata key counted as other keeps none of its values, so a
+ * client cannot make a dimension per key either.
+ */
+function attributeRows(rows: Rows, t: TraceValues, day: number, keptValueOf: GroupValueOf): Sums[] {
+  const accountId = t[2];
+  const status = t[10];
+  // JSON strings and a number between them: a key no other params can spell.
+  const rest = `${day}${JSON.stringify(status)}${JSON.stringify(accountId)}`;
+  const counted: Sums[] = [];
+  // traceGroups puts each metadata key right before its value.
+  let keyIsOther = false;
+  for (const [dimension, value] of traceGroups(t)) {
+    if (keyIsOther && dimension.startsWith("m:")) continue;
+    const kept = keptValueOf(accountId, dimension, day, value);
+    if (dimension === "metadataKey") keyIsOther = kept === otherValue;
+    const row = rowOf(rows, JSON.stringify(dimension) + JSON.stringify(kept) + rest, () => [accountId, dimension, kept, day, status]);
+    if (!counted.includes(row)) counted.push(row);
   }
-  return all.values();
-}
-
-function add(groups: Map<string, Sums>, params: unknown[], counts: Counts): void {
-  const key = JSON.stringify(params);
-  let sums = groups.get(key);
-  if (!sums) groups.set(key, (sums = { params, calls: 0, cost: 0, tokensIn: 0, tokensOut: 0, unpriced: 0, mismatched: 0 }));
-  sums.calls += counts.calls;
-  sums.cost += counts.cost;
-  sums.tokensIn += counts.tokensIn;
-  sums.tokensOut += counts.tokensOut;
-  sums.unpriced += counts.unpriced;
-  sums.mismatched += counts.mismatched;
+  return counted;
 }
