@@ -97,7 +97,7 @@ async function openStore(
   if (storeKind === "mongo") {
     mongo ??= await startMongoTestServer();
     const uri = mongo.freshUri();
-    const store = await openMongoStore(uri);
+    const store = await openMongoStore(uri, { groupValuesPerDay: bound, retentionDays: 0 });
     return { store, size: () => mongoSize(uri), done: () => {} };
   }
   const dir = mkdtempSync(join(tmpdir(), "calltrace-storage-"));

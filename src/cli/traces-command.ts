@@ -17,8 +17,6 @@ export async function tracesCommand(argv: string[]): Promise<void> {
   });
   if (positionals[0] === "import") {
     const config = resolveConfig(values);
-    // Imported traces are kept unique by an index the embedded store has (docs/import.md).
-    if (config.mongodbUri) throw new UsageError("traces import writes into the embedded store; MongoDB is not an import target yet");
     const store = await openStore(config);
     try {
       return await importCommand(store, config, { ...values, files: positionals.slice(1) });

@@ -50,7 +50,8 @@ export async function* otlpFileItems(
       continue;
     }
     const receipt = { keyId: importKeyId, accountId: context.projectId, country: "", receivedAtMs: context.nowMs };
-    yield { where, write: { trace: storedTraceOf(trace, receipt, origin), idempotencyKey, otlpStartS } };
+    // The import key keeps the call unique for good where the store has no rows keyed by the call (MongoDB).
+    yield { where, write: { trace: storedTraceOf(trace, receipt, origin), idempotencyKey, otlpStartS, importKey: `otlp:${idempotencyKey}` } };
   }
 }
 

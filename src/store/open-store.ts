@@ -13,6 +13,7 @@ export async function openStore(
   if (config.mongodbUri !== undefined) {
     return openMongoStore(config.mongodbUri, {
       ...retention,
+      ...(config.groupValuesPerDay === undefined ? {} : { groupValuesPerDay: config.groupValuesPerDay }),
       ...(config.writeTimeoutMs === undefined ? {} : { writeTimeoutMs: config.writeTimeoutMs }),
       onReady: (mode) =>
         logger?.info(

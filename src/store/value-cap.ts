@@ -7,7 +7,8 @@
  *
  * The tracked values live in memory, seeded per scope from the store's own roll-up rows the first
  * time a scope is met, so the hot path costs a Set lookup. Each process holds its own sets: with
- * several processes writing one store, a day may track up to `limit` values per process.
+ * several processes writing one embedded store, a day may track up to `limit` values per process.
+ * MongoDB's instances share theirs (mongo/mongo-value-bound.ts).
  */
 
 /** The value the roll-ups count untracked values under. No client can tell it from a real one by

@@ -5,9 +5,11 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ExportTraceServiceRequestSchema } from "../../gen/opentelemetry/proto/collector/trace/v1/trace_service_pb.js";
 import { TraceFilterSchema } from "../../gen/calltrace/v1/query_pb.js";
+import { openMongoStore } from "../../src/store/mongo/mongo-store.js";
 import { openSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import type { Store } from "../../src/store/store.js";
 import { runCli, runCliRaw } from "../support/cli.js";
+import { startMongoTestServer, type MongoTestServer } from "../support/ferretdb.js";
 import { exportOf, genAiSpan } from "../otlp/otlp-support.js";
 import { postTrace, startTestService, traceBody, type TestService } from "../support/test-service.js";
 import { tempDir } from "../support/temp-dir.js";
@@ -19,14 +21,46 @@ let sourceProject: string;
 let work: string;
 const opened: Store[] = [];
 
+let mongo: MongoTestServer;
 afterAll(async () => {
   for (const store of opened) await store.close();
+  await mongo?.close();
 });
+
+/** Where an import goes: the environment the CLI runs with, and the store it fills, opened by the test. */
+interface Target {
+  env: NodeJS.ProcessEnv;
+  open(): Promise<Store>;
+}
+
+/** Every case runs on both stores (MongoDB's group-bys of the figures take seconds on FerretDB). */
+const targets: [string, () => Target][] = [
+  [
+    "the embedded store",
+    () => {
+      const dir = tempDir();
+      return { env: { DATA_DIR: dir }, open: async () => remember(openSqliteStore(dir)) };
+    },
+  ],
+  [
+    "MongoDB",
+    () => {
+      const uri = mongo.freshUri();
+      return { env: { DATA_DIR: tempDir(), MONGODB_URI: uri }, open: async () => remember(await openMongoStore(uri)) };
+    },
+  ],
+];
+
+function remember(store: Store): Store {
+  opened.push(store);
+  return store;
+}
 
 const models = ["gpt-4o-2024-08-06", "gpt-4o-mini", "claude-sonnet-4-5", "gemini-2.5-flash"];
 const providers: Record<string, string> = { "gpt-4o-2024-08-06": "openai", "gpt-4o-mini": "openai", "claude-sonnet-4-5": "anthropic", "gemini-2.5-flash": "gemini" };
 
 beforeAll(async () => {
+  mongo = await startMongoTestServer();
   source = await startTestService({ plans: { pro: { per_minute: 100_000, per_month: 1_000_000 } } });
   const { key, accountId } = await source.createKey("pro");
   sourceProject = accountId;
@@ -85,22 +119,21 @@ async function figures(store: Store, projectId: string) {
   ) as Record<string, unknown>;
 }
 
-function importInto(dataDir: string, files: string[], ...flags: string[]) {
-  return runCliRaw(["traces", "import", ...files, "--json", ...flags], { DATA_DIR: dataDir });
+function importInto(target: Target, files: string[], ...flags: string[]) {
+  return runCliRaw(["traces", "import", ...files, "--json", ...flags], target.env);
 }
 
-describe("traces import", () => {
-  it("imports a JSONL export into a fresh instance with every dashboard figure identical, and stores nothing twice on a second import", async () => {
+describe.each(targets)("traces import into %s", (_name, newTarget) => {
+  it("imports a JSONL export into a fresh instance with every dashboard figure identical, and stores nothing twice on a second import", { timeout: 240_000 }, async () => {
     const file = join(work, "export.jsonl");
     writeFileSync(file, runCli(["traces", "export"], { DATA_DIR: source.config.dataDir }));
-    const target = tempDir();
+    const target = newTarget();
     const first = importInto(target, [file], "--plan", "pro");
     expect(first.stderr).toContain(`importing ${file}`);
     expect(first.status).toBe(0);
     const report = JSON.parse(first.stdout) as { project: string; read: number; stored: number; duplicates: number; rejected: number };
     expect(report).toMatchObject({ read: 240, stored: 240, duplicates: 0, rejected: 0 });
-    const store = openSqliteStore(target);
-    opened.push(store);
+    const store = await target.open();
     const expected = await figures(source.store, sourceProject);
     expect((expected.totals as { calls: string }).calls).toBe("240");
     expect(await figures(store, report.project)).toEqual(expected);
@@ -110,16 +143,15 @@ describe("traces import", () => {
     expect(await figures(store, report.project)).toEqual(expected);
   });
 
-  it("imports the CSV export alike; the same traces as the JSONL export are duplicates of it", async () => {
+  it("imports the CSV export alike; the same traces as the JSONL export are duplicates of it", { timeout: 240_000 }, async () => {
     const jsonl = join(work, "both.jsonl");
     const csv = join(work, "both.csv");
     writeFileSync(jsonl, runCli(["traces", "export"], { DATA_DIR: source.config.dataDir }));
     writeFileSync(csv, runCli(["traces", "export", "--format", "csv"], { DATA_DIR: source.config.dataDir }));
-    const target = tempDir();
+    const target = newTarget();
     const fromCsv = JSON.parse(importInto(target, [csv], "--plan", "pro").stdout) as { project: string; stored: number };
     expect(fromCsv).toMatchObject({ stored: 240 });
-    const store = openSqliteStore(target);
-    opened.push(store);
+    const store = await target.open();
     expect(await figures(store, fromCsv.project)).toEqual(await figures(source.store, sourceProject));
     // Spreadsheet guards and quoting come off: the error text is the one sent.
     const page = await store.listTraces(fromCsv.project, create(TraceFilterSchema, { status: "error" }), { pageSize: 1 });
@@ -147,8 +179,8 @@ describe("traces import", () => {
     ].join("\n");
     const file = join(work, "bad.jsonl");
     writeFileSync(file, bad);
-    const target = tempDir();
-    const result = runCliRaw(["traces", "import", file, "--plan", "pro"], { DATA_DIR: target });
+    const target = newTarget();
+    const result = runCliRaw(["traces", "import", file, "--plan", "pro"], target.env);
     expect(result.status).toBe(1);
     expect(result.stdout).toMatch(/: 5 read, 2 stored, 0 duplicates, 3 rejected \(/);
     expect(result.stdout).toContain(`rejected ${file} line 2: not JSON:`);
@@ -161,7 +193,7 @@ describe("traces import", () => {
     const request = exportOf([genAiSpan({ startMs: start }), genAiSpan({ startMs: start + 60_000 }), genAiSpan({ startMs: Date.now() - 400 * day })]);
     const file = join(work, "spans.json");
     writeFileSync(file, JSON.stringify(toJson(ExportTraceServiceRequestSchema, request)).replace(/"(traceId|spanId|parentSpanId)":"([^"]*)"/g, (_m, name: string, b64: string) => `"${name}":"${Buffer.from(b64, "base64").toString("hex")}"`));
-    const target = tempDir();
+    const target = newTarget();
     const first = importInto(target, [file], "--plan", "pro");
     const report = JSON.parse(first.stdout) as { project: string; stored: number; rejected: number; rejections: { where: string; reason: string }[] };
     expect(report).toMatchObject({ stored: 2, rejected: 1 });
@@ -169,8 +201,7 @@ describe("traces import", () => {
     expect(report.rejections[0]!.where).toMatch(/^span [0-9a-f]{16}$/);
     const again = JSON.parse(importInto(target, [file], "--project", report.project).stdout) as { stored: number; duplicates: number };
     expect(again).toMatchObject({ stored: 0, duplicates: 2 });
-    const store = openSqliteStore(target);
-    opened.push(store);
+    const store = await target.open();
     const placed = await store.usageTotals(
       report.project,
       create(TraceFilterSchema, { since: { seconds: BigInt(Math.floor((start - 1000) / 1000)) }, until: { seconds: BigInt(Math.floor((start + day) / 1000)) } }),
@@ -178,6 +209,9 @@ describe("traces import", () => {
     expect(placed.calls).toBe(2n);
   });
 
+});
+
+describe("traces import's arguments", () => {
   it("says what is wrong with its arguments", () => {
     const none = runCliRaw(["traces", "import", "--plan", "pro"], { DATA_DIR: tempDir() });
     expect(none.status).toBe(2);
@@ -189,7 +223,7 @@ describe("traces import", () => {
   });
 });
 
-describe("traces import --from langfuse | helicone", () => {
+describe.each(targets)("traces import --from langfuse | helicone into %s", (_name, newTarget) => {
   /** A hand-written sample of the tool's documented export, its days set to recent ones (the bounds of D58). */
   function sample(name: string): string {
     const days = (n: number) => new Date(Date.now() - n * day).toISOString().slice(0, 10);
@@ -200,15 +234,14 @@ describe("traces import --from langfuse | helicone", () => {
 
   it("imports Langfuse generations (API page or blob export timestamps), skips other observations, once however often", async () => {
     const file = sample("langfuse-observations.json");
-    const target = tempDir();
+    const target = newTarget();
     const first = importInto(target, [file], "--from", "langfuse", "--plan", "pro");
     const report = JSON.parse(first.stdout) as { project: string; read: number; stored: number; rejected: number; rejections: Rejected[] };
     expect(report).toMatchObject({ read: 3, stored: 2, rejected: 1 });
     expect(report.rejections[0]).toMatchObject({ where: "row 4", reason: "provider: is required" });
     const again = JSON.parse(importInto(target, [file], "--from", "langfuse", "--project", report.project).stdout) as { stored: number; duplicates: number };
     expect(again).toMatchObject({ stored: 0, duplicates: 2 });
-    const store = openSqliteStore(target);
-    opened.push(store);
+    const store = await target.open();
     const traces = (await store.listTraces(report.project, create(TraceFilterSchema), { pageSize: 10 })).traces;
     const byModel = Object.fromEntries(traces.map((t) => [t.model, t]));
     expect(byModel["gpt-4o-2024-08-06"]).toMatchObject({ provider: "openai", tokensIn: 1200, tokensOut: 350, costUsd: 0.0065, latencyMs: 1842, status: "success", environment: "production", metadata: { feature: "support" } });
@@ -218,11 +251,10 @@ describe("traces import --from langfuse | helicone", () => {
 
   it("imports Helicone requests: providers, cache reads and writes within tokens_in, sessions from properties, HTTP errors", async () => {
     const file = sample("helicone-export.jsonl");
-    const target = tempDir();
+    const target = newTarget();
     const report = JSON.parse(importInto(target, [file], "--from", "helicone", "--plan", "pro").stdout) as { project: string; stored: number; rejected: number };
     expect(report).toMatchObject({ stored: 3, rejected: 0 });
-    const store = openSqliteStore(target);
-    opened.push(store);
+    const store = await target.open();
     const traces = (await store.listTraces(report.project, create(TraceFilterSchema), { pageSize: 10 })).traces;
     const byModel = Object.fromEntries(traces.map((t) => [t.model, t]));
     expect(byModel["gpt-4o-mini-2024-07-18"]).toMatchObject({ provider: "openai", tokensIn: 800, tokensOut: 120, ttftMs: 310, latencyMs: 1250, userId: "user-7", sessionId: "sess-3", metadata: { feature: "search" } });

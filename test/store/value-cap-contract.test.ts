@@ -19,7 +19,19 @@ import { tempDir } from "../support/temp-dir.js";
  * to the totals, over whole days (the roll-ups) and part days (the traces) alike.
  */
 const limit = 3;
-const adapters: [string, () => Promise<Store>][] = [["embedded (SQLite)", async () => openSqliteStore(tempDir(), { groupValuesPerDay: limit })]];
+let mongo: MongoTestServer;
+beforeAll(async () => {
+  mongo = await startMongoTestServer();
+});
+afterAll(async () => {
+  await mongo?.close();
+});
+
+/** Each adapter: a new place for a store (a directory, a database), and a store opened there, again and again. */
+const adapters: [string, { place: () => string; open: (place: string) => Promise<Store> }][] = [
+  ["embedded (SQLite)", { place: tempDir, open: async (dir) => openSqliteStore(dir, { groupValuesPerDay: limit }) }],
+  ["MongoDB", { place: () => mongo.freshUri(), open: (uri) => openMongoStore(uri, { groupValuesPerDay: limit }) }],
+];
 
 const day = 86_400_000;
 const filter = (sinceMs: number, untilMs: number) => create(TraceFilterSchema, { since: timestampFromMs(sinceMs), until: timestampFromMs(untilMs) });
@@ -59,9 +71,9 @@ function explodingTraces(start: number): StoredTrace[] {
 
 const dimensions: GroupDimension[] = [{ kind: "user" }, { kind: "session" }, { kind: "tag" }, { kind: "metadataKey" }, { kind: "metadata", key: "team" }];
 
-describe.each(adapters)("value cap on %s", (_name, open) => {
+describe.each(adapters)("value cap on %s", (_name, { place, open }) => {
   it("counts each day's values past the bound as one other group, and the groups still add up to the totals", async () => {
-    const store = await open();
+    const store = await open(place());
     const traces = explodingTraces(0);
     await store.writeBatch(traces.map((trace) => ({ trace, idempotencyKey: undefined })));
     const today = Math.floor(Date.now() / day) * day;
@@ -92,7 +104,7 @@ describe.each(adapters)("value cap on %s", (_name, open) => {
   });
 
   it("tracks the first values of a day, keeps a steady value, and answers the other group by day on request", async () => {
-    const store = await open();
+    const store = await open(place());
     const traces = explodingTraces(100);
     await store.writeBatch(traces.map((trace) => ({ trace, idempotencyKey: undefined })));
     const today = Math.floor(Date.now() / day) * day;
@@ -122,12 +134,12 @@ describe.each(adapters)("value cap on %s", (_name, open) => {
   });
 
   it("seeds the tracked values from the store after a restart", async () => {
-    const dir = tempDir();
-    const first = openSqliteStore(dir, { groupValuesPerDay: limit });
+    const at = place();
+    const first = await open(at);
     const traces = explodingTraces(200);
     await first.writeBatch(traces.slice(0, 2).map((trace) => ({ trace, idempotencyKey: undefined })));
     await first.close();
-    const again = openSqliteStore(dir, { groupValuesPerDay: limit });
+    const again = await open(at);
     await again.writeBatch(traces.slice(2, 8).map((trace) => ({ trace, idempotencyKey: undefined })));
     const today = Math.floor(Date.now() / day) * day;
     const users = await again.usageByGroup("acc_cap", filter(today - 2 * day, today - day), { kind: "user" }, 1000);
@@ -135,6 +147,11 @@ describe.each(adapters)("value cap on %s", (_name, open) => {
     expect(users.groups.find((g) => g.other)!.totals!.calls).toBe(5n);
     await again.close();
   });
+});
+
+/** The embedded store reads whole days from its roll-ups and part days from the traces. */
+describe("value cap on the embedded store's roll-ups", () => {
+  const open = async () => openSqliteStore(tempDir(), { groupValuesPerDay: limit });
 
   it("counts the part of a day with too many traces to group in time as its whole day, and says so", { timeout: 180_000 }, async () => {
     const store = await open();
@@ -212,14 +229,6 @@ describe.each(adapters)("value cap on %s", (_name, open) => {
  * QueryService) rather than running thousands of queries into a 500.
  */
 describe("MongoDB: a group-by over too many tags", () => {
-  let mongo: MongoTestServer;
-  beforeAll(async () => {
-    mongo = await startMongoTestServer();
-  });
-  afterAll(async () => {
-    await mongo?.close();
-  });
-
   it("refuses with TooManyGroupsError naming the count and what to do, and still answers a narrower range", { timeout: 180_000 }, async () => {
     const store = await openMongoStore(mongo.freshUri());
     const yesterday = Math.floor(Date.now() / day) * day - day;
@@ -248,5 +257,47 @@ describe("MongoDB: a group-by over too many tags", () => {
     const narrow = await store.usageByGroup("acc_cap", filter(yesterday, yesterday + 10 * 60_000), { kind: "tag" }, 100);
     expect(narrow.totalGroups).toBe(10);
     await store.close();
+  });
+});
+
+/** Several service instances on one MongoDB share a day's tracked values (D54): the bound holds exactly, not per instance. */
+describe("MongoDB: the bound across service instances", () => {
+  it("tracks exactly the bound's values of a day when two instances write new values at once", { timeout: 180_000 }, async () => {
+    const uri = mongo.freshUri();
+    const bound = 20;
+    const instances = await Promise.all([0, 1].map(() => openMongoStore(uri, { groupValuesPerDay: bound })));
+    const yesterday = Math.floor(Date.now() / day) * day - day;
+    const batch = (store: Store, from: number) =>
+      store.writeBatch(
+        Array.from({ length: 10 }, (_, i) => ({
+          trace: create(StoredTraceSchema, {
+            receivedAt: timestampFromMs(yesterday + (from + i) * 1000),
+            keyId: "key_cap",
+            accountId: "acc_cap",
+            country: "DE",
+            provider: "openai",
+            model: "gpt-4o",
+            tokensIn: 1,
+            tokensOut: 1,
+            latencyMs: 100,
+            costUsd: 0.001,
+            status: "success",
+            userId: `user-${from + i}`,
+            tags: [`tag-${from + i}`],
+          }),
+          idempotencyKey: undefined,
+        })),
+      );
+    // Ten batches of ten new users and tags, the two instances' batches racing.
+    await Promise.all([0, 1, 2, 3, 4].flatMap((k) => instances.map((store, n) => batch(store, k * 20 + n * 10))));
+    for (const store of instances) {
+      for (const kind of ["user", "tag"] as const) {
+        const { groups } = await store.usageByGroup("acc_cap", filter(yesterday, yesterday + day), { kind }, 1000);
+        expect(groups.filter((g) => !g.other), kind).toHaveLength(bound);
+        expect(groups.find((g) => g.other)!.totals!.calls, kind).toBe(80n);
+        expect(groups.reduce((s, g) => s + g.totals!.calls, 0n), kind).toBe(100n);
+      }
+    }
+    for (const store of instances) await store.close();
   });
 });

@@ -118,12 +118,19 @@ export interface KeyDoc {
   scope?: string;
 }
 
-/** One claimed Idempotency-Key (D14): which trace it was claimed for, and when. */
+/**
+ * One claimed Idempotency-Key (D14), or one imported trace's identity in its file: which trace it
+ * was claimed for, and when. An Idempotency-Key expires with its window (the TTL index on
+ * `createdAt`); an import's claim has `importedAt` in its place and is kept for good.
+ */
 export interface IdempotencyDoc {
-  /** `<key id>:<Idempotency-Key>`. */
+  /** `<key id>:<Idempotency-Key>`, or `import:<project id>:<import key>`. */
   _id: string;
   traceId: TraceDoc["_id"];
-  createdAt: Date;
+  createdAt?: Date;
+  importedAt?: Date;
+  /** An import's project, whose deletion deletes its claims. */
+  accountId?: string;
   /** The X-Quota-Remaining of the first answer, which replays answer again (D23); absent when there was none or the claim predates it. */
   quotaRemaining?: number;
 }
@@ -172,6 +179,19 @@ export interface ScopeLatencyDoc {
   start: number;
   bucket: number;
   calls: number;
+}
+
+/** One tracked value of a project's dimension on one UTC day (D54, mongo-value-bound.ts): slot `slot` of its scope. */
+export interface GroupValueDoc {
+  /** The scope and the slot number: the unique claim of the slot. */
+  _id: string;
+  /** `[account id, day number, dimension]` as JSON. */
+  scope: string;
+  slot: number;
+  value: string;
+  accountId: string;
+  /** The start of the UTC day, when the document starts ageing out with the traces. */
+  day: Date;
 }
 
 export interface UserDoc {
@@ -301,6 +321,8 @@ export interface MongoCollections {
   scopeWatches: Collection<ScopeWatchDoc>;
   scopeCells: Collection<ScopeCellDoc>;
   scopeLatency: Collection<ScopeLatencyDoc>;
+  /** The values each project tracks per dimension and day (D54). */
+  groupValues: Collection<GroupValueDoc>;
   /** This store instance's own, in the _id of the trace_counts documents it keeps. */
   writerId: string;
   /** When this database's writers began keeping traceCounts: traces before it are not in them. */
@@ -376,6 +398,7 @@ export async function prepareMongoCollections(db: Db, options: PrepareOptions): 
   const scopeWatches = db.collection<ScopeWatchDoc>("scope_watches", journaled);
   const scopeCells = db.collection<ScopeCellDoc>("scope_cells", journaled);
   const scopeLatency = db.collection<ScopeLatencyDoc>("scope_latency_cells", journaled);
+  const groupValues = db.collection<GroupValueDoc>("group_values", journaled);
   const users = db.collection<UserDoc>("users", journaled);
   const sessions = db.collection<SessionDoc>("sessions", journaled);
   const organizations = db.collection<OrganizationDoc>("organizations", journaled);
@@ -401,6 +424,7 @@ export async function prepareMongoCollections(db: Db, options: PrepareOptions): 
     "scope_watches",
     "scope_cells",
     "scope_latency_cells",
+    "group_values",
     "users",
     "sessions",
     "organizations",
@@ -450,6 +474,9 @@ export async function prepareMongoCollections(db: Db, options: PrepareOptions): 
   await ensureIndexes(scopeCells, [{ key: { accountId: 1, scope: 1, resolution: 1, start: 1 }, name: "scope_start" }]);
   await ensureIndexes(scopeLatency, [{ key: { accountId: 1, scope: 1, start: 1 }, name: "scope_start" }]);
   await ensureTtlIndex(idempotency, "createdAt", options.idempotencyWindowSeconds);
+  await ensureIndexes(groupValues, [{ key: { scope: 1 }, name: "scope" }]);
+  // A day's values are kept a day longer than its traces: the day is their start.
+  if (options.expireAfterSeconds > 0) await ensureTtlIndex(groupValues, "day", options.expireAfterSeconds + 86_400);
   await ensureIndexes(alertRules, [{ key: { accountId: 1, createdAt: 1 }, name: "account" }]);
   await ensureIndexes(alertDestinations, [{ key: { accountId: 1, createdAt: 1 }, name: "account" }]);
   await ensureIndexes(alertEvents, [{ key: { accountId: 1, firedAt: -1, _id: -1 }, name: "account_fired" }]);
@@ -472,6 +499,7 @@ export async function prepareMongoCollections(db: Db, options: PrepareOptions): 
     scopeWatches,
     scopeCells,
     scopeLatency,
+    groupValues,
     writerId: randomUUID(),
     // A database without traces has all of them counted; one that had traces before its writers
     // kept counts (an upgrade) has those counted from the traces, until their month is over.

@@ -15,8 +15,9 @@ import { upgradeToTeams } from "./mongo-teams-upgrade.js";
 import { mongoPriceStore } from "./mongo-price-store.js";
 import { mongoUserStore } from "./mongo-user-store.js";
 import { mongoAlertStore } from "./mongo-alert-store.js";
+import { defaultValuesPerDay, type ValueCapOptions } from "../value-cap.js";
 
-export interface MongoStoreOptions extends RetentionOptions {
+export interface MongoStoreOptions extends RetentionOptions, ValueCapOptions {
   /** Bound on one write, and so on how long a request can wait for a store that is down. Default 5000. */
   writeTimeoutMs?: number;
   /** Set false to keep traces in an ordinary collection even where time-series collections exist. */
@@ -66,6 +67,7 @@ export async function openMongoStore(uri: string, options: MongoStoreOptions = {
       await c.idempotency.deleteMany({ createdAt: { $lt: new Date(now - idempotencyWindowMs) } });
       // A time-series collection expires its own buckets; deleting from one by time needs MongoDB 7.
       if (keepMs > 0 && !c.capabilities.timeSeries) await c.traces.deleteMany({ receivedAt: { $lt: new Date(now - keepMs) } });
+      if (keepMs > 0 && !c.capabilities.ttl) await c.groupValues.deleteMany({ day: { $lt: new Date(now - keepMs - 86_400_000) } });
       // Projects that keep their traces for less (docs/teams.md). Where the server cannot delete from a
       // time-series collection by time, reads still never return them (the project's retention narrows every read).
       for (const project of await c.accounts.find({ retentionDays: { $gt: 0 } }).toArray()) {
@@ -87,7 +89,13 @@ export async function openMongoStore(uri: string, options: MongoStoreOptions = {
       prices: mongoPriceStore(c),
       scopeCounters: mongoScopeCounters(c),
       otlpSpans: mongoOtlpSpans(c),
-      writeBatch: mongoTraceWriter(c, { idempotencyWindowMs, inFlightMs: 2 * writeTimeoutMs, timeoutMs: writeTimeoutMs, claimReadWaitMs: Math.min(250, writeTimeoutMs / 4) }),
+      writeBatch: mongoTraceWriter(c, {
+        idempotencyWindowMs,
+        inFlightMs: 2 * writeTimeoutMs,
+        timeoutMs: writeTimeoutMs,
+        claimReadWaitMs: Math.min(250, writeTimeoutMs / 4),
+        groupValuesPerDay: options.groupValuesPerDay ?? defaultValuesPerDay,
+      }),
       // A few batches at once: one whose retries need reads (or whose server is slow) holds up its
       // own traces, not every key's.
       handover: { maxInFlight: 4, batchSize: Number.MAX_SAFE_INTEGER },

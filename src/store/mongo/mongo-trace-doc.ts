@@ -58,6 +58,31 @@ export interface TraceDoc {
    * one entry match, since FerretDB 1.24 matches neither a whole {k, v} element nor $elemMatch.
    */
   metadataPairs?: string[];
+  /** Where the trace counts under the other value of a dimension (D54); absent when it counts as itself everywhere. */
+  capped?: CappedGroups;
+}
+
+/**
+ * How a trace counts in the groups of its values past a day's bound (mongo-value-bound.ts), kept
+ * so a group-by reads it with $exists and equality alone (FerretDB 1.24 matches no negation on an
+ * array). A dimension without its entry counts every value of the trace as itself.
+ */
+export interface CappedGroups {
+  /** The single-valued dimensions the trace counts under other in. */
+  user?: true;
+  session?: true;
+  environment?: true;
+  service?: true;
+  /** When a tag counts under other: the tags that count as themselves. */
+  tags?: string[];
+  /** When a metadata key counts under other: the keys that count as themselves... */
+  keys?: string[];
+  /** ...and those that do not, whose values count in no group of their key but the traces without it (none). */
+  dropped?: string[];
+  /** The keys whose value counts under other of that key. */
+  otherValues?: string[];
+  /** When a metadata value counts under other or in none: the `key=value` pairs that count as themselves. */
+  pairs?: string[];
 }
 
 export function traceToDoc(trace: StoredTrace, id: ObjectId): TraceDoc {

@@ -6,6 +6,7 @@ import type { GroupDimension } from "../group-dimension.js";
 import { clampPageSize, decodeTraceCursor, encodeTraceCursor, InvalidCursorError, newestFirst, type TraceSort } from "../trace-cursor.js";
 import { resolveTraceFilter, type ResolvedTraceFilter } from "../trace-filter.js";
 import { TooManyGroupsError, type TraceReader } from "../trace-reader.js";
+import { otherValue } from "../value-cap.js";
 import { usageReader, type UsageCell, type UsageCells, type UsageGroup, type UsageGrouping } from "../usage-reader.js";
 import type { MongoCollections } from "./mongo-collections.js";
 import { errorGroupMatch, mongoErrorsAndRuns } from "./mongo-error-runs.js";
@@ -103,10 +104,16 @@ function subtract<T extends { calls: number }>(all: T[], less: T[]): T[] {
 /** Most values of a list-valued dimension (tags, metadata) grouped, each by a query of its own. */
 export const maxGroupParts = 1000;
 
+/** Traces without the field, or with it: how a part tells the traces marked as counting under other (TraceDoc.capped). */
+const absent = { $exists: false } as const;
+const present = { $exists: true } as const;
+
 /**
  * The parts of a dimension. List-valued ones (tags, metadata) get a part per value, found with
  * distinct() or given as `wanted`: FerretDB 1.24's $unwind drops every other field of the
- * document, so sums cannot be taken after it.
+ * document, so sums cannot be taken after it. A trace whose value counts under the day's other
+ * group (D54) is read from its marks: a part of its own for other, and, for list-valued
+ * dimensions, the values that still count as themselves.
  */
 async function groupParts(
   c: MongoCollections,
@@ -114,36 +121,61 @@ async function groupParts(
   dimension: GroupDimension,
   wanted: string[] | undefined,
 ): Promise<GroupPart[]> {
-  /** A part per value (those wanted, or those found), and one for the traces without any. */
+  const wants = (value: string) => !wanted || wanted.includes(value);
+  /** The part of the traces counted under other, when wanted. */
+  const other = (match: Filter<TraceDoc>): GroupPart[] => (wants(otherValue) ? [{ match, fixed: otherValue }] : []);
+  /** A single-valued dimension: its value, unless marked as counted under other. */
+  const single = (value: string, mark: "user" | "session" | "environment"): GroupPart[] => [
+    { match: { [`capped.${mark}`]: absent }, value },
+    ...other({ [`capped.${mark}`]: true }),
+  ];
+  /**
+   * A part per value (those wanted, or those found) and one for the traces without any. `field`
+   * holds a trace's values; `counted`, present only on a trace with a value under other, those
+   * that count as themselves (undefined: every value counts); `found` lists a field's values in
+   * the traces of a filter.
+   */
   const perValue = async (
-    found: () => Promise<string[]>,
-    match: (value: string) => Filter<TraceDoc>,
-    none: Omit<GroupPart, "fixed">,
+    field: string,
+    counted: string | undefined,
+    found: (field: string, filter: Filter<TraceDoc>) => Promise<string[]>,
+    match: (field: string, value: string) => Filter<TraceDoc>,
+    none: Omit<GroupPart, "fixed">[],
   ): Promise<GroupPart[]> => {
-    const values = [...new Set(wanted ?? (await found()))].filter((v) => v !== "");
+    const listed = async () =>
+      counted === undefined ? found(field, base) : [...(await found(field, { $and: [base, { [counted]: absent }] })), ...(await found(counted, base))];
+    const values = [...new Set(wanted ?? (await listed()))].filter((v) => v !== "" && v !== otherValue);
     if (values.length > maxGroupParts) {
       throw new TooManyGroupsError(
         `${values.length.toLocaleString("en")} distinct values of ${dimension.kind === "metadata" ? `metadata key ${dimension.key}` : dimension.kind} in this range: MongoDB groups at most ${maxGroupParts.toLocaleString("en")} of them, one query each; narrow the time range or add a filter`,
       );
     }
-    return [...values.map((v) => ({ match: match(v), fixed: v })), ...(!wanted || wanted.includes("") ? [{ ...none, fixed: "" }] : [])];
+    return [
+      ...values.map((v) => ({ match: counted === undefined ? match(field, v) : { $or: [{ [counted]: absent, ...match(field, v) }, match(counted, v)] }, fixed: v })),
+      ...(wants("") ? none.map((part) => ({ ...part, fixed: "" })) : []),
+    ];
   };
-  const metadata = (key: string, scope: Filter<TraceDoc>) =>
+  const distinct = async (field: string, filter: Filter<TraceDoc>) => (await c.traces.distinct(field, filter)) as string[];
+  /** The values of metadata `key` among the traces of `scope`, as themselves; `counts` says whether they count under the key's bound (not the service's). */
+  const metadata = (key: string, scope: Filter<TraceDoc>, counts: boolean) =>
     perValue(
-      async () =>
-        ((await c.traces.distinct("metadata", { $and: [base, scope, { "metadata.k": key }] })) as { k: string; v: string }[])
-          .filter((p) => p.k === key)
-          .map((p) => p.v),
-      (v) => ({ ...scope, metadataPairs: metadataPair(key, v) }),
-      { match: scope, without: { "metadata.k": key } },
-    );
+      "metadataPairs",
+      counts ? "capped.pairs" : undefined,
+      async (field, filter) =>
+        (await distinct(field, { $and: [filter, scope, { "metadata.k": key }] }))
+          .filter((pair) => pair.startsWith(`${key}=`))
+          .map((pair) => pair.slice(key.length + 1)),
+      (field, v) => ({ ...scope, [field]: metadataPair(key, v) }),
+      // Without the key; a trace whose key counts under other keeps none of its values.
+      [{ match: scope, without: { "metadata.k": key } }, ...(counts ? [{ match: { ...scope, "capped.dropped": key } }] : [])],
+    ).then((parts) => (counts ? [...parts, ...other({ ...scope, "capped.otherValues": key })] : parts));
   switch (dimension.kind) {
     case "user":
-      return [{ value: "$userId" }];
+      return single("$userId", "user");
     case "session":
-      return [{ value: "$sessionId" }];
+      return single("$sessionId", "session");
     case "environment":
-      return [{ value: "$environment" }];
+      return single("$environment", "environment");
     case "key":
       return [{ value: "$meta.keyId" }];
     case "provider":
@@ -151,23 +183,22 @@ async function groupParts(
     case "model":
       return [{ value: "$meta.model" }];
     case "tag":
-      return perValue(
-        async () => (await c.traces.distinct("tags", base)) as string[],
-        (v) => ({ tags: v }),
-        { match: { tags: { $exists: false } } },
-      );
+      return [
+        ...(await perValue("tags", "capped.tags", distinct, (field, v) => ({ [field]: v }), [{ match: { tags: absent } }])),
+        ...other({ "capped.tags": present }),
+      ];
     case "metadataKey":
-      return perValue(
-        async () => (await c.traces.distinct("metadata.k", base)) as string[],
-        (v) => ({ "metadata.k": v }),
-        { match: { metadata: { $exists: false } } },
-      );
+      return [
+        ...(await perValue("metadata.k", "capped.keys", distinct, (field, v) => ({ [field]: v }), [{ match: { metadata: absent } }])),
+        ...other({ "capped.keys": present }),
+      ];
     case "metadata":
-      return metadata(dimension.key, {});
+      return metadata(dimension.key, {}, true);
     case "service":
       return [
-        { match: { serviceName: { $exists: true } }, value: "$serviceName" },
-        ...(await metadata("service", { serviceName: { $exists: false } })),
+        { match: { serviceName: present, "capped.service": absent }, value: "$serviceName" },
+        ...(await metadata("service", { serviceName: absent, "capped.service": absent }, false)),
+        ...other({ "capped.service": true }),
       ];
   }
 }

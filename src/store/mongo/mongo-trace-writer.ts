@@ -6,6 +6,7 @@ import { mongoClaimReads } from "./mongo-claim-reads.js";
 import { traceToDoc, type TraceDoc } from "./mongo-trace-doc.js";
 import { mongoScopeCounting } from "./mongo-scope-counters.js";
 import { addTraceCounts } from "./mongo-trace-counts.js";
+import { mongoValueBound } from "./mongo-value-bound.js";
 
 export interface MongoTraceWriterOptions {
   /** How long an Idempotency-Key is remembered (D14). */
@@ -24,6 +25,8 @@ export interface MongoTraceWriterOptions {
    * on too, and answer the retries (mongo-claim-reads.ts).
    */
   claimReadWaitMs: number;
+  /** Values tracked per project, dimension and UTC day (D54); 0 tracks all. */
+  groupValuesPerDay: number;
 }
 
 const stored: WriteOutcome = { kind: "stored" };
@@ -45,6 +48,7 @@ const failed = (message: string): WriteOutcome => ({ kind: "failed", error: new 
 export function mongoTraceWriter(c: MongoCollections, options: MongoTraceWriterOptions) {
   const uniqueTraceIds = !c.capabilities.timeSeries;
   const addScopeCells = mongoScopeCounting(c, options.timeoutMs);
+  const markGroups = mongoValueBound(c, options.groupValuesPerDay, options.timeoutMs);
   const earlierClaims = mongoClaimReads(c.idempotency, {
     timeoutMs: 6 * options.timeoutMs,
     concurrency: 2,
@@ -55,14 +59,15 @@ export function mongoTraceWriter(c: MongoCollections, options: MongoTraceWriterO
   /** Sets a claim's trace id, time and figure, if it still names `previous`'s trace. */
   async function takeOver(entry: Claim, previous: IdempotencyDoc, traceId: ObjectId, now: Date): Promise<boolean> {
     // A claim taken over gives the answer to come: its figure replaces the earlier attempt's.
+    const stamp = claimedAt(entry, now);
     const update =
       entry.quotaRemaining === undefined
-        ? { $set: { traceId, createdAt: now }, $unset: { quotaRemaining: "" as const } }
-        : { $set: { traceId, createdAt: now, quotaRemaining: entry.quotaRemaining } };
+        ? { $set: { traceId, ...stamp }, $unset: { quotaRemaining: "" as const } }
+        : { $set: { traceId, ...stamp, quotaRemaining: entry.quotaRemaining } };
     const taken = await c.idempotency
       .updateOne({ _id: entry._id, traceId: previous.traceId }, update, { timeoutMS: options.timeoutMs })
       .then((r) => r.modifiedCount === 1, () => false);
-    if (taken) earlierClaims.remember({ _id: entry._id, traceId, createdAt: now, ...remembered(entry.quotaRemaining) });
+    if (taken) earlierClaims.remember({ _id: entry._id, traceId, ...stamp, ...remembered(entry.quotaRemaining) });
     else earlierClaims.forget(entry._id);
     return taken;
   }
@@ -77,13 +82,16 @@ export function mongoTraceWriter(c: MongoCollections, options: MongoTraceWriterO
     const repeats = new Map<number, number>();
     const claims = new Map<number, Claim>();
     writes.forEach((w, index) => {
-      if (w.idempotencyKey === undefined) return;
-      const id = `${w.trace.keyId}:${w.idempotencyKey}`;
+      // An imported trace is claimed by its identity in its file, for good (docs/import.md).
+      const imported = w.importKey !== undefined;
+      if (!imported && w.idempotencyKey === undefined) return;
+      const id = imported ? `import:${w.trace.accountId}:${w.importKey}` : `${w.trace.keyId}:${w.idempotencyKey}`;
       const first = firstWithKey.get(id);
       if (first !== undefined) repeats.set(index, first);
       else {
         firstWithKey.set(id, index);
-        claims.set(index, { index, _id: id, traceId: docs[index]!._id, quotaRemaining: w.quotaRemaining });
+        const claim: Claim = { index, _id: id, traceId: docs[index]!._id, quotaRemaining: w.quotaRemaining, accountId: w.trace.accountId };
+        claims.set(index, imported ? { ...claim, lasting: true } : claim);
       }
     });
 
@@ -105,8 +113,9 @@ export function mongoTraceWriter(c: MongoCollections, options: MongoTraceWriterO
       if (indices.length === 0) return;
       const inserting = indices.map((i) => docs[i]!);
       try {
-        // Counted before the insert, so the monthly counts (and the alert scopes' cells) are never below the truth.
-        await Promise.all([addTraceCounts(c, inserting, 1, options.timeoutMs), addScopeCells(inserting, 1)]);
+        // Counted before the insert, so the monthly counts (and the alert scopes' cells) are never
+        // below the truth; the values past the day's bound are marked on the documents to insert.
+        await Promise.all([addTraceCounts(c, inserting, 1, options.timeoutMs), addScopeCells(inserting, 1), markGroups(inserting)]);
       } catch (error) {
         for (const i of indices) outcomes[i] = failed(`the trace could not be counted: ${(error as Error).message}`);
         await release(indices);
@@ -161,9 +170,12 @@ export function mongoTraceWriter(c: MongoCollections, options: MongoTraceWriterO
     const settleRepeatedClaims = async (conflicts: Claim[]) => {
       if (conflicts.length === 0) return;
       const earlier = new Map<number, IdempotencyDoc | null | undefined>();
-      const reads = conflicts.map((x) => earlierClaims.read(x._id).then((doc) => void earlier.set(x.index, doc)));
+      const reads = conflicts.filter((x) => !x.lasting).map((x) => earlierClaims.read(x._id).then((doc) => void earlier.set(x.index, doc)));
       let timer: NodeJS.Timeout | undefined;
-      await Promise.race([Promise.all(reads), new Promise((resolve) => (timer = setTimeout(resolve, options.claimReadWaitMs)))]);
+      await Promise.all([
+        Promise.race([Promise.all(reads), new Promise((resolve) => (timer = setTimeout(resolve, options.claimReadWaitMs)))]),
+        readImportClaims(conflicts.filter((x) => x.lasting), earlier),
+      ]);
       clearTimeout(timer);
 
       const probes = new Map<number, IdempotencyDoc>();
@@ -175,8 +187,8 @@ export function mongoTraceWriter(c: MongoCollections, options: MongoTraceWriterO
           if (!earlier.has(i)) return void (outcomes[i] = failed("the earlier attempt with this Idempotency-Key is still being looked up"));
           if (previous === undefined) return void (outcomes[i] = failed("the earlier attempt with this Idempotency-Key could not be read"));
           if (previous === null) return void (outcomes[i] = failed("the earlier claim of this Idempotency-Key was just given up"));
-          const age = now.getTime() - previous.createdAt.getTime();
-          if (age >= options.idempotencyWindowMs) {
+          const age = now.getTime() - (previous.createdAt ?? previous.importedAt ?? now).getTime();
+          if (previous.createdAt !== undefined && age >= options.idempotencyWindowMs) {
             // Expired, not yet deleted: a new claim, with a trace id of its own.
             if (await takeOver(entry, previous, entry.traceId, now)) toInsert.push(i);
             else outcomes[i] = failed("another attempt with this Idempotency-Key is being written");
@@ -220,6 +232,20 @@ export function mongoTraceWriter(c: MongoCollections, options: MongoTraceWriterO
   };
 
   /**
+   * Reads the earlier claims of an import's repeated traces (a whole file's, when imported again)
+   * in one query: an import waits for them, where a request's retry may not.
+   */
+  async function readImportClaims(conflicts: Claim[], into: Map<number, IdempotencyDoc | null | undefined>): Promise<void> {
+    if (conflicts.length === 0) return;
+    const found = await c.idempotency
+      .find({ _id: { $in: conflicts.map((x) => x._id) } }, { timeoutMS: 6 * options.timeoutMs })
+      .toArray()
+      .catch(() => undefined);
+    const byId = new Map(found?.map((doc) => [doc._id, doc]));
+    for (const x of conflicts) into.set(x.index, found && (byId.get(x._id) ?? null));
+  }
+
+  /**
    * Inserts the claims; a claim the server refused for another reason than a duplicate key fails
    * its write. Answers the claims refused as duplicates, which need the earlier claim.
    */
@@ -227,7 +253,7 @@ export function mongoTraceWriter(c: MongoCollections, options: MongoTraceWriterO
     const conflicts: Claim[] = [];
     try {
       await c.idempotency.insertMany(
-        claims.map(({ _id, traceId, quotaRemaining }) => ({ _id, traceId, createdAt: now, ...remembered(quotaRemaining) })),
+        claims.map((x) => ({ _id: x._id, traceId: x.traceId, ...claimedAt(x, now), ...remembered(x.quotaRemaining) })),
         { ordered: false, timeoutMS: options.timeoutMs },
       );
     } catch (error) {
@@ -243,13 +269,20 @@ export function mongoTraceWriter(c: MongoCollections, options: MongoTraceWriterO
   }
 }
 
-/** One Idempotency-Key to claim for the write at `index` of the batch. */
+/** One Idempotency-Key (or import key) to claim for the write at `index` of the batch. */
 interface Claim {
   index: number;
   _id: string;
   traceId: ObjectId;
   quotaRemaining: number | undefined;
+  accountId: string;
+  /** An import's claim, which never expires. */
+  lasting?: true;
 }
+
+/** The claim document's time: `createdAt`, which its window and TTL index expire, or an import's `importedAt` with its project. */
+const claimedAt = (claim: Claim, now: Date): Pick<IdempotencyDoc, "createdAt" | "importedAt" | "accountId"> =>
+  claim.lasting ? { importedAt: now, accountId: claim.accountId } : { createdAt: now };
 
 /** The claim document's field for a figure to remember: none when there is no figure. */
 const remembered = (quotaRemaining: number | undefined) => (quotaRemaining === undefined ? {} : { quotaRemaining });

@@ -1,6 +1,7 @@
 import type Database from "better-sqlite3";
 import { PriceCheck } from "../../../gen/calltrace/v1/trace_pb.js";
 import { latencyBucket } from "../latency-bucket.js";
+import { attributeGroups, cappedGroups } from "../trace-groups.js";
 import { capScope, otherValue, type ValueCap } from "../value-cap.js";
 import type { TraceValues } from "./sqlite-trace-row.js";
 
@@ -20,28 +21,16 @@ const sumsUpdate = `calls = calls + excluded.calls, cost_usd = cost_usd + exclud
 // usage_daily and usage_country_daily also count the calls the server could not price or priced differently.
 const checkedSumsUpdate = `${sumsUpdate}, unpriced = unpriced + excluded.unpriced, mismatched = mismatched + excluded.mismatched`;
 
-/**
- * The attribute groups a trace counts in (see the group_daily migration in sqlite-schema.ts):
- * one per dimension, one per distinct tag, and per metadata entry its key and its value.
- */
+/** The attribute groups a trace counts in (see the group_daily migration in sqlite-schema.ts and trace-groups.ts). */
 export function traceGroups(values: TraceValues): [dimension: string, value: string][] {
-  const serviceName = values[21];
-  const userId = values[22];
-  const sessionId = values[23];
-  const tags = values[24] === null ? [] : [...new Set(JSON.parse(values[24]) as string[])];
-  const metadata = values[25] === null ? [] : Object.entries(JSON.parse(values[25]) as Record<string, string>);
-  const environment = values[26];
-  const groups: [string, string][] = [
-    ["user", userId ?? ""],
-    ["session", sessionId ?? ""],
-    ["environment", environment ?? ""],
-    ["service", serviceName ?? metadata.find(([k]) => k === "service")?.[1] ?? ""],
-  ];
-  if (tags.length === 0) groups.push(["tag", ""]);
-  for (const tag of tags) groups.push(["tag", tag]);
-  if (metadata.length === 0) groups.push(["metadataKey", ""]);
-  for (const [key, value] of metadata) groups.push(["metadataKey", key], [`m:${key}`, value]);
-  return groups;
+  return attributeGroups({
+    serviceName: values[21],
+    userId: values[22],
+    sessionId: values[23],
+    tags: values[24] === null ? [] : (JSON.parse(values[24]) as string[]),
+    metadata: values[25] === null ? [] : Object.entries(JSON.parse(values[25]) as Record<string, string>),
+    environment: values[26],
+  });
 }
 
 /** The value a roll-up counts a trace's value under: itself, or the other value (D54). */
@@ -226,25 +215,13 @@ export function sqliteUsageRollup(db: Database.Database, keptValueOf: GroupValue
   };
 }
 
-/**
- * The group_daily rows a trace counts in on `day`, each once: each value not tracked becomes the
- * dimension's other value (D54); a metadata key counted as other keeps none of its values, so a
- * client cannot make a dimension per key either.
- */
+/** The group_daily rows a trace counts in on `day`, each once, its values past the bound as other (D54, trace-groups.ts). */
 function attributeRows(rows: Rows, t: TraceValues, day: number, keptValueOf: GroupValueOf): Sums[] {
   const accountId = t[2];
   const status = t[10];
   // JSON strings and a number between them: a key no other params can spell.
   const rest = `${day}${JSON.stringify(status)}${JSON.stringify(accountId)}`;
-  const counted: Sums[] = [];
-  // traceGroups puts each metadata key right before its value.
-  let keyIsOther = false;
-  for (const [dimension, value] of traceGroups(t)) {
-    if (keyIsOther && dimension.startsWith("m:")) continue;
-    const kept = keptValueOf(accountId, dimension, day, value);
-    if (dimension === "metadataKey") keyIsOther = kept === otherValue;
-    const row = rowOf(rows, JSON.stringify(dimension) + JSON.stringify(kept) + rest, () => [accountId, dimension, kept, day, status]);
-    if (!counted.includes(row)) counted.push(row);
-  }
-  return counted;
+  return cappedGroups(traceGroups(t), (dimension, value) => keptValueOf(accountId, dimension, day, value)).map(([dimension, kept]) =>
+    rowOf(rows, JSON.stringify(dimension) + JSON.stringify(kept) + rest, () => [accountId, dimension, kept, day, status]),
+  );
 }
