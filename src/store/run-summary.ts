@@ -18,6 +18,20 @@ export interface RunCell {
 /** How runs are listed: most recently ended first, or highest cost first. */
 export type RunOrder = "recent" | "cost";
 
+/**
+ * Where a page of runs, most recently ended first, stopped: its last run's end and id. The next
+ * page holds the runs after it in that order (keyset pagination, as trace-cursor.ts pages traces).
+ */
+export interface RunsAfter {
+  endMs: number;
+  id: string;
+}
+
+/** Whether a run comes after `after` when runs are listed most recently ended first. */
+export function runIsAfter(cell: RunCell, after: RunsAfter | undefined): boolean {
+  return after === undefined || cell.endMs < after.endMs || (cell.endMs === after.endMs && cell.id > after.id);
+}
+
 /** One run and its calls (earliest start first, at most maxRunCalls). */
 export interface RunDetail {
   run: RunSummary;

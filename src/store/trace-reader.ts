@@ -15,7 +15,7 @@ import type {
 import type { StoredTrace } from "../../gen/calltrace/v1/trace_pb.js";
 import type { ErrorGroups } from "./error-groups-fold.js";
 import type { GroupDimension } from "./group-dimension.js";
-import type { RunDetail, RunOrder } from "./run-summary.js";
+import type { RunDetail, RunOrder, RunsAfter } from "./run-summary.js";
 import type { TraceSort } from "./trace-cursor.js";
 
 /** What page of traces to read: `cursor` is the previous page's `nextCursor`, made with the same sort. */
@@ -78,8 +78,11 @@ export interface TraceReader {
   ): Promise<DayGroupUsage[]>;
   /** Failed calls grouped by masked message (error-group.ts), most calls first; at most `limit` groups. */
   errorGroups(accountId: string, filter: TraceFilter, limit: number): Promise<ErrorGroups>;
-  /** Runs (D59) with a call in the filter's range, in `order`; at most `limit`. */
-  listRuns(accountId: string, filter: TraceFilter, order: RunOrder, limit: number): Promise<RunSummary[]>;
+  /**
+   * Runs (D59) with a call in the filter's range, in `order`; at most `limit`. With `after` (order
+   * `recent` only), the runs after that one: the next page.
+   */
+  listRuns(accountId: string, filter: TraceFilter, order: RunOrder, limit: number, after?: RunsAfter): Promise<RunSummary[]>;
   /** One run by its id (run-id.ts); undefined when it has no call in this account (within retention). */
   getRun(accountId: string, runId: string): Promise<RunDetail | undefined>;
 }

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TraceFilterSchema } from "../../gen/calltrace/v1/query_pb.js";
 import { StoredTraceSchema, type StoredTrace, TraceSource } from "../../gen/calltrace/v1/trace_pb.js";
 import { normaliseError } from "../../src/store/error-group.js";
+import type { RunsAfter } from "../../src/store/run-summary.js";
 import type { Store } from "../../src/store/store.js";
 import { failures } from "../support/error-traces.js";
 import { call } from "../support/stored-call.js";
@@ -172,6 +173,40 @@ describe.each(adapters)("errors and runs contract: %s", (_name, open) => {
     // Filtered: the runs with matching calls, summed over those calls.
     const o3 = await store.listRuns("acc_run", filter({ ...range, model: "o3" }), "recent", 50);
     expect(o3.map((r) => [r.id, Number(r.calls), r.costUsd])).toEqual([["session:chat-1", 1, 0.5]]);
+  });
+
+  it("pages the most recently ended first list after a run, ties by id, filtered or not", async () => {
+    const now = Date.now();
+    const runCall = (sessionId: string, minutesAgo: number, model = "gpt-4o") =>
+      call({ accountId: "acc_pages", at: now - minutesAgo * 60_000, latencyMs: 1000, sessionId, model });
+    const calls = [
+      // A long run: its first call before every other run's, its last after them.
+      runCall("long", 90),
+      runCall("long", 5, "o3"),
+      // Two runs that end at the same time, ordered by id.
+      runCall("tie-b", 30),
+      runCall("tie-a", 30, "o3"),
+      ...Array.from({ length: 5 }, (_, i) => runCall(`s${i}`, 20 + i * 7, i % 2 ? "o3" : "gpt-4o")),
+      call({ accountId: "acc_pages_other", at: now - 60_000, sessionId: "s0" }),
+    ];
+    await store.writeBatch(calls.map((trace) => ({ trace, idempotencyKey: undefined })));
+    const range = filter({ since: timestampFromMs(now - day), until: timestampFromMs(now + hour) });
+    for (const [view, runs] of [
+      [range, 8],
+      [filter({ ...range, model: "o3" }), 4],
+    ] as const) {
+      const whole = await store.listRuns("acc_pages", view, "recent", 50);
+      expect(whole).toHaveLength(runs);
+      const paged: typeof whole = [];
+      let after: RunsAfter | undefined;
+      for (let page = 0; page <= runs; page++) {
+        const next = await store.listRuns("acc_pages", view, "recent", 3, after);
+        paged.push(...next);
+        if (next.length < 3) break;
+        after = { endMs: ms(next.at(-1)!.end), id: next.at(-1)!.id };
+      }
+      expect(paged).toEqual(whole);
+    }
   });
 
   it("starts a call that says its call time (called_at) then, and ends it its latency later", async () => {

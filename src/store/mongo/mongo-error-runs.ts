@@ -4,7 +4,7 @@ import type { Document, Filter } from "mongodb";
 import { errorGroupOf } from "../error-group.js";
 import { foldErrorGroups, type ErrorGroupCell, type ErrorValueCell } from "../error-groups-fold.js";
 import { callSpanMs, maxRunCalls, parseRunId, runIdOf, type RunKey } from "../run-id.js";
-import { runSummary, sortRuns, type RunCell } from "../run-summary.js";
+import { runIsAfter, runSummary, sortRuns, type RunCell } from "../run-summary.js";
 import { filtersAttributes, resolveTraceFilter, type ResolvedTraceFilter } from "../trace-filter.js";
 import type { TraceReader } from "../trace-reader.js";
 import type { MongoCollections } from "./mongo-collections.js";
@@ -122,7 +122,8 @@ export function mongoErrorsAndRuns(
       return folded;
     },
 
-    async listRuns(accountId, traceFilter, order, limit) {
+    async listRuns(accountId, traceFilter, order, limit, after) {
+      if (after && order !== "recent") throw new Error("listRuns: only the most recent first order pages after a run");
       const filter = resolveTraceFilter(traceFilter, retentionMs);
       const inRun: Filter<TraceDoc> = { $or: [{ otlpTraceId: { $exists: true } }, { sessionId: { $exists: true } }] };
       const match: Filter<TraceDoc> = { $and: [traceMatch(accountId, filter), inRun] };
@@ -132,37 +133,46 @@ export function mongoErrorsAndRuns(
         filter.provider !== undefined ||
         filter.model !== undefined ||
         filter.status !== undefined;
-      let found: string[];
+      const cellOf = (id: string) => {
+        const own = runMatch(accountId, parseRunId(id)!);
+        // Unfiltered, a run's figures are the whole run's, as the embedded store's roll-up has them.
+        return runCell(id, narrowed ? { $and: [match, own] } : { ...own, receivedAt: { $gte: cutoff() } });
+      };
+      const cells: RunCell[] = [];
+      const keep = (found: (RunCell | undefined)[]) => {
+        for (const cell of found) if (cell !== undefined && runIsAfter(cell, after)) cells.push(cell);
+      };
       if (order === "cost") {
         const costs = new Map<string, number>();
         for (const row of await sumBy(match, { o: "$otlpTraceId", s: "$sessionId" }, "$costUsd")) {
           const id = runIdOf(row._id.o as string | undefined, row._id.s as string | undefined);
           if (id !== undefined) costs.set(id, (costs.get(id) ?? 0) + Number(row.n ?? 0));
         }
-        found = [...costs]
+        const found = [...costs]
           .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))
           .slice(0, limit)
           .map(([id]) => id);
+        keep(await Promise.all(found.map(cellOf)));
       } else {
+        // A run after the cursor ended before the cursor's end, so its calls were all placed before it.
+        const scan = after ? { $and: [match, { receivedAt: { $lte: new Date(after.endMs) } }] } : match;
         const seen = new Set<string>();
-        for await (const doc of c.traces.find(match).sort({ receivedAt: -1 }).limit(runScanLimit)) {
+        let batch: string[] = [];
+        for await (const doc of c.traces.find(scan).sort({ receivedAt: -1 }).limit(runScanLimit)) {
           const id = runIdOf(doc.otlpTraceId, doc.sessionId);
-          if (id !== undefined) seen.add(id);
-          if (seen.size >= limit) break;
+          if (id === undefined || seen.has(id)) continue;
+          seen.add(id);
+          batch.push(id);
+          // Runs found that the cursor's page already held are passed over, and the scan goes on.
+          if (cells.length + batch.length >= limit) {
+            keep(await Promise.all(batch.map(cellOf)));
+            batch = [];
+            if (cells.length >= limit) break;
+          }
         }
-        found = [...seen];
+        keep(await Promise.all(batch.map(cellOf)));
       }
-      const cells = await Promise.all(
-        found.map((id) => {
-          const own = runMatch(accountId, parseRunId(id)!);
-          // Unfiltered, a run's figures are the whole run's, as the embedded store's roll-up has them.
-          return runCell(id, narrowed ? { $and: [match, own] } : { ...own, receivedAt: { $gte: cutoff() } });
-        }),
-      );
-      return sortRuns(
-        cells.filter((cell): cell is RunCell => cell !== undefined),
-        order,
-      ).map(runSummary);
+      return sortRuns(cells, order).map(runSummary);
     },
 
     async getRun(accountId, runId) {

@@ -42,14 +42,19 @@ export function sqliteRunReader(
   const columns = `run_id AS id, calls, errors, cost_usd AS costUsd, tokens_in AS tokensIn, tokens_out AS tokensOut, start_ms AS startMs, end_ms AS endMs`;
 
   return {
-    async listRuns(accountId, traceFilter, order, limit) {
+    async listRuns(accountId, traceFilter, order, limit, after) {
+      if (after && order !== "recent") throw new Error("listRuns: only the most recent first order pages after a run");
       const filter = resolveTraceFilter(traceFilter, retentionMs);
       const params: Record<string, unknown> = { account: accountId, since: filter.sinceMs, until: filter.untilMs, limit };
       const by = order === "cost" ? "costUsd DESC" : "endMs DESC";
+      // The runs after the previous page's last one, in the order by end, then id (run-summary.ts runIsAfter).
+      const afterRun = (end: string, id: string) => (after ? `(${end} < @afterEnd OR (${end} = @afterEnd AND ${id} > @afterId))` : "1");
+      if (after) Object.assign(params, { afterEnd: after.endMs, afterId: after.id });
       let cells: RunCell[];
       if (!filtersCalls(filter)) {
         cells = prepare(
-          `SELECT ${columns} FROM runs WHERE account_id = @account AND end_ms >= @since AND start_ms < @until ORDER BY ${by}, run_id LIMIT @limit`,
+          `SELECT ${columns} FROM runs WHERE account_id = @account AND end_ms >= @since AND start_ms < @until
+             AND ${afterRun("end_ms", "run_id")} ORDER BY ${by}, run_id LIMIT @limit`,
         ).all(params) as RunCell[];
       } else {
         const conditions = traceConditions(filter, params);
@@ -57,7 +62,7 @@ export function sqliteRunReader(
           `SELECT ${runIdSql} AS id, ${runSums} FROM traces
            WHERE account_id = @account AND received_at >= @since AND received_at < @until${conditions}
              AND (otlp_trace_id IS NOT NULL OR session_id IS NOT NULL)
-           GROUP BY 1 ORDER BY ${by}, 1 LIMIT @limit`,
+           GROUP BY 1 HAVING ${afterRun(`MAX(${callEndSql})`, runIdSql)} ORDER BY ${by}, 1 LIMIT @limit`,
         ).all(params) as RunCell[];
       }
       return sortRuns(cells, order).map(runSummary);
