@@ -107,7 +107,7 @@ export interface Dashboard {
   routes(router: ConnectRouter): void;
   /** Serves `/`, `/app/...`, the downloads (traces, audit log) and single sign-on's `/auth/oidc/...`; false for a path it does not own. */
   serve(req: NodeRequest, res: NodeResponse): boolean;
-  /** GET /v1/traces and /v1/metrics, let in as QueryService is (a read key or a session). */
+  /** The REST read routes (read-api.ts), let in as QueryService is (a read key or a session). */
   readApi: ReadApi;
 }
 

@@ -1,10 +1,11 @@
 import { getOption } from "@bufbuild/protobuf";
 import { type FieldRules, field as fieldRules } from "@bufbuild/protovalidate/gen/buf/validate/validate_pb.js";
 import { BudgetStatusSchema } from "../../gen/calltrace/v1/alert_pb.js";
-import { TraceFilterSchema } from "../../gen/calltrace/v1/query_pb.js";
+import { ErrorGroupSchema, RunSummarySchema, TraceFilterSchema } from "../../gen/calltrace/v1/query_pb.js";
 import { TraceSchema } from "../../gen/calltrace/v1/trace_pb.js";
 import { filterParams } from "../dashboard/trace-download.js";
-import { groupByNames, maxGroups, maxTracesPerPage } from "../read-api/read-query.js";
+import { groupByNames, maxErrorGroups, maxGroups, maxRunsPerPage, maxTracesPerPage } from "../read-api/read-query.js";
+import { maxRunId } from "../store/run-id.js";
 import { protoJsonSchema } from "./proto-json-schema.js";
 import { storedTraceJsonSchema } from "./stored-trace-schema.js";
 import { type JsonSchema, messageJsonSchema } from "./trace-json-schema.js";
@@ -88,6 +89,16 @@ const retryBody = (error: string, maximum?: number): JsonSchema => ({
   required: ["error", "retry_after"],
   additionalProperties: false,
 });
+/** A page of a listing: its items, and the cursor to the next page. */
+const pageSchema = (item: string): JsonSchema => ({
+  type: "object",
+  properties: {
+    data: { type: "array", items: { $ref: `#/components/schemas/${item}` } },
+    next_cursor: { type: ["string", "null"], description: "Pass as `cursor` for the next page; null on the last page." },
+  },
+  required: ["data", "next_cursor"],
+  additionalProperties: false,
+});
 const json = (schema: JsonSchema) => ({ "application/json": { schema } });
 const plainResponse = (description: string, schema: JsonSchema, headers: Record<string, unknown> = {}) => ({
   description,
@@ -151,7 +162,7 @@ function filterParamSchema(name: string): JsonSchema {
 
 const query = (name: string, description: string, schema: JsonSchema) => ({ name, in: "query", required: false, description, schema });
 
-/** The parameters both read routes take: the range, the project and the dashboard's filters. */
+/** The parameters the read routes over a range take: the range, the project and the dashboard's filters. */
 const readParameters = [
   query("from", "Inclusive lower bound on the receive time, an RFC 3339 date-time (for example `2026-01-31T00:00:00Z`).", {
     type: "string",
@@ -171,10 +182,10 @@ const readParameters = [
   })),
 ];
 
-/** The refusals both read routes answer. */
+/** The refusals every read route answers. */
 const readRefusals = {
   "400": plainResponse(
-    "A parameter is not valid (named in `details`): a time that is not RFC 3339, `from` after `to`, an unknown parameter, a bad `group_by`, `limit` or `cursor`.",
+    "A parameter is not valid (named in `details`): a time that is not RFC 3339, `from` after `to`, an unknown parameter, a bad `group_by`, `limit`, `cursor` or run id.",
     {
       $ref: "#/components/schemas/ValidationError",
     },
@@ -199,10 +210,33 @@ const readRefusals = {
 };
 const readSecurity = [{ readKey: [] }, { session: [] }];
 
+/** A read route's GET over a range: the range and the filters, its own parameters, its answer and the read refusals. */
+function rangeRead(op: {
+  operationId: string;
+  summary: string;
+  description: string;
+  parameters: unknown[];
+  answer: string;
+  schema: string;
+}) {
+  return {
+    operationId: op.operationId,
+    summary: op.summary,
+    description: op.description,
+    security: readSecurity,
+    parameters: [...readParameters, ...op.parameters],
+    responses: {
+      "200": plainResponse(op.answer, { $ref: `#/components/schemas/${op.schema}` }, readLimitHeaders),
+      ...readRefusals,
+    },
+  };
+}
+
 /**
  * The OpenAPI 3.1 document of the REST surface: `POST /v1/traces` with every status and body of
- * the decisions (D1-D15), the read API (`GET /v1/traces`, `GET /v1/metrics`), `GET /v1/budget`, `/healthz` and `/readyz`. The Trace schema is derived from the
- * contract's descriptor; the rest restates docs/decisions.md.
+ * the decisions (D1-D15), the read API (`GET /v1/traces`, `/v1/metrics`, `/v1/errors`, `/v1/runs`, `/v1/runs/{id}`),
+ * `GET /v1/budget`, `/healthz` and `/readyz`. The Trace schema and the read API's error groups and runs are derived
+ * from the contract's descriptor; the rest restates docs/decisions.md.
  */
 export function openApiDocument(): Record<string, unknown> {
   return {
@@ -251,15 +285,7 @@ export function openApiDocument(): Record<string, unknown> {
           ...protoJsonSchema(BudgetStatusSchema),
           description: "BudgetStatus in proto/calltrace/v1/alert.proto, as protobuf's JSON writes it: fields at their default are left out.",
         },
-        TracePage: {
-          type: "object",
-          properties: {
-            data: { type: "array", items: { $ref: "#/components/schemas/StoredTrace" } },
-            next_cursor: { type: ["string", "null"], description: "Pass as `cursor` for the next page; null on the last page." },
-          },
-          required: ["data", "next_cursor"],
-          additionalProperties: false,
-        },
+        TracePage: pageSchema("StoredTrace"),
         Metrics: {
           type: "object",
           properties: {
@@ -309,6 +335,45 @@ export function openApiDocument(): Record<string, unknown> {
             p95_latency_ms: { type: "integer", minimum: 0, description: "95th percentile latency, read like `p50_latency_ms`." },
           },
           required: ["group", "calls", "errors", "cost_usd", "tokens_in", "tokens_out", "p50_latency_ms", "p95_latency_ms"],
+          additionalProperties: false,
+        },
+        ErrorGroups: {
+          type: "object",
+          properties: {
+            data: { type: "array", items: { $ref: "#/components/schemas/ErrorGroup" } },
+            total_errors: { type: "integer", minimum: 0, description: "Failed calls in view, in every group." },
+            total_groups: {
+              type: "integer",
+              minimum: 0,
+              description: "How many groups there were, of which `data` holds the first `limit`.",
+            },
+          },
+          required: ["data", "total_errors", "total_groups"],
+          additionalProperties: false,
+        },
+        ErrorGroup: {
+          ...protoJsonSchema(ErrorGroupSchema, "read-api"),
+          description:
+            "ErrorGroup in proto/calltrace/v1/query.proto: the failed calls whose message is the same once numbers, ids, UUIDs, hex, e-mail addresses and quoted values are masked (D59). `id` is 16 hex digits, or `other` for the groups past the cap per project and day.",
+        },
+        RunSummary: {
+          ...protoJsonSchema(RunSummarySchema, "read-api"),
+          description:
+            "RunSummary in proto/calltrace/v1/query.proto: the calls sharing an OTLP trace id (`otlp:<id>`), or else a session id (`session:<id>`) (D59). A call starts at its receive time less its latency, or at its `called_at`.",
+        },
+        RunPage: pageSchema("RunSummary"),
+        Run: {
+          type: "object",
+          properties: {
+            run: { $ref: "#/components/schemas/RunSummary" },
+            calls: {
+              type: "array",
+              items: { $ref: "#/components/schemas/StoredTrace" },
+              description: "Earliest start first, each as the JSONL download writes it; at most 2,000.",
+            },
+            truncated: { type: "boolean", description: "The run has more calls than `calls` holds." },
+          },
+          required: ["run", "calls", "truncated"],
           additionalProperties: false,
         },
         Forbidden: errorBody("Forbidden", "message"),
@@ -391,14 +456,12 @@ export function openApiDocument(): Record<string, unknown> {
             },
           },
         },
-        get: {
+        get: rangeRead({
           operationId: "listTraces",
           summary: "Read traces",
           description:
             "A page of the project's traces, newest first, each as the JSONL download writes it; follow `next_cursor` until it is null. Filters are the dashboard's; a project's own retention narrows every read.",
-          security: readSecurity,
           parameters: [
-            ...readParameters,
             query("cursor", "The previous page's `next_cursor`; absent for the first page.", {
               type: "string",
               minLength: 1,
@@ -410,21 +473,17 @@ export function openApiDocument(): Record<string, unknown> {
               maximum: maxTracesPerPage,
             }),
           ],
-          responses: {
-            "200": plainResponse("A page of traces.", { $ref: "#/components/schemas/TracePage" }, readLimitHeaders),
-            ...readRefusals,
-          },
-        },
+          answer: "A page of traces.",
+          schema: "TracePage",
+        }),
       },
       "/v1/metrics": {
-        get: {
+        get: rangeRead({
           operationId: "getMetrics",
           summary: "Read usage figures",
           description:
             "Calls, errors, cost, tokens and p50/p95 latency of the project's traces: one total row without `group_by`, else one row per group, highest spend first (per day: by day). Read from the store's roll-ups, the same figures as the dashboard's.",
-          security: readSecurity,
           parameters: [
-            ...readParameters,
             query(
               "group_by",
               `One of ${groupByNames.join(", ")}, or \`metadata.<key>\` for one metadata key's values. Absent: one total row.`,
@@ -439,9 +498,72 @@ export function openApiDocument(): Record<string, unknown> {
               maximum: maxGroups,
             }),
           ],
+          answer: "The figures.",
+          schema: "Metrics",
+        }),
+      },
+      "/v1/errors": {
+        get: rangeRead({
+          operationId: "getErrorGroups",
+          summary: "Read error groups",
+          description:
+            "The project's failed calls grouped by masked message, most calls first: count, share of the failures in view, first and last seen, cost, and the models, keys and users most affected with how many there were. The dashboard's Errors view reads the same (GetErrorGroups).",
+          parameters: [
+            query("limit", `Most groups answered, 1 to ${maxErrorGroups}; 50 when absent.`, {
+              type: "integer",
+              minimum: 1,
+              maximum: maxErrorGroups,
+            }),
+          ],
+          answer: "The groups.",
+          schema: "ErrorGroups",
+        }),
+      },
+      "/v1/runs": {
+        get: rangeRead({
+          operationId: "listRuns",
+          summary: "Read runs",
+          description:
+            "A page of the project's runs with a call in the range, most recently ended first (ties by id), with their calls, errors, cost, tokens, start and end; follow `next_cursor` until it is null. Unfiltered, a run's figures are the whole run's; with a filter, those of its matching calls in the range. The dashboard's Runs view reads the same (ListRuns).",
+          parameters: [
+            query("cursor", "The previous page's `next_cursor`; absent for the first page.", {
+              type: "string",
+              minLength: 1,
+              maxLength: 2048,
+            }),
+            query("limit", `Runs per page, 1 to ${maxRunsPerPage}; 50 when absent.`, {
+              type: "integer",
+              minimum: 1,
+              maximum: maxRunsPerPage,
+            }),
+          ],
+          answer: "A page of runs.",
+          schema: "RunPage",
+        }),
+      },
+      "/v1/runs/{id}": {
+        get: {
+          operationId: "getRun",
+          summary: "Read one run",
+          description: "One run and its calls in start order, as the dashboard's run page reads it (GetRun).",
+          security: readSecurity,
+          parameters: [
+            {
+              name: "id",
+              in: "path",
+              required: true,
+              description: "A run's `id`, URL-encoded: `otlp:` and 32 lower-case hex digits, or `session:` and a session id.",
+              schema: { type: "string", maxLength: maxRunId, pattern: "^(otlp:[0-9a-f]{32}|session:.+)$" },
+            },
+            readParameters.find((p) => p.name === "project")!,
+          ],
           responses: {
-            "200": plainResponse("The figures.", { $ref: "#/components/schemas/Metrics" }, readLimitHeaders),
+            "200": plainResponse("The run.", { $ref: "#/components/schemas/Run" }, readLimitHeaders),
             ...readRefusals,
+            "404": plainResponse(
+              "No run with this id has a call in the project (another project's run is as unknown as one that never existed), or `project` names a project the caller cannot read.",
+              { $ref: "#/components/schemas/NotFound" },
+            ),
           },
         },
       },

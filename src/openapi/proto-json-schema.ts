@@ -1,38 +1,47 @@
 import { type DescField, type DescMessage, ScalarType } from "@bufbuild/protobuf";
+import { isInt64 } from "../read-api/contract-json.js";
 import type { JsonSchema } from "./trace-json-schema.js";
 
 /**
- * The JSON Schema of a message as protobuf-es's toJson writes it (the contract's JSON names;
- * fields at their default left out, so none is required), read off the descriptor so that a new
- * field is documented at once. For the answers built from the contract (GET /v1/budget).
+ * How an answer writes a message: as protobuf-es's toJson does (`proto`: the contract's JSON
+ * names, fields at their default left out), or as the read API's contractJson does (`read-api`:
+ * the .proto's names, every field but an unset message present, 64-bit counts as numbers).
  */
-export function protoJsonSchema(message: DescMessage): JsonSchema {
+export type JsonStyle = "proto" | "read-api";
+
+/**
+ * The JSON Schema of a message as `style` writes it, read off the descriptor so that a new field
+ * is documented at once. For the answers built from the contract (GET /v1/budget, /v1/errors, /v1/runs).
+ */
+export function protoJsonSchema(message: DescMessage, style: JsonStyle = "proto"): JsonSchema {
   const properties: Record<string, JsonSchema> = {};
-  for (const field of message.fields) properties[field.jsonName] = fieldSchema(field);
-  return { title: message.name, type: "object", properties, additionalProperties: false };
+  for (const field of message.fields) properties[style === "proto" ? field.jsonName : field.name] = fieldSchema(field, style);
+  const required = style === "read-api" ? { required: message.fields.filter((f) => f.fieldKind !== "message").map((f) => f.name) } : {};
+  return { title: message.name, type: "object", properties, ...required, additionalProperties: false };
 }
 
-function fieldSchema(field: DescField): JsonSchema {
+function fieldSchema(field: DescField, style: JsonStyle): JsonSchema {
   switch (field.fieldKind) {
     case "scalar":
-      return scalarSchema(field.scalar);
+      return scalarSchema(field.scalar, style);
     case "enum":
       return { type: "string", enum: field.enum.values.map((v) => v.name) };
     case "message":
-      return messageSchema(field.message);
+      return messageSchema(field.message, style);
     case "list":
-      return { type: "array", items: field.listKind === "message" ? messageSchema(field.message) : field.listKind === "enum" ? { type: "string", enum: field.enum.values.map((v) => v.name) } : scalarSchema(field.scalar) };
+      return { type: "array", items: field.listKind === "message" ? messageSchema(field.message, style) : field.listKind === "enum" ? { type: "string", enum: field.enum.values.map((v) => v.name) } : scalarSchema(field.scalar, style) };
     case "map":
       throw new Error(`openapi: no JSON Schema for the map ${field.parent.typeName}.${field.name}`);
   }
 }
 
-function messageSchema(message: DescMessage): JsonSchema {
+function messageSchema(message: DescMessage, style: JsonStyle): JsonSchema {
   if (message.typeName === "google.protobuf.Timestamp") return { type: "string", format: "date-time" };
-  return protoJsonSchema(message);
+  return protoJsonSchema(message, style);
 }
 
-function scalarSchema(scalar: ScalarType): JsonSchema {
+function scalarSchema(scalar: ScalarType, style: JsonStyle): JsonSchema {
+  if (style === "read-api" && isInt64(scalar)) return { type: "integer" };
   switch (scalar) {
     case ScalarType.STRING:
       return { type: "string" };

@@ -1,5 +1,6 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import type { TraceFilter } from "../../gen/calltrace/v1/query_pb.js";
+import { timestampMs } from "@bufbuild/protobuf/wkt";
+import { ErrorGroupSchema, RunSummarySchema, type TraceFilter } from "../../gen/calltrace/v1/query_pb.js";
 import { webHeaders } from "../dashboard/trace-download.js";
 import { traceJson } from "../download/trace-lines.js";
 import { refusalText } from "../ingest/ingest-errors.js";
@@ -10,8 +11,10 @@ import { InvalidCursorError } from "../store/trace-cursor.js";
 import { TooManyGroupsError, type TraceReader } from "../store/trace-reader.js";
 import { authorize, requestAddress, type AccessDeps } from "../teams/access-interceptor.js";
 import { projectFilter } from "../teams/project-retention.js";
+import { contractJson } from "./contract-json.js";
 import { metricsRows } from "./metrics-rows.js";
-import { metricsQuery, ReadQueryError, tracesQuery } from "./read-query.js";
+import { errorsQuery, metricsQuery, ReadQueryError, runQuery, runsQuery, tracesQuery } from "./read-query.js";
+import { encodeRunCursor } from "./run-cursor.js";
 
 /** The REST read routes, answered with the spec's REST error bodies. */
 export interface ReadApi {
@@ -19,10 +22,19 @@ export interface ReadApi {
   traces(req: NodeRequest, res: NodeResponse, common: HeaderFields): Promise<void>;
   /** `GET /v1/metrics`: the project's usage, in total or per group. */
   metrics(req: NodeRequest, res: NodeResponse, common: HeaderFields): Promise<void>;
+  /** `GET /v1/errors`: the project's failed calls grouped by masked message, most calls first. */
+  errors(req: NodeRequest, res: NodeResponse, common: HeaderFields): Promise<void>;
+  /** `GET /v1/runs`: a page of the project's runs, most recently ended first. */
+  runs(req: NodeRequest, res: NodeResponse, common: HeaderFields): Promise<void>;
+  /** `GET /v1/runs/{id}`: one run and its calls by start. */
+  run(req: NodeRequest, res: NodeResponse, common: HeaderFields): Promise<void>;
 }
 
-/** What a read route answers once the caller may read the project: its status and JSON body. */
-type Read = (projectId: string, query: URLSearchParams, narrow: (filter: TraceFilter) => TraceFilter) => Promise<unknown>;
+/** The path of a run: its id follows, URL-encoded. */
+export const runPathPrefix = "/v1/runs/";
+
+/** What a route answers once the caller may read the project: its JSON body (200), or an error the refusals name. */
+type Read = (projectId: string, url: URL, narrow: (filter: TraceFilter) => TraceFilter) => Promise<unknown>;
 
 /**
  * The read API for scripts: a read key (`Authorization: Bearer`), or a dashboard session naming
@@ -51,9 +63,10 @@ export function readApi(reader: TraceReader, access: AccessDeps): ReadApi {
     if (granted.access.kind !== "project") throw new Error("a project policy granted no project");
     const project = granted.access.project;
     try {
-      sendJson(res, 200, await read(project.id, url.searchParams, (filter) => projectFilter(project, filter)), headers);
+      sendJson(res, 200, await read(project.id, url, (filter) => projectFilter(project, filter)), headers);
     } catch (error) {
-      if (error instanceof ReadQueryError || error instanceof InvalidCursorError || error instanceof TooManyGroupsError) {
+      const refused = error instanceof ConnectError && error.code === Code.NotFound;
+      if (refused || error instanceof ReadQueryError || error instanceof InvalidCursorError || error instanceof TooManyGroupsError) {
         return sendRefusal(res, error, headers);
       }
       throw error;
@@ -61,17 +74,44 @@ export function readApi(reader: TraceReader, access: AccessDeps): ReadApi {
   };
 
   return {
-    traces: route(async (projectId, params, narrow) => {
-      const query = tracesQuery(params);
+    traces: route(async (projectId, { searchParams }, narrow) => {
+      const query = tracesQuery(searchParams);
       const page = await reader.listTraces(projectId, narrow(query.filter), {
         pageSize: query.pageSize,
         ...(query.cursor ? { cursor: query.cursor } : {}),
       });
       return { data: page.traces.map(traceJson), next_cursor: page.nextCursor || null };
     }),
-    metrics: route(async (projectId, params, narrow) => {
-      const query = metricsQuery(params);
+    metrics: route(async (projectId, { searchParams }, narrow) => {
+      const query = metricsQuery(searchParams);
       return metricsRows(reader, projectId, narrow(query.filter), query);
+    }),
+    errors: route(async (projectId, { searchParams }, narrow) => {
+      const query = errorsQuery(searchParams);
+      const answer = await reader.errorGroups(projectId, narrow(query.filter), query.limit);
+      return {
+        data: answer.groups.map((group) => contractJson(ErrorGroupSchema, group)),
+        total_errors: answer.totalErrors,
+        total_groups: answer.totalGroups,
+      };
+    }),
+    runs: route(async (projectId, { searchParams }, narrow) => {
+      const query = runsQuery(searchParams);
+      // One run more than the page: whether there is a next page.
+      const runs = await reader.listRuns(projectId, narrow(query.filter), "recent", query.pageSize + 1, query.after);
+      const page = runs.slice(0, query.pageSize);
+      const last = page.at(-1);
+      return {
+        data: page.map((run) => contractJson(RunSummarySchema, run)),
+        next_cursor: runs.length > query.pageSize && last ? encodeRunCursor({ endMs: timestampMs(last.end!), id: last.id }) : null,
+      };
+    }),
+    run: route(async (projectId, { pathname, searchParams }) => {
+      const id = runQuery(pathname.slice(runPathPrefix.length), searchParams);
+      const detail = await reader.getRun(projectId, id);
+      // Another project's run is as unknown as one that never existed.
+      if (!detail) throw new ConnectError(`no run with id ${JSON.stringify(id)}`, Code.NotFound);
+      return { run: contractJson(RunSummarySchema, detail.run), calls: detail.calls.map(traceJson), truncated: detail.truncated };
     }),
   };
 }

@@ -2,6 +2,9 @@ import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { TraceFilter } from "../../gen/calltrace/v1/query_pb.js";
 import { filterFromQuery, filterParams } from "../dashboard/trace-download.js";
 import type { GroupDimension } from "../store/group-dimension.js";
+import { maxRunId, parseRunId } from "../store/run-id.js";
+import type { RunsAfter } from "../store/run-summary.js";
+import { decodeRunCursor } from "./run-cursor.js";
 
 /** A query the read API cannot answer; its message names the parameter and what is wrong (400). */
 export class ReadQueryError extends Error {}
@@ -11,6 +14,13 @@ export const maxTracesPerPage = 500;
 const defaultTracesPerPage = 100;
 /** Groups per answer of GET /v1/metrics: the most GetUsageByGroup answers, and the default. */
 export const maxGroups = 1000;
+/** Error groups per answer of GET /v1/errors and runs per page of GET /v1/runs: the most the RPCs answer (50 when absent, as there). */
+export const maxErrorGroups = 200;
+export const maxRunsPerPage = 500;
+const defaultErrorGroups = 50;
+const defaultRunsPerPage = 50;
+/** The longest runs cursor taken: it names a session id of up to 256 characters of UTF-8. */
+const maxRunCursor = 2048;
 
 export interface TracesQuery {
   filter: TraceFilter;
@@ -25,12 +35,54 @@ export interface MetricsQuery {
   limit: number;
 }
 
+export interface ErrorsQuery {
+  filter: TraceFilter;
+  limit: number;
+}
+
+export interface RunsQuery {
+  filter: TraceFilter;
+  pageSize: number;
+  after: RunsAfter | undefined;
+}
+
 /** `GET /v1/traces?from&to&<filters>&cursor&limit&project`. */
 export function tracesQuery(query: URLSearchParams): TracesQuery {
   rejectUnknown(query, ["cursor", "limit"]);
-  const cursor = single(query, "cursor");
-  if (cursor !== undefined && (cursor === "" || cursor.length > 512)) throw new ReadQueryError("cursor is not valid");
+  const cursor = cursorParam(query, 512);
   return { filter: readFilter(query), pageSize: count(query, "limit", defaultTracesPerPage, maxTracesPerPage), cursor };
+}
+
+/** `GET /v1/errors?from&to&<filters>&limit&project`. */
+export function errorsQuery(query: URLSearchParams): ErrorsQuery {
+  rejectUnknown(query, ["limit"]);
+  return { filter: readFilter(query), limit: count(query, "limit", defaultErrorGroups, maxErrorGroups) };
+}
+
+/** `GET /v1/runs?from&to&<filters>&cursor&limit&project`. */
+export function runsQuery(query: URLSearchParams): RunsQuery {
+  rejectUnknown(query, ["cursor", "limit"]);
+  const cursor = cursorParam(query, maxRunCursor);
+  return {
+    filter: readFilter(query),
+    pageSize: count(query, "limit", defaultRunsPerPage, maxRunsPerPage),
+    after: cursor === undefined ? undefined : decodeRunCursor(cursor),
+  };
+}
+
+/** `GET /v1/runs/{id}?project`: the run id of the path, as GetRun takes it. */
+export function runQuery(encodedId: string, query: URLSearchParams): string {
+  rejectUnknown(query, [], false);
+  let id: string | undefined;
+  try {
+    id = decodeURIComponent(encodedId);
+  } catch {
+    // A malformed escape is refused below, as any other id that is not one.
+  }
+  if (id === undefined || id.length > maxRunId || !parseRunId(id)) {
+    throw new ReadQueryError("the run id must be otlp:<32 lower-case hex digits> or session:<session id>, URL-encoded in the path");
+  }
+  return id;
 }
 
 /** `GET /v1/metrics?from&to&<filters>&group_by&limit&project`. */
@@ -72,12 +124,13 @@ function readFilter(query: URLSearchParams): TraceFilter {
   }
 }
 
-/** The parameters a read route takes: its own, the range, the project and the dashboard's filters. */
-function rejectUnknown(query: URLSearchParams, own: string[]): void {
-  const known = new Set([...own, "from", "to", "project", ...filterParams]);
+/** The parameters a read route takes: its own, the project, and (unless `filtered` is false) the range and the dashboard's filters. */
+function rejectUnknown(query: URLSearchParams, own: string[], filtered = true): void {
+  const known = new Set([...own, ...(filtered ? ["from", "to"] : []), "project", ...(filtered ? filterParams : [])]);
   for (const name of new Set(query.keys())) {
-    if (!known.has(name) && !name.startsWith("meta.")) {
-      throw new ReadQueryError(`unknown parameter ${JSON.stringify(name)}; this route takes ${[...known].join(", ")} and meta.<key>`);
+    if (!known.has(name) && !(filtered && name.startsWith("meta."))) {
+      const takes = `${[...known].join(", ")}${filtered ? " and meta.<key>" : ""}`;
+      throw new ReadQueryError(`unknown parameter ${JSON.stringify(name)}; this route takes ${takes}`);
     }
     if (name !== "tag" && query.getAll(name).length > 1) throw new ReadQueryError(`${name} is given more than once`);
   }
@@ -85,6 +138,13 @@ function rejectUnknown(query: URLSearchParams, own: string[]): void {
 
 function single(query: URLSearchParams, name: string): string | undefined {
   return query.get(name) ?? undefined;
+}
+
+/** An opaque cursor as a previous page handed it out; its contents are the route's to check. */
+function cursorParam(query: URLSearchParams, maxLength: number): string | undefined {
+  const cursor = single(query, "cursor");
+  if (cursor !== undefined && (cursor === "" || cursor.length > maxLength)) throw new ReadQueryError("cursor is not valid");
+  return cursor;
 }
 
 function count(query: URLSearchParams, name: string, fallback: number, max: number): number {

@@ -14,6 +14,7 @@ import type { HeaderFields } from "../limits/rate-limit-headers.js";
 import { observedPipeline } from "../observability/observed-pipeline.js";
 import { requestIdOf } from "../observability/request-id.js";
 import { openApiJson } from "../openapi/openapi-document.js";
+import { type ReadApi, runPathPrefix } from "../read-api/read-api.js";
 import { clientAddress } from "./client-address.js";
 import { serveHealth } from "./grpc-health.js";
 import { serveReflection } from "./grpc-reflection.js";
@@ -99,7 +100,7 @@ export function createRequestHandler(options: RequestHandlerOptions) {
   });
   const documents = { "/openapi.json": openApiJson() };
   /** The read API lives with the dashboard's sessions and read keys; without a dashboard there is none. */
-  const read = (req: NodeRequest, res: NodeResponse, common: HeaderFields, route: "traces" | "metrics") => {
+  const read = (req: NodeRequest, res: NodeResponse, common: HeaderFields, route: keyof ReadApi) => {
     if (!options.dashboard) return sendJson(res, 404, { error: "Not found" }, common);
     return options.dashboard.readApi[route](req, res, common);
   };
@@ -128,8 +129,10 @@ export function createRequestHandler(options: RequestHandlerOptions) {
     req.headers["x-request-id"] = requestId;
     const common = everyResponse(requestId, req.socket);
     const path = pathOf(req.url ?? "/");
+    // Every run's path is one route: its id is the read API's to check.
+    const runPath = path.startsWith(runPathPrefix) ? path : undefined;
     // The REST edge writes them with its own headers, in one writeHead (json-response).
-    if (!restPaths.has(path)) for (const name in common) res.setHeader(name, common[name]!);
+    if (!restPaths.has(path) && !runPath) for (const name in common) res.setHeader(name, common[name]!);
     const protocol = protocolOf(req, path);
 
     res.once("close", () => {
@@ -144,7 +147,10 @@ export function createRequestHandler(options: RequestHandlerOptions) {
           if (req.method === "GET") return read(req, res, common, "traces");
           return sendJson(res, 405, { error: "Method not allowed" }, { ...common, allow: "GET, POST" });
         case "/v1/metrics":
-          if (req.method === "GET") return read(req, res, common, "metrics");
+        case "/v1/errors":
+        case "/v1/runs":
+        case runPath:
+          if (req.method === "GET") return read(req, res, common, runPath ? "run" : readRoutes[path as keyof typeof readRoutes]);
           return sendJson(res, 405, { error: "Method not allowed" }, { ...common, allow: "GET" });
         case "/v1/budget":
           if (!options.budget) return sendJson(res, 404, { error: "Not found" }, common);
@@ -230,12 +236,15 @@ function everyResponse(requestId: string, socket: unknown): HeaderFields {
   return headers;
 }
 
-/** The REST API's paths: their responses carry the common headers in their own writeHead. */
-const restPaths = new Set(["/v1/traces", "/v1/metrics", "/v1/budget"]);
+/** The read API's routes by path (besides GET /v1/traces and each run's path). */
+const readRoutes = { "/v1/metrics": "metrics", "/v1/errors": "errors", "/v1/runs": "runs" } as const;
+
+/** The REST API's paths (and each run's): their responses carry the common headers in their own writeHead. */
+const restPaths = new Set(["/v1/traces", "/v1/budget", ...Object.keys(readRoutes)]);
 
 /** Which protocol a request speaks, from its path and content type (for metrics and logs). */
 function protocolOf(req: NodeRequest, path: string): RequestProtocol {
-  if (restPaths.has(path)) return "rest";
+  if (restPaths.has(path) || path.startsWith(runPathPrefix)) return "rest";
   const contentType = String(req.headers["content-type"] ?? "").toLowerCase();
   if (contentType.startsWith("application/grpc-web")) return "grpc-web";
   if (contentType.startsWith("application/grpc")) return "grpc";

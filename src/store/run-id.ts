@@ -11,6 +11,9 @@ export function runIdOf(otlpTraceId: string | null | undefined, sessionId: strin
   return undefined;
 }
 
+/** The longest run id GetRun takes (`session:` and a session id of up to 256 characters, with room). */
+export const maxRunId = 300;
+
 /** The ids a run id names; undefined for a malformed one. */
 export function parseRunId(id: string): RunKey | undefined {
   if (/^otlp:[0-9a-f]{32}$/.test(id)) return { otlpTraceId: id.slice(5) };

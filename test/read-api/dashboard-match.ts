@@ -12,11 +12,13 @@ import type { Store } from "../../src/store/store.js";
 import { expectedTotals } from "../support/expected-usage.js";
 import { startMongoTestServer, type MongoTestServer } from "../support/ferretdb.js";
 import { startTestService, type TestService } from "../support/test-service.js";
+import { describeErrorsAndRuns } from "./errors-runs-match.js";
 import { day, projectWithKeys, readGet, seedTraces } from "./read-support.js";
 
 // A read key's figures from GET /v1/metrics and GET /v1/traces against the dashboard's own
 // QueryService answers for the same project and range, read with the generated client over
-// Connect, gRPC and gRPC-Web (the read key authenticating each), and with a viewer's session.
+// Connect, gRPC and gRPC-Web (the read key authenticating each), and with a viewer's session; and
+// GET /v1/errors and /v1/runs against GetErrorGroups and ListRuns (errors-runs-match.ts).
 // Run on the embedded store by dashboard-match.test.ts, on MongoDB by dashboard-match-mongo.test.ts.
 
 // Mid-day bounds: the roll-ups answer whole days, the traces the partial days at either end.
@@ -226,5 +228,10 @@ export function describeDashboardMatch(
         expect(((await viaSession.json()) as { data: unknown[] }).data).toEqual([row]);
       });
     });
+
+    describeErrorsAndRuns(
+      () => ({ url: service.url, store, project, other, traces, from, to }),
+      storeName === "mongodb" ? 240_000 : 30_000,
+    );
   });
 }

@@ -5,8 +5,8 @@ import { conformanceChecker } from "../openapi/conformance.js";
 import { postTrace, startTestService, traceBody, type TestService } from "../support/test-service.js";
 import { day, projectWithKeys, readGet, seedTraces } from "./read-support.js";
 
-// GET /v1/traces and GET /v1/metrics over real HTTP against the real service: who is let in, what
-// every refusal says, and that each answer is what /openapi.json documents.
+// The read routes over real HTTP against the real service: who is let in, what every refusal says,
+// and that each answer is what /openapi.json documents.
 const expectConforms = conformanceChecker(openApiDocument() as Parameters<typeof conformanceChecker>[0]);
 let service: TestService;
 let project: Awaited<ReturnType<typeof projectWithKeys>>;
@@ -22,9 +22,12 @@ beforeAll(async () => {
 
 const unauthorized = { error: "Unauthorized", message: "Invalid API key" };
 
+/** The documented path a request path falls under. */
+const documented = (path: string) => (path.startsWith("/v1/runs/") ? "/v1/runs/{id}" : path);
+
 describe("who may read", () => {
   it("a read key reads its project, with the read limit's headers and a request id", async () => {
-    for (const path of ["/v1/traces", "/v1/metrics"]) {
+    for (const path of ["/v1/traces", "/v1/metrics", "/v1/errors", "/v1/runs"]) {
       const response = await readGet(service.url, path, project.read.key);
       expect(response.status, path).toBe(200);
       expect(response.headers.get("x-ratelimit-limit")).toBe("100000");
@@ -37,10 +40,10 @@ describe("who may read", () => {
   });
 
   it("an ingest key on a read route is 403 naming its scope", async () => {
-    for (const path of ["/v1/traces", "/v1/metrics"]) {
+    for (const path of ["/v1/traces", "/v1/metrics", "/v1/errors", "/v1/runs", "/v1/runs/session:session-1"]) {
       const response = await readGet(service.url, path, project.ingest.key);
       expect(response.status).toBe(403);
-      const body = (await expectConforms("GET", path, response)) as { error: string; message: string };
+      const body = (await expectConforms("GET", documented(path), response)) as { error: string; message: string };
       expect(body.error).toBe("Forbidden");
       expect(body.message).toContain("scope is ingest");
     }
@@ -113,13 +116,16 @@ describe("who may read", () => {
 });
 
 describe("methods", () => {
-  it("/v1/traces takes GET and POST, /v1/metrics GET; anything else is 405 with Allow", async () => {
+  it("/v1/traces takes GET and POST, the other read routes GET; anything else is 405 with Allow", async () => {
     for (const [method, path, allow] of [
       ["PUT", "/v1/traces", "GET, POST"],
       ["DELETE", "/v1/traces", "GET, POST"],
       ["HEAD", "/v1/traces", "GET, POST"],
       ["POST", "/v1/metrics", "GET"],
       ["PATCH", "/v1/metrics", "GET"],
+      ["POST", "/v1/errors", "GET"],
+      ["DELETE", "/v1/runs", "GET"],
+      ["PUT", "/v1/runs/session:session-1", "GET"],
     ] as const) {
       const response = await fetch(`${service.url}${path}`, { method, headers: { authorization: `Bearer ${project.read.key}` } });
       expect(response.status, `${method} ${path}`).toBe(405);
@@ -152,12 +158,27 @@ describe("bad input is a 400 naming the problem, never a 500", () => {
     [`/v1/traces?user=${"u".repeat(300)}`, "user_id"],
     [`/v1/metrics?${Array.from({ length: 21 }, (_, i) => `tag=t${i}`).join("&")}`, "tags"],
     ["/v1/metrics?meta.bad%20key=1", "metadata"],
+    ["/v1/errors?limit=201", "limit must be a whole number from 1 to 200"],
+    ["/v1/errors?group_by=model", 'unknown parameter "group_by"'],
+    ["/v1/errors?from=2026-02-30T00:00:00Z", "from must be an RFC 3339 date-time"],
+    ["/v1/runs?limit=501", "limit must be a whole number from 1 to 500"],
+    ["/v1/runs?cursor=not-a-cursor", "cursor is not valid"],
+    [`/v1/runs?cursor=${Buffer.from('[1.5,"session:a"]').toString("base64url")}`, "cursor is not valid"],
+    [`/v1/runs?cursor=${Buffer.from('[1,"nonsense"]').toString("base64url")}`, "cursor is not valid"],
+    [`/v1/runs?cursor=${"a".repeat(2049)}`, "cursor is not valid"],
+    ["/v1/runs?env=production&ordr=cost", 'unknown parameter "ordr"'],
+    ["/v1/runs/nonsense", "the run id must be otlp:<32 lower-case hex digits> or session:<session id>"],
+    ["/v1/runs/otlp:ABC", "the run id must be"],
+    ["/v1/runs/", "the run id must be"],
+    ["/v1/runs/session:%E0%A4%A", "the run id must be"],
+    [`/v1/runs/session:${"s".repeat(300)}`, "the run id must be"],
+    ["/v1/runs/session:a?from=2026-01-01T00:00:00Z", 'unknown parameter "from"; this route takes project'],
   ];
   it.each(cases)("%s", async (path, problem) => {
     const response = await readGet(service.url, path, project.read.key);
     expect(response.status).toBe(400);
     expect(response.headers.get("x-ratelimit-limit")).toBe("100000");
-    const body = (await expectConforms("GET", new URL(response.url).pathname, response)) as { error: string; details: string };
+    const body = (await expectConforms("GET", documented(new URL(response.url).pathname), response)) as { error: string; details: string };
     expect(body.error).toBe("Validation error");
     expect(body.details).toContain(problem);
   });

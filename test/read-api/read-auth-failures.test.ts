@@ -21,6 +21,9 @@ const unknownKey = "ct_unknownunknownunknownunknownunknown00";
 const guesses = [
   () => readGet(service.url, "/v1/traces", unknownKey),
   () => readGet(service.url, "/v1/metrics", unknownKey),
+  () => readGet(service.url, "/v1/errors", unknownKey),
+  () => readGet(service.url, "/v1/runs", unknownKey),
+  () => readGet(service.url, "/v1/runs/session:a", unknownKey),
   () => readGet(service.url, `/app/export/traces.jsonl?project=${project.projectId}`, unknownKey),
   () =>
     fetch(`${service.url}/calltrace.v1.QueryService/GetUsageTotals`, {
