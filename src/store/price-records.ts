@@ -4,36 +4,27 @@ import type { CustomPriceRecord, PriceMatchKind, RepriceJobRecord, RepriceState 
 /** A time as an adapter keeps it: a Date (MongoDB) or epoch milliseconds (SQLite). */
 type StoredTime = Date | number;
 
-/** A custom price as an adapter reads it back; the embedded store keeps the price as JSON text. */
-export interface StoredPrice {
-  id: string;
+/** A custom price as an adapter reads it back: its project as accountId, its times as stored; the embedded store keeps the price as JSON text. */
+export type StoredPrice = Pick<CustomPriceRecord, "id" | "provider" | "pattern"> & {
   accountId: string;
-  provider: string;
   matchKind: string;
-  pattern: string;
   price: Price | string;
   /** null or absent: none. */
   effectiveFrom?: StoredTime | null;
   effectiveUntil?: StoredTime | null;
   createdAt: StoredTime;
   updatedAt: StoredTime;
-}
+};
 
-/** A re-price job as an adapter reads it back. */
-export interface StoredRepriceJob {
-  id: string;
+/** A re-price job as an adapter reads it back: its project as accountId, its times as stored. */
+export type StoredRepriceJob = Pick<RepriceJobRecord, "id" | "total" | "done" | "changed" | "cursor" | "error"> & {
   accountId: string;
+  state: string;
   from: StoredTime;
   until: StoredTime;
-  state: string;
-  total: number;
-  done: number;
-  changed: number;
-  cursor: string;
-  error: string;
   createdAt: StoredTime;
   updatedAt: StoredTime;
-}
+};
 
 /** The one mapping of a stored custom price to its record, for every adapter. */
 export function customPriceRecord(stored: StoredPrice): CustomPriceRecord {
