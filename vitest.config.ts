@@ -21,6 +21,8 @@ export default defineConfig({
   test: {
     // Tests start real servers and child processes; forks keep native modules and signals apart.
     pool: "forks",
+    // CALLTRACE_TEST_CPU=<file> records each file's wall and CPU time (test/support/cpu-record.ts).
+    setupFiles: ["test/support/cpu-record.ts"],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     // expect.poll waits on real servers and a real browser; on 2 busy cores 1 s (the default) is too short.
