@@ -21,6 +21,8 @@ export default defineConfig({
   test: {
     // Tests start real servers and child processes; forks keep native modules and signals apart.
     pool: "forks",
+    // The `calltrace` child processes run a build compiled once per run, not tsx (test/support/service-build.ts).
+    globalSetup: ["test/support/service-build.ts"],
     // CALLTRACE_TEST_CPU=<file> records each file's wall and CPU time (test/support/cpu-record.ts).
     setupFiles: ["test/support/cpu-record.ts"],
     testTimeout: 30_000,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { runCli, runCliRaw, startServiceProcess } from "../support/cli.js";
+import { runCli, runCliRaw, sourceBin, startServiceProcess } from "../support/cli.js";
 import { postTrace, traceBody } from "../support/test-service.js";
 import { tempDir } from "../support/temp-dir.js";
 
@@ -51,11 +51,13 @@ describe("calltrace keys", () => {
 });
 
 describe("calltrace against a running server", () => {
+  // The server and the first command run from the source checkout, as `npm start` does (bin/calltrace.js through tsx);
+  // every other test runs the build compiled once per run (test/support/service-build.ts).
   it("a key created and revoked by the CLI is accepted, then rejected by the running server; export writes what it stored", async () => {
     const dataDir = tempDir();
-    const server = await startServiceProcess(["--data-dir", dataDir]);
+    const server = await startServiceProcess(["--data-dir", dataDir], {}, sourceBin);
     try {
-      const created = JSON.parse(runCli(["keys", "create", "--plan", "free", "--json", "--data-dir", dataDir])) as Record<string, string>;
+      const created = JSON.parse(runCli(["keys", "create", "--plan", "free", "--json", "--data-dir", dataDir], {}, sourceBin)) as Record<string, string>;
       const key = created.key!;
       const sent = [
         traceBody(key, { model: "gpt-4o-mini", tokens_in: 10, cost_usd: 0.0000015 }),

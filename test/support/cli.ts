@@ -3,14 +3,17 @@ import { fileURLToPath } from "node:url";
 import type { Readable } from "node:stream";
 
 export const repoRoot = fileURLToPath(new URL("../..", import.meta.url));
-export const calltraceBin = fileURLToPath(new URL("../../bin/calltrace.js", import.meta.url));
+/** The command as a source checkout runs it: bin/calltrace.js, which compiles src/ through tsx at each start. */
+export const sourceBin = fileURLToPath(new URL("../../bin/calltrace.js", import.meta.url));
+/** The command the tests run: the build vitest's global setup compiled once (test/support/service-build.ts). */
+export const calltraceBin = process.env.CALLTRACE_TEST_BUILD ?? sourceBin;
 
 /** Runs `calltrace <args>` to completion; throws with its stderr when it exits non-zero. */
 /** Tests' webhook receivers listen on loopback, which destinations may not point at by default (D62). */
 const loopbackReceivers = { ALERT_PRIVATE_URLS: "true" };
 
-export function runCli(args: string[], env: NodeJS.ProcessEnv = {}): string {
-  const result = spawnSync(process.execPath, [calltraceBin, ...args], {
+export function runCli(args: string[], env: NodeJS.ProcessEnv = {}, bin = calltraceBin): string {
+  const result = spawnSync(process.execPath, [bin, ...args], {
     cwd: repoRoot,
     env: { ...process.env, ...loopbackReceivers, ...env },
     encoding: "utf8",
@@ -41,8 +44,8 @@ export interface ServiceProcess {
 }
 
 /** Starts `calltrace serve` as a child process on a free port and waits for its "listening" line. */
-export async function startServiceProcess(args: string[], env: NodeJS.ProcessEnv = {}): Promise<ServiceProcess> {
-  const child = spawn(process.execPath, [calltraceBin, "serve", "--port", "0", ...args], {
+export async function startServiceProcess(args: string[], env: NodeJS.ProcessEnv = {}, bin = calltraceBin): Promise<ServiceProcess> {
+  const child = spawn(process.execPath, [bin, "serve", "--port", "0", ...args], {
     cwd: repoRoot,
     env: { ...process.env, LOG_LEVEL: "info", ...loopbackReceivers, ...env },
     stdio: ["ignore", "pipe", "pipe"],
