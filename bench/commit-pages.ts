@@ -11,6 +11,7 @@ import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { type StoredTrace, StoredTraceSchema } from "../gen/calltrace/v1/trace_pb.js";
 import { type RowBatch, sqliteBatchCommit } from "../src/store/sqlite/sqlite-batch-commit.js";
 import { openSqliteDatabase } from "../src/store/sqlite/sqlite-database.js";
+import { idOf } from "../src/store/sqlite/sqlite-id-numbers.js";
 import { writeToRow } from "../src/store/sqlite/sqlite-trace-row.js";
 import { defaultValuesPerDay, valueCap } from "../src/store/value-cap.js";
 import { attributedStoredTrace, seededRandom } from "./support/attributed-traffic.js";
@@ -32,7 +33,7 @@ const db = openSqliteDatabase(file);
 db.pragma("wal_autocheckpoint = 0");
 db.pragma("wal_checkpoint(TRUNCATE)");
 const pageSize = db.pragma("page_size", { simple: true }) as number;
-const [accountId, keyId] = db.prepare("SELECT account_id, key_id FROM traces LIMIT 1").raw().get() as [string, string];
+const [accountId, keyId] = db.prepare(`SELECT ${idOf("project_num")}, ${idOf("key_num")} FROM traces LIMIT 1`).raw().get() as [string, string];
 const commit = sqliteBatchCommit(db, valueCap(defaultValuesPerDay));
 
 const plainTrace = (at: number): StoredTrace =>

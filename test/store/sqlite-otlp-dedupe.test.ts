@@ -164,12 +164,12 @@ describe("embedded store: OTLP call keys by their span's start second (D44)", ()
         const db = new Database(join(dir, "calltrace.db"));
         const plan = db
           .prepare(
-            `EXPLAIN QUERY PLAN SELECT 1 FROM traces WHERE account_id = 'a' AND otlp_start_s IN (1, 3) AND otlp_call_key = 'k' AND otlp_call_key IS NOT NULL`,
+            `EXPLAIN QUERY PLAN SELECT 1 FROM traces WHERE project_num = 1 AND otlp_start_s IN (1, 3) AND otlp_call_key = 'k' AND otlp_call_key IS NOT NULL`,
           )
           .all() as { detail: string }[];
         db.close();
         expect(plan.map((p) => p.detail).join("\n")).toMatch(
-          /USING COVERING INDEX traces_account_otlp_start_call \(account_id=\? AND otlp_start_s=\? AND otlp_call_key=\?\)/,
+          /USING COVERING INDEX traces_account_otlp_start_call \(project_num=\? AND otlp_start_s=\? AND otlp_call_key=\?\)/,
         );
       });
   });

@@ -1,5 +1,6 @@
 import type Database from "better-sqlite3";
-import { traceColumns, type TraceValues } from "./sqlite-trace-row.js";
+import { storedTraceColumns, type TraceValues } from "./sqlite-trace-row.js";
+import { idNumbering } from "./sqlite-id-numbers.js";
 import type { ValueCap } from "../value-cap.js";
 import { sqliteErrorRollup } from "./sqlite-error-rollup.js";
 import { sqliteRunRollup } from "./sqlite-run-rollup.js";
@@ -42,7 +43,7 @@ export function sqliteBatchCommit(db: Database.Database, cap: ValueCap): (batch:
   const statements = {
     // The unique indexes a new row can collide with: the OTLP call's (D37, D44) and the import's.
     insertTrace: db.prepare(
-      `INSERT INTO traces (${traceColumns.join(", ")}) VALUES (${traceColumns.map(() => "?").join(", ")}) ON CONFLICT DO NOTHING`,
+      `INSERT INTO traces (${storedTraceColumns.join(", ")}) VALUES (${storedTraceColumns.map(() => "?").join(", ")}) ON CONFLICT DO NOTHING`,
     ),
     claimIdempotencyKey: db.prepare(
       `INSERT INTO idempotency (key_id, idempotency_key, created_at, quota_remaining) VALUES (?, ?, ?, ?)
@@ -56,11 +57,11 @@ export function sqliteBatchCommit(db: Database.Database, cap: ValueCap): (batch:
     // The same call reported by another span that started in the second before or after (D44).
     otlpCallBeside: db
       .prepare(
-        `SELECT 1 FROM traces WHERE account_id = ? AND otlp_start_s IN (? - 1, ? + 1) AND otlp_call_key = ? AND otlp_call_key IS NOT NULL`,
+        `SELECT 1 FROM traces WHERE project_num = ? AND otlp_start_s IN (? - 1, ? + 1) AND otlp_call_key = ? AND otlp_call_key IS NOT NULL`,
       )
       .pluck(),
     legacyOtlpCall: db
-      .prepare(`SELECT 1 FROM traces WHERE account_id = ? AND otlp_start_s IS NULL AND otlp_call_key = ? AND otlp_call_key IS NOT NULL`)
+      .prepare(`SELECT 1 FROM traces WHERE project_num = ? AND otlp_start_s IS NULL AND otlp_call_key = ? AND otlp_call_key IS NOT NULL`)
       .pluck(),
   };
   /** Until when OTLP calls may have claims from before D37 (see the migration), which still count. */
@@ -68,12 +69,13 @@ export function sqliteBatchCommit(db: Database.Database, cap: ValueCap): (batch:
   /** Until when OTLP calls stored before D44 (without their start) are looked up by key alone. */
   const legacyCallsUntil = (db.prepare(`SELECT until FROM legacy_otlp_calls`).pluck().get() as number | undefined) ?? 0;
   /** Whether this OTLP call is stored already under a key the unique index cannot see from its own start second. */
-  const storedBeside = (accountId: string, keyId: string, otlpCallKey: string, startS: number, now: number): boolean =>
+  const storedBeside = (projectNum: number, keyId: string, otlpCallKey: string, startS: number, now: number): boolean =>
     (now < legacyClaimsUntil && statements.legacyOtlpClaim.get(keyId, otlpCallKey, now - idempotencyWindowMs) !== undefined) ||
-    (now < legacyCallsUntil && statements.legacyOtlpCall.get(accountId, otlpCallKey) !== undefined) ||
-    statements.otlpCallBeside.get(accountId, startS, startS, otlpCallKey) !== undefined;
+    (now < legacyCallsUntil && statements.legacyOtlpCall.get(projectNum, otlpCallKey) !== undefined) ||
+    statements.otlpCallBeside.get(projectNum, startS, startS, otlpCallKey) !== undefined;
+  const ids = idNumbering(db);
 
-  return db.transaction(({ traces, idempotencyKeys, quotaRemaining }: RowBatch, now: number): Duplicates => {
+  const commit = db.transaction(({ traces, idempotencyKeys, quotaRemaining }: RowBatch, now: number): Duplicates => {
     const duplicates: Duplicates = { indexes: [], quotaRemaining: [] };
     const lastUse = new Map<string, number>();
     const stored: TraceValues[] = [];
@@ -90,9 +92,10 @@ export function sqliteBatchCommit(db: Database.Database, cap: ValueCap): (batch:
           continue;
         }
       }
-      const claimedBefore = otlpCallKey !== null && storedBeside(accountId, keyId, otlpCallKey, values[29]!, now);
+      const projectNum = ids.numberOf(accountId);
+      const claimedBefore = otlpCallKey !== null && storedBeside(projectNum, keyId, otlpCallKey, values[29]!, now);
       if (!claimedBefore) errorGroups.assign(values);
-      if (claimedBefore || statements.insertTrace.run(values).changes === 0) {
+      if (claimedBefore || statements.insertTrace.run(storedValues(values, ids.numberOf(keyId), projectNum)).changes === 0) {
         duplicates.indexes.push(i);
         duplicates.quotaRemaining.push(null);
         continue;
@@ -108,4 +111,19 @@ export function sqliteBatchCommit(db: Database.Database, cap: ValueCap): (batch:
     statements.forgetIdempotencyKeys.run(now - idempotencyWindowMs);
     return duplicates;
   });
+  return (batch, now) => {
+    for (const values of batch.traces) {
+      ids.number(values[1]);
+      ids.number(values[2]);
+    }
+    return commit(batch, now);
+  };
+}
+
+/** A row's values as the traces table stores them: its key and project as numbers. */
+function storedValues(values: TraceValues, keyNum: number, projectNum: number): unknown[] {
+  const stored: unknown[] = values.slice();
+  stored[1] = keyNum;
+  stored[2] = projectNum;
+  return stored;
 }

@@ -3,7 +3,8 @@ import { errorGroupOf } from "../error-group.js";
 import { foldErrorGroups, type ErrorGroupCell, type ErrorValueCell } from "../error-groups-fold.js";
 import { filtersAttributes, resolveTraceFilter, type ResolvedTraceFilter } from "../trace-filter.js";
 import type { TraceReader } from "../trace-reader.js";
-import { traceConditions } from "./sqlite-trace-filter.js";
+import { idOf } from "./sqlite-id-numbers.js";
+import { projectIs, traceConditions } from "./sqlite-trace-filter.js";
 
 const dayMs = 86_400_000;
 
@@ -82,7 +83,7 @@ export function sqliteErrorReader(
       const calls = (from: number, to: number) => {
         if (from >= to) return;
         const params: Record<string, unknown> = { account: accountId, from, to };
-        const where = `WHERE account_id = @account AND error_group IS NOT NULL AND received_at >= @from AND received_at < @to${traceConditions(filter, params)}`;
+        const where = `WHERE ${projectIs} AND error_group IS NOT NULL AND received_at >= @from AND received_at < @to${traceConditions(filter, params)}`;
         const rows = prepare(
           `SELECT error_group AS "group", COUNT(*) AS calls, SUM(cost_usd) AS costUsd, MIN(received_at) AS firstMs, MAX(received_at) AS lastMs,
              MIN(error) AS sample FROM traces ${where} GROUP BY error_group`,
@@ -93,7 +94,7 @@ export function sqliteErrorReader(
         }
         for (const [dimension, column] of [
           ["model", "model"],
-          ["key", "key_id"],
+          ["key", idOf("key_num")],
           ["user", "user_id"],
         ] as const) {
           append(

@@ -2,8 +2,9 @@ import type Database from "better-sqlite3";
 import { newId } from "../ids.js";
 import { customPriceRecord, repriceJobRecord, type StoredPrice, type StoredRepriceJob } from "../price-records.js";
 import type { PriceStore, RepriceInput, RepriceJobRecord } from "../price-store.js";
-import { runIdOf } from "../run-id.js";
-import { errorGroupIndex, type TraceRow, type TraceValues, traceColumns } from "./sqlite-trace-row.js";
+import { runRowKey } from "./sqlite-run-rollup.js";
+import { errorGroupIndex, type TraceRow, type TraceValues, traceColumns, traceRowSql } from "./sqlite-trace-row.js";
+import { numberOf } from "./sqlite-id-numbers.js";
 import { sqliteScopeCounting } from "./sqlite-scope-counters.js";
 import { countedValues, dayMs, sqliteUsageRollup } from "./sqlite-usage-rollup.js";
 
@@ -49,7 +50,7 @@ export function createSqlitePriceStore(db: Database.Database): PriceStore {
        WHERE account_id = @accountId AND id = @id`,
     ),
     delete: db.prepare(`DELETE FROM custom_prices WHERE account_id = ? AND id = ?`),
-    countTraces: db.prepare(`SELECT COUNT(*) FROM traces WHERE account_id = ? AND received_at >= ? AND received_at < ?`).pluck(),
+    countTraces: db.prepare(`SELECT COUNT(*) FROM traces WHERE project_num = ${numberOf("?")} AND received_at >= ? AND received_at < ?`).pluck(),
     insertJob: db.prepare(
       `INSERT INTO reprice_jobs (id, account_id, range_from, range_until, state, total, done, changed, cursor, error, created_at, updated_at)
        VALUES (@id, @account_id, @range_from, @range_until, 'running', @total, 0, 0, '', '', @now, @now)`,
@@ -61,13 +62,13 @@ export function createSqlitePriceStore(db: Database.Database): PriceStore {
     ),
     // Receive order, then insertion order: a cursor of (received_at, seq) resumes exactly after the last trace seen.
     nextTraces: db.prepare(
-      `SELECT seq, ${traceColumns.join(", ")} FROM traces
-       WHERE account_id = @account_id AND received_at < @until AND (received_at > @at OR (received_at = @at AND seq > @seq))
+      `SELECT ${traceRowSql} FROM traces
+       WHERE project_num = ${numberOf("@account_id")} AND received_at < @until AND (received_at > @at OR (received_at = @at AND seq > @seq))
        ORDER BY received_at, seq LIMIT @limit`,
     ),
     setPrices: db.prepare(`UPDATE traces SET cost_usd = ?, server_cost_usd = ?, price_check = ? WHERE seq = ?`),
     // The roll-ups of runs and error groups count calls and sum cost_usd: a changed cost moves their sums alone.
-    runCost: db.prepare(`UPDATE runs SET cost_usd = cost_usd + ? WHERE account_id = ? AND run_id = ?`),
+    runCost: db.prepare(`UPDATE runs SET cost_usd = cost_usd + ? WHERE project_num = ${numberOf("?")} AND otlp = ? AND run_key = ?`),
     errorCost: db.prepare(
       `UPDATE error_group_daily SET cost_usd = cost_usd + ? WHERE account_id = ? AND day = ? AND group_id = ? AND provider = ? AND model = ? AND key_id = ?`,
     ),
@@ -110,8 +111,8 @@ export function createSqlitePriceStore(db: Database.Database): PriceStore {
       const old = rowValues(row);
       const costDelta = next.costUsd - row.cost_usd;
       if (costDelta !== 0) {
-        const runId = runIdOf(row.otlp_trace_id, row.session_id);
-        if (runId !== undefined) s.runCost.run(costDelta, row.account_id, runId);
+        const runKey = runRowKey(row.otlp_trace_id, row.session_id);
+        if (runKey !== undefined) s.runCost.run(costDelta, row.account_id, ...runKey);
         const group = old[errorGroupIndex];
         if (row.status === "error" && group) {
           s.errorCost.run(costDelta, row.account_id, Math.floor(row.received_at / dayMs), group, row.provider, row.model, row.key_id);

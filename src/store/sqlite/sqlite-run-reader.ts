@@ -4,8 +4,9 @@ import { runSummary, sortRuns, type RunCell } from "../run-summary.js";
 import type { sequenceIds } from "../trace-id.js";
 import { filtersAttributes, resolveTraceFilter, type ResolvedTraceFilter } from "../trace-filter.js";
 import type { TraceReader } from "../trace-reader.js";
-import { traceConditions } from "./sqlite-trace-filter.js";
-import { traceFromRow, type TraceRow } from "./sqlite-trace-row.js";
+import { storedRunIdSql } from "./sqlite-run-rollup.js";
+import { projectIs, traceConditions } from "./sqlite-trace-filter.js";
+import { traceFromRow, traceRowSql, type TraceRow } from "./sqlite-trace-row.js";
 
 /** A call's run id in SQL (run-id.ts's runIdOf). */
 const runIdSql = "CASE WHEN otlp_trace_id IS NOT NULL THEN 'otlp:' || otlp_trace_id ELSE 'session:' || session_id END";
@@ -39,7 +40,7 @@ export function sqliteRunReader(
     if (!statement) statements.set(sql, (statement = db.prepare(sql)));
     return statement;
   };
-  const columns = `run_id AS id, calls, errors, cost_usd AS costUsd, tokens_in AS tokensIn, tokens_out AS tokensOut, start_ms AS startMs, end_ms AS endMs`;
+  const columns = `${storedRunIdSql} AS id, calls, errors, cost_usd AS costUsd, tokens_in AS tokensIn, tokens_out AS tokensOut, start_ms AS startMs, end_ms AS endMs`;
 
   return {
     async listRuns(accountId, traceFilter, order, limit, after) {
@@ -53,14 +54,14 @@ export function sqliteRunReader(
       let cells: RunCell[];
       if (!filtersCalls(filter)) {
         cells = prepare(
-          `SELECT ${columns} FROM runs WHERE account_id = @account AND end_ms >= @since AND start_ms < @until
-             AND ${afterRun("end_ms", "run_id")} ORDER BY ${by}, run_id LIMIT @limit`,
+          `SELECT ${columns} FROM runs WHERE ${projectIs} AND end_ms >= @since AND start_ms < @until
+             AND ${afterRun("end_ms", storedRunIdSql)} ORDER BY ${by}, id LIMIT @limit`,
         ).all(params) as RunCell[];
       } else {
         const conditions = traceConditions(filter, params);
         cells = prepare(
           `SELECT ${runIdSql} AS id, ${runSums} FROM traces
-           WHERE account_id = @account AND received_at >= @since AND received_at < @until${conditions}
+           WHERE ${projectIs} AND received_at >= @since AND received_at < @until${conditions}
              AND (otlp_trace_id IS NOT NULL OR session_id IS NOT NULL)
            GROUP BY 1 HAVING ${afterRun(`MAX(${callEndSql})`, runIdSql)} ORDER BY ${by}, 1 LIMIT @limit`,
         ).all(params) as RunCell[];
@@ -74,12 +75,12 @@ export function sqliteRunReader(
       // A session's run is its calls without an OTLP trace id (those belong to their OTLP trace's run).
       const where =
         "otlpTraceId" in key
-          ? "account_id = @account AND otlp_trace_id = @value AND received_at >= @cutoff"
-          : "account_id = @account AND session_id = @value AND otlp_trace_id IS NULL AND received_at >= @cutoff";
+          ? `${projectIs} AND otlp_trace_id = @value AND received_at >= @cutoff`
+          : `${projectIs} AND session_id = @value AND otlp_trace_id IS NULL AND received_at >= @cutoff`;
       const params = { account: accountId, value: "otlpTraceId" in key ? key.otlpTraceId : key.sessionId, cutoff, limit: maxRunCalls + 1 };
       const sums = prepare(`SELECT ${runSums} FROM traces WHERE ${where}`).get(params) as Omit<RunCell, "id">;
       if (sums.calls === 0) return undefined;
-      const rows = prepare(`SELECT * FROM traces WHERE ${where} ORDER BY ${callStartSql}, seq LIMIT @limit`).all(params) as TraceRow[];
+      const rows = prepare(`SELECT ${traceRowSql} FROM traces WHERE ${where} ORDER BY ${callStartSql}, seq LIMIT @limit`).all(params) as TraceRow[];
       const truncated = rows.length > maxRunCalls;
       if (truncated) rows.pop();
       return {

@@ -1,9 +1,10 @@
 import type Database from "better-sqlite3";
-import { callSpanMs, runIdOf } from "../run-id.js";
+import { callSpanMs } from "../run-id.js";
 import { arrivedAtIndex, type TraceValues } from "./sqlite-trace-row.js";
+import { numberOf } from "./sqlite-id-numbers.js";
 
 interface RunSums {
-  params: [accountId: string, runId: string];
+  params: [accountId: string, otlp: number, runKey: string];
   calls: number;
   errors: number;
   cost: number;
@@ -14,14 +15,27 @@ interface RunSums {
 }
 
 /**
+ * A run as the runs table keys it (D65): 1 and the OTLP trace id, or 0 and the session id (run-id.ts's
+ * runIdOf); undefined for a call of neither.
+ */
+export function runRowKey(otlpTraceId: string | null, sessionId: string | null): [otlp: number, runKey: string] | undefined {
+  if (otlpTraceId) return [1, otlpTraceId];
+  if (sessionId) return [0, sessionId];
+  return undefined;
+}
+
+/** A runs row's run id (run-id.ts's form), in SQL. */
+export const storedRunIdSql = "CASE WHEN otlp = 1 THEN 'otlp:' ELSE 'session:' END || run_key";
+
+/**
  * Keeps the runs table (one row per run: calls sharing an OTLP trace id or a session id, D59) in
  * step with the stored rows, in the transaction that inserts them: the Runs view reads it by
  * (project, end) for recency, never the traces. One upsert per run of a batch.
  */
 export function sqliteRunRollup(db: Database.Database): (stored: TraceValues[]) => void {
   const upsert = db.prepare(
-    `INSERT INTO runs (account_id, run_id, calls, errors, cost_usd, tokens_in, tokens_out, start_ms, end_ms)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET calls = calls + excluded.calls, errors = errors + excluded.errors,
+    `INSERT INTO runs (project_num, otlp, run_key, calls, errors, cost_usd, tokens_in, tokens_out, start_ms, end_ms)
+     VALUES (${numberOf("?")}, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET calls = calls + excluded.calls, errors = errors + excluded.errors,
      cost_usd = cost_usd + excluded.cost_usd, tokens_in = tokens_in + excluded.tokens_in, tokens_out = tokens_out + excluded.tokens_out,
      start_ms = MIN(start_ms, excluded.start_ms), end_ms = MAX(end_ms, excluded.end_ms)`,
   );
@@ -29,12 +43,12 @@ export function sqliteRunRollup(db: Database.Database): (stored: TraceValues[]) 
     const runs = new Map<string, RunSums>();
     for (const v of stored) {
       const [receivedAt, , accountId, , , , tokensIn, tokensOut, latencyMs, cost, status] = v;
-      const runId = runIdOf(v[18], v[23]);
-      if (runId === undefined) continue;
-      const key = `${accountId}\u0000${runId}`;
+      const runKey = runRowKey(v[18], v[23]);
+      if (runKey === undefined) continue;
+      const key = `${accountId}\u0000${runKey[0]}\u0000${runKey[1]}`;
       const { start, end } = callSpanMs(receivedAt, latencyMs, v[arrivedAtIndex] !== null);
       let run = runs.get(key);
-      if (!run) runs.set(key, (run = { params: [accountId, runId], calls: 0, errors: 0, cost: 0, tokensIn: 0, tokensOut: 0, start, end }));
+      if (!run) runs.set(key, (run = { params: [accountId, ...runKey], calls: 0, errors: 0, cost: 0, tokensIn: 0, tokensOut: 0, start, end }));
       run.calls += 1;
       run.errors += status === "error" ? 1 : 0;
       run.cost += cost;

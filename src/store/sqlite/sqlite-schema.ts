@@ -546,6 +546,130 @@ export const migrations: readonly string[] = [
   // time later, stores nothing twice; the 24-hour idempotency claims would forget it.
   `ALTER TABLE traces ADD COLUMN import_key TEXT;
    CREATE UNIQUE INDEX traces_account_import ON traces(account_id, import_key) WHERE import_key IS NOT NULL;`,
+  // Bytes per trace (D65): the traces table, its indexes and the largest roll-ups name a project and
+  // a key by a number of id_numbers (src/store/sqlite/sqlite-id-numbers.ts) in place of its text id,
+  // repeated in every index entry. The status index keeps only failed calls (a status filter of
+  // success reads the project's time index, nearly every row of which matches), and retention walks
+  // the time index per project, so the global one goes. Tables rebuilt: a column's type is fixed.
+  // group_latency_daily repeated group_daily's key per latency bucket: each group_daily row keeps
+  // its calls per bucket instead, a JSON object of bucket to calls (the writer's add_latency(),
+  // sqlite-usage-rollup.ts). A run is keyed by a flag (otlp) and its OTLP trace id or session id,
+  // not by the text run id, whose prefix its row and the end index repeated.
+  `CREATE TABLE id_numbers (num INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE);
+   INSERT OR IGNORE INTO id_numbers (id) SELECT DISTINCT account_id FROM traces;
+   INSERT OR IGNORE INTO id_numbers (id) SELECT DISTINCT key_id FROM traces;
+   INSERT OR IGNORE INTO id_numbers (id) SELECT DISTINCT account_id FROM group_daily;
+   INSERT OR IGNORE INTO id_numbers (id) SELECT DISTINCT account_id FROM group_latency_daily;
+   INSERT OR IGNORE INTO id_numbers (id) SELECT DISTINCT account_id FROM runs;
+   CREATE TABLE traces_numbered (
+     seq INTEGER PRIMARY KEY,
+     received_at INTEGER NOT NULL,
+     key_num INTEGER NOT NULL,
+     project_num INTEGER NOT NULL,
+     country TEXT NOT NULL,
+     provider TEXT NOT NULL,
+     model TEXT NOT NULL,
+     tokens_in INTEGER NOT NULL,
+     tokens_out INTEGER NOT NULL,
+     latency_ms INTEGER NOT NULL,
+     cost_usd REAL NOT NULL,
+     status TEXT NOT NULL,
+     error TEXT,
+     tokens_cached_in INTEGER,
+     tokens_cache_write INTEGER,
+     tokens_reasoning INTEGER,
+     server_cost_usd REAL,
+     price_check INTEGER NOT NULL DEFAULT 0,
+     source INTEGER NOT NULL DEFAULT 0,
+     otlp_trace_id TEXT,
+     otlp_span_id TEXT,
+     otlp_parent_span_id TEXT,
+     service_name TEXT,
+     user_id TEXT,
+     session_id TEXT,
+     tags TEXT,
+     metadata TEXT,
+     environment TEXT,
+     ttft_ms INTEGER,
+     otlp_call_key TEXT,
+     otlp_start_s INTEGER,
+     service_tier TEXT,
+     tokens_cache_write_1h INTEGER,
+     tokens_audio_in INTEGER,
+     tokens_audio_out INTEGER,
+     web_search_requests INTEGER,
+     arrived_at INTEGER,
+     error_group TEXT,
+     import_key TEXT
+   );
+   INSERT INTO traces_numbered
+     SELECT seq, received_at, (SELECT num FROM id_numbers WHERE id = key_id), (SELECT num FROM id_numbers WHERE id = account_id),
+       country, provider, model, tokens_in, tokens_out, latency_ms, cost_usd, status, error, tokens_cached_in, tokens_cache_write,
+       tokens_reasoning, server_cost_usd, price_check, source, otlp_trace_id, otlp_span_id, otlp_parent_span_id, service_name,
+       user_id, session_id, tags, metadata, environment, ttft_ms, otlp_call_key, otlp_start_s, service_tier, tokens_cache_write_1h,
+       tokens_audio_in, tokens_audio_out, web_search_requests, arrived_at, error_group, import_key
+     FROM traces ORDER BY seq;
+   DROP TABLE traces;
+   ALTER TABLE traces_numbered RENAME TO traces;
+   CREATE INDEX traces_account_received ON traces(project_num, received_at);
+   CREATE INDEX traces_account_key_received ON traces(project_num, key_num, received_at);
+   CREATE INDEX traces_account_model_received ON traces(project_num, model, received_at);
+   CREATE INDEX traces_account_error_received ON traces(project_num, received_at) WHERE status = 'error';
+   CREATE INDEX traces_account_otlp_trace ON traces(project_num, otlp_trace_id) WHERE otlp_trace_id IS NOT NULL;
+   CREATE INDEX traces_account_user_received ON traces(project_num, user_id, received_at) WHERE user_id IS NOT NULL;
+   CREATE INDEX traces_account_session_received ON traces(project_num, session_id, received_at) WHERE session_id IS NOT NULL;
+   CREATE INDEX traces_account_cost ON traces(project_num, cost_usd, seq);
+   CREATE INDEX traces_account_latency ON traces(project_num, latency_ms, seq);
+   CREATE INDEX traces_account_tokens ON traces(project_num, (tokens_in + tokens_out), seq);
+   CREATE UNIQUE INDEX traces_account_otlp_start_call ON traces(project_num, otlp_start_s, otlp_call_key) WHERE otlp_call_key IS NOT NULL;
+   CREATE INDEX traces_key_arrived_apart ON traces(key_num, arrived_at) WHERE arrived_at / 86400000 <> received_at / 86400000;
+   CREATE INDEX traces_account_error_group ON traces(project_num, error_group, received_at) WHERE error_group IS NOT NULL;
+   CREATE UNIQUE INDEX traces_account_import ON traces(project_num, import_key) WHERE import_key IS NOT NULL;
+   CREATE TABLE group_daily_numbered (
+     project_num INTEGER NOT NULL,
+     dimension TEXT NOT NULL,
+     value TEXT NOT NULL,
+     day INTEGER NOT NULL,
+     status TEXT NOT NULL,
+     calls INTEGER NOT NULL,
+     cost_usd REAL NOT NULL,
+     tokens_in INTEGER NOT NULL,
+     tokens_out INTEGER NOT NULL,
+     unpriced INTEGER NOT NULL DEFAULT 0,
+     mismatched INTEGER NOT NULL DEFAULT 0,
+     PRIMARY KEY (project_num, dimension, value, status, day)
+   ) WITHOUT ROWID;
+   INSERT INTO group_daily_numbered
+     SELECT (SELECT num FROM id_numbers WHERE id = account_id), dimension, value, day, status, calls, cost_usd, tokens_in, tokens_out, unpriced, mismatched
+     FROM group_daily;
+   DROP TABLE group_daily;
+   ALTER TABLE group_daily_numbered RENAME TO group_daily;
+   ALTER TABLE group_daily ADD COLUMN latency TEXT NOT NULL DEFAULT '{}';
+   UPDATE group_daily SET latency = (
+     SELECT json_group_object(bucket, calls) FROM group_latency_daily l
+     WHERE l.account_id = (SELECT id FROM id_numbers WHERE num = group_daily.project_num) AND l.dimension = group_daily.dimension
+       AND l.value = group_daily.value AND l.day = group_daily.day AND l.status = group_daily.status);
+   DROP TABLE group_latency_daily;
+   CREATE TABLE runs_keyed (
+     project_num INTEGER NOT NULL,
+     otlp INTEGER NOT NULL,
+     run_key TEXT NOT NULL,
+     calls INTEGER NOT NULL,
+     errors INTEGER NOT NULL,
+     cost_usd REAL NOT NULL,
+     tokens_in INTEGER NOT NULL,
+     tokens_out INTEGER NOT NULL,
+     start_ms INTEGER NOT NULL,
+     end_ms INTEGER NOT NULL,
+     PRIMARY KEY (project_num, otlp, run_key)
+   ) WITHOUT ROWID;
+   INSERT INTO runs_keyed
+     SELECT (SELECT num FROM id_numbers WHERE id = account_id), run_id LIKE 'otlp:%', substr(run_id, instr(run_id, ':') + 1),
+       calls, errors, cost_usd, tokens_in, tokens_out, start_ms, end_ms
+     FROM runs;
+   DROP TABLE runs;
+   ALTER TABLE runs_keyed RENAME TO runs;
+   CREATE INDEX runs_account_end ON runs(project_num, end_ms);`,
 ];
 
 /** Brings the database to the current schema; safe to run from several processes at once. */

@@ -3,8 +3,9 @@ import { PriceCheck } from "../../../gen/calltrace/v1/trace_pb.js";
 import { type CountedCall, keepMinuteMs, keepQuarterMs, minuteMs, quarterMs, type ScopeCounters } from "../scope-counters.js";
 import { type ScopeTally, tallyScopeCells } from "../scope-tally.js";
 import type { TraceValues } from "./sqlite-trace-row.js";
+import { idOf, numberOf } from "./sqlite-id-numbers.js";
 
-/** The columns of a trace the counters read, as the traces table names them. */
+/** The columns of a trace the counters read, as the traces table names them (the key by its id). */
 interface CountedRow {
   received_at: number;
   key_id: string;
@@ -100,8 +101,8 @@ export function sqliteScopeCounters(db: Database.Database, now: () => number = D
   const statements = {
     watch: db.prepare(`INSERT INTO scope_watches (account_id, scope, since) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`),
     history: db.prepare(
-      `SELECT received_at, key_id, model, status, cost_usd, latency_ms, price_check, user_id, environment, tags, metadata
-       FROM traces WHERE account_id = ? AND received_at >= ?`,
+      `SELECT received_at, ${idOf("key_num")} AS key_id, model, status, cost_usd, latency_ms, price_check, user_id, environment, tags, metadata
+       FROM traces WHERE project_num = ${numberOf("?")} AND received_at >= ?`,
     ),
     cells: db.prepare(
       `SELECT start, SUM(calls) AS calls, SUM(errors) AS errors, SUM(cost_usd) AS costUsd, SUM(unpriced) AS unpriced FROM scope_cells

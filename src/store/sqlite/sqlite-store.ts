@@ -15,7 +15,8 @@ import { sqliteScopeCounters } from "./sqlite-scope-counters.js";
 import { sqliteTraceReader } from "./sqlite-trace-reader.js";
 import { openSqliteDatabase } from "./sqlite-database.js";
 import { errorUsersPerGroup } from "./sqlite-error-rollup.js";
-import { traceFromRow, type TraceRow } from "./sqlite-trace-row.js";
+import { traceFromRow, traceRowSql, type TraceRow } from "./sqlite-trace-row.js";
+import { numberOf } from "./sqlite-id-numbers.js";
 import { dayMs } from "./sqlite-usage-rollup.js";
 import { sqliteWriterThread } from "./sqlite-writer-thread.js";
 import { defaultValuesPerDay, type ValueCapOptions } from "../value-cap.js";
@@ -24,18 +25,22 @@ import { createSqlitePriceStore } from "./sqlite-price-store.js";
 import { createSqliteUserStore } from "./sqlite-user-store.js";
 import { createSqliteAlertStore } from "./sqlite-alert-store.js";
 
-/** The daily roll-ups, each keyed by project (account_id) and day. */
+/** The daily roll-ups, each keyed by project (account_id, or its number in project_num: numberedRollups) and day. */
 const rollupTables = [
   "usage_daily",
   "usage_country_daily",
   "latency_daily",
   "latency_daily_all",
   "group_daily",
-  "group_latency_daily",
   "error_groups",
   "error_group_daily",
   "error_group_users",
 ];
+
+const numberedRollups = new Set(["group_daily"]);
+
+/** The projects whose rows retention deletes: @project, or every one (each through its own index range). */
+export const expiringProjects = "project_num IN (SELECT num FROM id_numbers WHERE @project IS NULL OR id = @project)";
 
 /** How often expired traces are deleted, besides once at start-up. */
 const sweepIntervalMs = 60 * 60 * 1000;
@@ -81,31 +86,36 @@ export function openSqliteStore(dataDir: string, options: RetentionOptions & Val
   const ids = sequenceIds(db.prepare(`SELECT value FROM store_secrets WHERE name = 'trace_id_key'`).pluck().get() as Buffer);
 
   const statements = {
-    deleteExpiredTraces: db.prepare(`DELETE FROM traces WHERE received_at < @cutoff AND (@project IS NULL OR account_id = @project)`),
+    deleteExpiredTraces: db.prepare(`DELETE FROM traces WHERE ${expiringProjects} AND received_at < @cutoff`),
     // Roll-ups of days that lie wholly before the cut-off, one statement per table.
     deleteExpiredDays: rollupTables.map((table) =>
-      db.prepare(`DELETE FROM ${table} WHERE day < @day AND (@project IS NULL OR account_id = @project)`),
+      db.prepare(
+        numberedRollups.has(table)
+          ? `DELETE FROM ${table} WHERE day < @day AND ${expiringProjects}`
+          : `DELETE FROM ${table} WHERE day < @day AND (@project IS NULL OR account_id = @project)`,
+      ),
     ),
     // Runs whose last call is past the cut-off (a run with calls either side keeps its sums).
-    deleteExpiredRuns: db.prepare(`DELETE FROM runs WHERE end_ms < @cutoff AND (@project IS NULL OR account_id = @project)`),
+    deleteExpiredRuns: db.prepare(`DELETE FROM runs WHERE end_ms < @cutoff AND ${expiringProjects}`),
     projectsKeepingLess: db.prepare(`SELECT id, retention_days FROM projects WHERE retention_days > 0`),
     // Whole days from the daily roll-up, the part of the first day from the traces.
     modelCalls: db.prepare(
       `SELECT provider, model, SUM(calls) AS calls FROM usage_daily WHERE day >= @fromDay GROUP BY provider, model
        UNION ALL
-       SELECT provider, model, COUNT(*) AS calls FROM traces WHERE received_at >= @since AND received_at < @fromDay * ${dayMs} GROUP BY provider, model`,
+       SELECT provider, model, COUNT(*) AS calls FROM traces
+       WHERE project_num IN (SELECT num FROM id_numbers) AND received_at >= @since AND received_at < @fromDay * ${dayMs} GROUP BY provider, model`,
     ),
     // Traces placed from the month's first day, and those placed before it that arrived in it (D58).
     monthlyTraceCount: db
       .prepare(
         `SELECT (SELECT COALESCE(SUM(calls), 0) FROM usage_daily WHERE account_id = @account AND key_id = @key AND day >= @since / ${dayMs})
-              + (SELECT COUNT(*) FROM traces WHERE key_id = @key AND arrived_at >= @since AND received_at < @since
+              + (SELECT COUNT(*) FROM traces WHERE key_num = ${numberOf("@key")} AND arrived_at >= @since AND received_at < @since
                    AND arrived_at / 86400000 <> received_at / 86400000)`,
       )
       .pluck(),
     exportPage: db.prepare(
-      `SELECT * FROM traces WHERE seq > @after AND received_at >= @since AND received_at < @until
-         AND (@account_id IS NULL OR account_id = @account_id)
+      `SELECT ${traceRowSql} FROM traces WHERE seq > @after AND received_at >= @since AND received_at < @until
+         AND (@account_id IS NULL OR project_num = ${numberOf("@account_id")})
        ORDER BY seq LIMIT ${exportPageSize}`,
     ),
     insertKey: db.prepare(

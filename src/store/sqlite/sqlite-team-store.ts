@@ -188,6 +188,10 @@ export function createSqliteTeamStore(db: Database.Database): TeamStore {
     for (const table of tablesWith("key_id").filter((t) => !projectTables.includes(t))) {
       db.prepare(`DELETE FROM "${table}" WHERE key_id IN (SELECT id FROM api_keys WHERE account_id = ?)`).run(projectId);
     }
+    // The traces and the largest roll-ups name the project by its number (D65).
+    for (const table of tablesWith("project_num")) {
+      db.prepare(`DELETE FROM "${table}" WHERE project_num = (SELECT num FROM id_numbers WHERE id = ?)`).run(projectId);
+    }
     for (const table of [...projectTables.filter((t) => t !== "api_keys"), "api_keys"]) {
       db.prepare(`DELETE FROM "${table}" WHERE account_id = ?`).run(projectId);
     }

@@ -1,5 +1,9 @@
 import type { GroupDimension } from "../group-dimension.js";
 import type { ResolvedTraceFilter } from "../trace-filter.js";
+import { idOf, numberOf } from "./sqlite-id-numbers.js";
+
+/** The rows of the project in @account, in the tables that name it by number (D65): the traces, group_daily and runs. */
+export const projectIs = `project_num = ${numberOf("@account")}`;
 
 /** Columns filtered by equality, the same in the traces table and the roll-ups of key, provider, model and status. */
 export const rollupFilterColumns = [
@@ -27,16 +31,22 @@ export const metadataPath = (key: string) => `$."${key}"`;
 const containing = (text: string) => `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
 /**
- * The conditions of a filter on the traces table, after `account_id = @account`, each starting
- * with AND; their parameters are added to `params`. Tags and metadata are read from the row's
- * JSON, so they need no table of their own: the indexes of the other columns narrow the rows first.
+ * The conditions of a filter on the traces table (after `projectIs`), or on a roll-up (after
+ * `account_id = @account`), each starting with AND; their parameters are added to `params`. Tags
+ * and metadata are read from the row's JSON, so they need no table of their own: the indexes of
+ * the other columns narrow the rows first.
  */
 export function traceConditions(filter: ResolvedTraceFilter, params: Record<string, unknown>, columns: "all" | "rollup" = "all"): string {
   let sql = "";
   for (const [field, column] of rollupFilterColumns) {
     if (filter[field] === undefined) continue;
+    if (columns === "all" && field === "status" && filter.status === "error") {
+      // Written out, so that SQLite sees the traces' index of failed calls answers it.
+      sql += " AND status = 'error'";
+      continue;
+    }
     params[field] = filter[field];
-    sql += ` AND ${column} = @${field}`;
+    sql += columns === "all" && field === "keyId" ? ` AND key_num = ${numberOf("@keyId")}` : ` AND ${column} = @${field}`;
   }
   if (columns === "rollup") return sql;
   for (const [field, column] of attributeColumns) {
@@ -83,7 +93,7 @@ export function groupExpression(dimension: GroupDimension, params: Record<string
     case "service":
       return { value: `COALESCE(${serviceSql}, '')`, join: "" };
     case "key":
-      return { value: "key_id", join: "" };
+      return { value: idOf("key_num"), join: "" };
     case "provider":
       return { value: "provider", join: "" };
     case "model":

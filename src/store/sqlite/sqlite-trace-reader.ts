@@ -11,11 +11,12 @@ import { hourMs, usageReader, type LatencyCell, type UsageCell, type UsageCells,
 import { otherValue } from "../value-cap.js";
 import { sqliteErrorReader } from "./sqlite-error-reader.js";
 import { sqliteRunReader } from "./sqlite-run-reader.js";
-import { groupExpression, traceConditions } from "./sqlite-trace-filter.js";
-import { traceFromRow, type TraceRow } from "./sqlite-trace-row.js";
+import { groupExpression, projectIs, traceConditions } from "./sqlite-trace-filter.js";
+import { numberOf } from "./sqlite-id-numbers.js";
+import { traceFromRow, traceRowSql, type TraceRow } from "./sqlite-trace-row.js";
 import { dayMs } from "./sqlite-usage-rollup.js";
 
-/** The sort expressions of the orders other than time; each has an index (account_id, expression, seq). */
+/** The sort expressions of the orders other than time; each has an index (project_num, expression, seq). */
 const sortExpressions = { cost: "cost_usd", latency: "latency_ms", tokens: "(tokens_in + tokens_out)" } as const;
 
 /**
@@ -37,9 +38,20 @@ const rollupColumns: Partial<Record<string, string>> = { key: "key_id", provider
 function cappedExpression(value: string, dimension: string, params: Record<string, unknown>): string {
   params.cappedDimension = dimension;
   params.otherValue = otherValue;
-  return `(CASE WHEN ${value} = '' OR EXISTS (SELECT 1 FROM group_daily AS tracked WHERE tracked.account_id = @account
+  return `(CASE WHEN ${value} = '' OR EXISTS (SELECT 1 FROM group_daily AS tracked WHERE tracked.${projectIs}
     AND tracked.dimension = @cappedDimension AND tracked.value = ${value} AND tracked.day = traces.received_at / ${dayMs})
     THEN ${value} ELSE @otherValue END)`;
+}
+
+/**
+ * Calls per latency bucket of the group_daily rows `where` selects, summed by `names`: each row
+ * keeps its buckets as a JSON object (D65), read here as rows. `columns` are the inner select's
+ * (an alias each, as `names` call them).
+ */
+function groupBucketsSql(columns: string[], names: string[], where: string): string {
+  return `SELECT ${[...names, "CAST(b.key AS INTEGER) AS bucket"].join(", ")}, SUM(b.value) AS calls
+    FROM (SELECT ${[...columns, "latency"].join(", ")} FROM group_daily ${where}) AS g, json_each(g.latency) AS b
+    GROUP BY ${[...names, "bucket"].join(", ")}`;
 }
 
 /**
@@ -58,7 +70,7 @@ export function sqliteTraceReader(db: Database.Database, retentionMs: number, id
     return statement;
   };
 
-  const countTraces = db.prepare(`SELECT COUNT(*) FROM traces WHERE account_id = ? AND received_at >= ? AND received_at < ?`).pluck();
+  const countTraces = db.prepare(`SELECT COUNT(*) FROM traces WHERE project_num = ${numberOf("?")} AND received_at >= ? AND received_at < ?`).pluck();
   const tracesBetween = (accountId: string, from: number, to: number) => countTraces.get(accountId, from, to) as number;
 
   const cells = async (accountId: string, filter: ResolvedTraceFilter, grouping: UsageGrouping): Promise<UsageCells> => {
@@ -96,7 +108,9 @@ export function sqliteTraceReader(db: Database.Database, retentionMs: number, id
     /** Whole days, from the roll-ups. */
     const days = (from: number, to: number) => {
       const params: Record<string, unknown> = { account: accountId, from, to };
-      let range = `WHERE account_id = @account AND day >= @from AND day < @to${traceConditions(filter, params, "rollup")}`;
+      // group_daily names the project by number, the other roll-ups by id.
+      const project = attributeRollup ? projectIs : "account_id = @account";
+      let range = `WHERE ${project} AND day >= @from AND day < @to${traceConditions(filter, params, "rollup")}`;
       let grp: string[] = [];
       if (group && attributeRollup) {
         params.dimension = dimensionName(group);
@@ -122,16 +136,15 @@ export function sqliteTraceReader(db: Database.Database, retentionMs: number, id
         );
       }
       // Without a key or status filter, the table summed over them answers with a sixth of the rows.
-      const latencyTable = attributeRollup
-        ? "group_latency_daily"
-        : filter.keyId === undefined && filter.status === undefined && group?.kind !== "key"
-          ? "latency_daily_all"
-          : "latency_daily";
+      const latencyTable =
+        filter.keyId === undefined && filter.status === undefined && group?.kind !== "key" ? "latency_daily_all" : "latency_daily";
       if (grouping.latency) {
         append(
           out.latency,
           run<LatencyCell>(
-            `SELECT ${select("bucket")}, SUM(calls) AS calls FROM ${latencyTable} ${range}${groupBy(keys("bucket"))}`,
+            attributeRollup
+              ? groupBucketsSql([...dims, ...grp], [...dims, ...grp.map(() => `"group"`)], range)
+              : `SELECT ${select("bucket")}, SUM(calls) AS calls FROM ${latencyTable} ${range}${groupBy(keys("bucket"))}`,
             params,
           ),
         );
@@ -146,8 +159,9 @@ export function sqliteTraceReader(db: Database.Database, retentionMs: number, id
     const withoutMetadataKey = (key: string, from: number, to: number) => {
       const params: Record<string, unknown> = { account: accountId, from, to, key };
       const conditions = traceConditions(filter, params, "rollup");
-      const range = `WHERE account_id = @account AND day >= @from AND day < @to${conditions}`;
-      const having = `${range} AND dimension = 'metadataKey' AND value = @key`;
+      const inRange = `day >= @from AND day < @to${conditions}`;
+      const range = `WHERE account_id = @account AND ${inRange}`;
+      const having = `WHERE ${projectIs} AND ${inRange} AND dimension = 'metadataKey' AND value = @key`;
       const subtract = <T extends UsageCell | LatencyCell>(all: T[], present: T[], extra: "status" | "bucket", fields: (keyof T)[]) => {
         const id = (c: T) => JSON.stringify([...dims.map((d) => c[d as keyof T]), c[extra as keyof T]]);
         const less = new Map(present.map((c) => [id(c), c]));
@@ -174,14 +188,11 @@ export function sqliteTraceReader(db: Database.Database, retentionMs: number, id
         ]);
       }
       if (grouping.latency) {
-        const q = (table: string, where: string) =>
-          run<LatencyCell>(`SELECT ${select("bucket")}, SUM(calls) AS calls FROM ${table} ${where}${groupBy([...dims, "bucket"])}`, params);
-        subtract(
-          q(filter.status === undefined ? "latency_daily_all" : "latency_daily", range),
-          q("group_latency_daily", having),
-          "bucket",
-          ["calls"],
+        const all = run<LatencyCell>(
+          `SELECT ${select("bucket")}, SUM(calls) AS calls FROM ${filter.status === undefined ? "latency_daily_all" : "latency_daily"} ${range}${groupBy([...dims, "bucket"])}`,
+          params,
         );
+        subtract(all, run<LatencyCell>(groupBucketsSql(dims, dims, having), params), "bucket", ["calls"]);
       }
     };
 
@@ -197,7 +208,7 @@ export function sqliteTraceReader(db: Database.Database, retentionMs: number, id
             : d === "bucket"
               ? "latency_bucket(latency_ms) AS bucket"
               : d;
-      let range = `WHERE account_id = @account AND received_at >= @from AND received_at < @to${traceConditions(filter, params)}`;
+      let range = `WHERE ${projectIs} AND received_at >= @from AND received_at < @to${traceConditions(filter, params)}`;
       let join = "";
       const grp: string[] = [];
       if (group) {
@@ -294,7 +305,7 @@ export function sqliteTraceReader(db: Database.Database, retentionMs: number, id
           after = ` AND (received_at ${sort.ascending ? ">" : "<"} @at OR seq ${sort.ascending ? ">" : "<"} @seq)`;
           Object.assign(params, { at: cursor.value, seq });
         }
-        sql = `SELECT * FROM traces WHERE account_id = @account AND received_at >= @since AND received_at < @until${conditions}${after}
+        sql = `SELECT ${traceRowSql} FROM traces WHERE ${projectIs} AND received_at >= @since AND received_at < @until${conditions}${after}
           ORDER BY received_at ${direction}, seq ${direction} LIMIT @limit`;
       } else {
         const by = sortExpressions[sort.order];
@@ -306,7 +317,7 @@ export function sqliteTraceReader(db: Database.Database, retentionMs: number, id
         // The unary + keeps SQLite from ranging over received_at: the sort's own index reads the
         // first page in order, where a time range would sort every trace of the period first.
         // An equality filter on an indexed column (user, session, key, ...) still narrows first.
-        sql = `SELECT * FROM traces WHERE account_id = @account AND +received_at >= @since AND +received_at < @until${conditions}${after}
+        sql = `SELECT ${traceRowSql} FROM traces WHERE ${projectIs} AND +received_at >= @since AND +received_at < @until${conditions}${after}
           ORDER BY ${by} ${direction}, seq ${direction} LIMIT @limit`;
       }
       const rows = prepare(sql).all(params) as TraceRow[];
@@ -324,7 +335,7 @@ export function sqliteTraceReader(db: Database.Database, retentionMs: number, id
       const seq = ids.seqOf(id);
       if (seq === undefined) return undefined;
       const cutoff = retentionMs > 0 ? Date.now() - retentionMs : 0;
-      const row = prepare(`SELECT * FROM traces WHERE seq = ? AND account_id = ? AND received_at >= ?`).get(seq, accountId, cutoff) as
+      const row = prepare(`SELECT ${traceRowSql} FROM traces WHERE seq = ? AND project_num = ${numberOf("?")} AND received_at >= ?`).get(seq, accountId, cutoff) as
         | TraceRow
         | undefined;
       return row && traceFromRow(row, id);

@@ -3,6 +3,7 @@ import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { StoredTraceSchema, type StoredTrace, TraceSource } from "../../../gen/calltrace/v1/trace_pb.js";
 import type { TraceWrite } from "../trace-store.js";
 import { arrivedAtMs, placedAtMs } from "../trace-time.js";
+import { idOf } from "./sqlite-id-numbers.js";
 
 /** A row of the traces table. */
 export interface TraceRow {
@@ -139,6 +140,14 @@ export const traceColumns = [
   "error_group",
   "import_key",
 ] as const satisfies readonly (keyof TraceRow)[];
+
+/** The traces table's columns of `traceColumns`, in the same order: a project and a key are stored as their numbers (D65). */
+export const storedTraceColumns = traceColumns.map((c) => (c === "account_id" ? "project_num" : c === "key_id" ? "key_num" : c));
+
+/** SQL selecting a TraceRow: the row's columns, with the project's and the key's ids for their numbers. */
+export const traceRowSql = `seq, ${traceColumns
+  .map((c) => (c === "account_id" ? `${idOf("project_num")} AS account_id` : c === "key_id" ? `${idOf("key_num")} AS key_id` : c))
+  .join(", ")}`;
 
 /**
  * The row of a write. An OTLP call's idempotency key goes into the row, whose unique index makes a

@@ -4,6 +4,7 @@ import { latencyBucket } from "../latency-bucket.js";
 import { attributeGroups, cappedGroups } from "../trace-groups.js";
 import { capScope, otherValue, type ValueCap } from "../value-cap.js";
 import type { TraceValues } from "./sqlite-trace-row.js";
+import { numberOf } from "./sqlite-id-numbers.js";
 
 export const dayMs = 86_400_000;
 
@@ -41,7 +42,7 @@ export function admittedValues(db: Database.Database, cap: ValueCap): GroupValue
   // A day without usage rows has no groups yet: the common case needs no scan of group_daily,
   // whose key starts with the value.
   const dayHasRows = db.prepare(`SELECT 1 FROM usage_daily WHERE account_id = ? AND day = ? LIMIT 1`).pluck();
-  const dayValues = db.prepare(`SELECT DISTINCT value FROM group_daily WHERE account_id = ? AND dimension = ? AND day = ?`).pluck();
+  const dayValues = db.prepare(`SELECT DISTINCT value FROM group_daily WHERE project_num = ${numberOf("?")} AND dimension = ? AND day = ?`).pluck();
   return (accountId, dimension, day, value) => {
     const scope = capScope(accountId, dimension, day);
     if (!cap.has(scope)) cap.seed(scope, dayHasRows.get(accountId, day) === undefined ? [] : (dayValues.all(accountId, dimension, day) as string[]));
@@ -51,15 +52,15 @@ export function admittedValues(db: Database.Database, cap: ValueCap): GroupValue
 
 /** For stored traces counted again (re-pricing): the value where the roll-ups counted it, tracked if group_daily has its row. */
 export function countedValues(db: Database.Database): GroupValueOf {
-  const counted = db.prepare(`SELECT 1 FROM group_daily WHERE account_id = ? AND dimension = ? AND value = ? AND day = ? LIMIT 1`).pluck();
+  const counted = db.prepare(`SELECT 1 FROM group_daily WHERE project_num = ${numberOf("?")} AND dimension = ? AND value = ? AND day = ? LIMIT 1`).pluck();
   return (accountId, dimension, day, value) =>
     value === "" || counted.get(accountId, dimension, value, day) !== undefined ? value : otherValue;
 }
 
 /**
- * Sums of one roll-up row (its key columns in `params`), with its calls per latency bucket for
- * the roll-up beside it that keeps latency (latency_daily beside usage_country_daily,
- * group_latency_daily beside group_daily).
+ * Sums of one roll-up row (its key columns in `params`), with its calls per latency bucket: for
+ * the roll-up beside it that keeps latency (latency_daily beside usage_country_daily), or on the
+ * row itself (group_daily's latency column).
  */
 interface Sums extends Counts {
   params: unknown[];
@@ -109,9 +110,20 @@ function alike(a: TraceValues, b: TraceValues, columns: readonly number[]): bool
   return true;
 }
 
+/** Adds calls per latency bucket, JSON objects of bucket to calls as group_daily keeps them; a bucket whose calls fall to 0 goes. */
+export function addLatency(stored: string, added: string): string {
+  const sum = JSON.parse(stored) as Record<string, number>;
+  for (const [bucket, calls] of Object.entries(JSON.parse(added) as Record<string, number>)) {
+    const next = (sum[bucket] ?? 0) + calls;
+    if (next === 0) delete sum[bucket];
+    else sum[bucket] = next;
+  }
+  return JSON.stringify(sum);
+}
+
 /**
  * Keeps the daily roll-ups (usage_daily, usage_country_daily, latency_daily, latency_daily_all,
- * group_daily, group_latency_daily) in step with the
+ * group_daily with its calls per latency bucket) in step with the
  * traces. The returned function must run inside the transaction that inserts the traces, so a
  * roll-up never counts a trace that was not committed, or misses one that was. A batch is
  * summed in memory first: one upsert per distinct row, not one per trace. A trace is counted in
@@ -139,13 +151,11 @@ export function sqliteUsageRollup(db: Database.Database, keptValueOf: GroupValue
     `INSERT INTO latency_daily_all (account_id, day, provider, model, bucket, calls)
      VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET calls = calls + excluded.calls`,
   );
+  db.function("add_latency", { deterministic: true }, (stored, added) => addLatency(stored as string, added as string));
   const group = db.prepare(
-    `INSERT INTO group_daily (account_id, dimension, value, day, status, calls, cost_usd, tokens_in, tokens_out, unpriced, mismatched)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET ${checkedSumsUpdate}`,
-  );
-  const groupLatency = db.prepare(
-    `INSERT INTO group_latency_daily (account_id, dimension, value, day, bucket, status, calls)
-     VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET calls = calls + excluded.calls`,
+    `INSERT INTO group_daily (project_num, dimension, value, day, status, calls, cost_usd, tokens_in, tokens_out, unpriced, mismatched, latency)
+     VALUES (${numberOf("?")}, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+     ON CONFLICT DO UPDATE SET ${checkedSumsUpdate}, latency = add_latency(latency, excluded.latency)`,
   );
 
   return (traces, sign = 1) => {
@@ -209,8 +219,8 @@ export function sqliteUsageRollup(db: Database.Database, keptValueOf: GroupValue
     for (const s of latencyAllRows.values()) latencyAll.run(...s.params, s.calls);
     for (const s of groupRows.values()) {
       const [accountId, dimension, value, day, status] = s.params;
-      group.run(accountId, dimension, value, day, status, s.calls, s.cost, s.tokensIn, s.tokensOut, s.unpriced, s.mismatched);
-      for (const [bucket, calls] of s.buckets) groupLatency.run(accountId, dimension, value, day, bucket, status, calls);
+      const latency = JSON.stringify(Object.fromEntries(s.buckets));
+      group.run(accountId, dimension, value, day, status, s.calls, s.cost, s.tokensIn, s.tokensOut, s.unpriced, s.mismatched, latency);
     }
   };
 }

@@ -1,0 +1,65 @@
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import { describe, expect, it } from "vitest";
+import { resolveTraceFilter } from "../../src/store/trace-filter.js";
+import { projectIs, traceConditions } from "../../src/store/sqlite/sqlite-trace-filter.js";
+import { traceRowSql } from "../../src/store/sqlite/sqlite-trace-row.js";
+import { expiringProjects, openSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
+import { create } from "@bufbuild/protobuf";
+import { TraceFilterSchema } from "../../gen/calltrace/v1/query_pb.js";
+import { tempDir } from "../support/temp-dir.js";
+
+/** The query plan of `sql` on a fresh store's schema, one step a line. */
+async function planOf(sql: string): Promise<string> {
+  const dir = tempDir();
+  await openSqliteStore(dir).close();
+  const db = new Database(join(dir, "calltrace.db"), { readonly: true });
+  try {
+    // The plan does not depend on the values bound.
+    const params = Object.fromEntries([...sql.matchAll(/@(\w+)/g)].map(([, name]) => [name, 1]));
+    return (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(params) as { detail: string }[]).map((p) => p.detail).join("\n");
+  } finally {
+    db.close();
+  }
+}
+
+/** A page of the Traces view with `status` as its filter, as listTraces asks for it. */
+function statusPage(status: string): string {
+  const params: Record<string, unknown> = {};
+  const conditions = traceConditions(resolveTraceFilter(create(TraceFilterSchema, { status }), 0), params);
+  return `SELECT ${traceRowSql} FROM traces WHERE ${projectIs} AND received_at >= @since AND received_at < @until${conditions}
+    ORDER BY received_at DESC, seq DESC LIMIT 51`;
+}
+
+// The index cuts of D65 hold only while these reads keep an index: a plan that scans the traces
+// table would read every project's rows.
+describe("embedded store query plans after the index cuts (D65)", () => {
+  it("a page of failed calls reads the index of failed calls, in time order", async () => {
+    const plan = await planOf(statusPage("error"));
+    expect(plan).toMatch(/USING INDEX traces_account_error_received \(project_num=\? AND received_at>\? AND received_at<\?\)/);
+    expect(plan).not.toMatch(/TEMP B-TREE/);
+  });
+
+  it("a page of successful calls reads the project's time index (nearly every row matches)", async () => {
+    const plan = await planOf(statusPage("success"));
+    expect(plan).toMatch(/USING INDEX traces_account_received \(project_num=\? AND received_at>\? AND received_at<\?\)/);
+    expect(plan).not.toMatch(/TEMP B-TREE/);
+  });
+
+  it("retention deletes each project's expired traces through its time index, without the global one", async () => {
+    const plan = await planOf(`DELETE FROM traces WHERE ${expiringProjects} AND received_at < @cutoff`);
+    expect(plan).toMatch(/USING (COVERING )?INDEX traces_account_received \(project_num=\? AND received_at<\?\)/);
+    expect(plan).not.toMatch(/SCAN traces/);
+  });
+
+  it("the traces table has no index that no read uses: no global time index, no status index of successes", async () => {
+    const dir = tempDir();
+    await openSqliteStore(dir).close();
+    const db = new Database(join(dir, "calltrace.db"), { readonly: true });
+    const indexes = db.prepare(`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'traces'`).pluck().all();
+    db.close();
+    expect(indexes).not.toContain("traces_received");
+    expect(indexes).not.toContain("traces_account_status_received");
+    expect(indexes).toContain("traces_account_error_received");
+  });
+});
