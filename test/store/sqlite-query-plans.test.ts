@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import { resolveTraceFilter } from "../../src/store/trace-filter.js";
 import { projectIs, traceConditions } from "../../src/store/sqlite/sqlite-trace-filter.js";
 import { traceRowSql } from "../../src/store/sqlite/sqlite-trace-row.js";
+import { runCallsWhere } from "../../src/store/sqlite/sqlite-run-reader.js";
 import { expiringProjects, openSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import { create } from "@bufbuild/protobuf";
 import { TraceFilterSchema } from "../../gen/calltrace/v1/query_pb.js";
@@ -50,6 +51,14 @@ describe("embedded store query plans after the index cuts (D65)", () => {
     const plan = await planOf(`DELETE FROM traces WHERE ${expiringProjects} AND received_at < @cutoff`);
     expect(plan).toMatch(/USING (COVERING )?INDEX traces_account_received \(project_num=\? AND received_at<\?\)/);
     expect(plan).not.toMatch(/SCAN traces/);
+  });
+
+  it("a run's calls come through its OTLP trace id or session index, not the project's time index", async () => {
+    const otlp = await planOf(`SELECT seq FROM traces WHERE ${runCallsWhere.otlp}`);
+    expect(otlp).toMatch(/USING INDEX traces_account_otlp_trace \(project_num=\? AND otlp_trace_id=\?\)/);
+    expect(otlp).not.toMatch(/traces_account_received/);
+    const session = await planOf(`SELECT seq FROM traces WHERE ${runCallsWhere.session}`);
+    expect(session).toMatch(/USING INDEX traces_account_session_received \(project_num=\? AND session_id=\? AND received_at>\?\)/);
   });
 
   it("the traces table has no index that no read uses: no global time index, no status index of successes", async () => {

@@ -24,6 +24,17 @@ function filtersCalls(filter: ResolvedTraceFilter): boolean {
 }
 
 /**
+ * A run's calls, by @value (its OTLP trace id or session id), since @cutoff. A session's run is its
+ * calls without an OTLP trace id (those belong to their OTLP trace's run). The unary + keeps
+ * SQLite, which has no statistics, off the project's time index for an OTLP run: the (project,
+ * OTLP trace id) index finds the run's few calls.
+ */
+export const runCallsWhere = {
+  otlp: `${projectIs} AND otlp_trace_id = @value AND +received_at >= @cutoff`,
+  session: `${projectIs} AND session_id = @value AND otlp_trace_id IS NULL AND received_at >= @cutoff`,
+} as const;
+
+/**
  * The Runs view's reads on the embedded store. An unfiltered list reads the runs roll-up through
  * its (project, end) index: the runs that overlap the range, whole. A filtered list sums the
  * matching calls of the range per run, from the traces. A run's calls come through the
@@ -72,11 +83,7 @@ export function sqliteRunReader(
       const key = parseRunId(runId);
       if (!key) return undefined;
       const cutoff = retentionMs > 0 ? Date.now() - retentionMs : 0;
-      // A session's run is its calls without an OTLP trace id (those belong to their OTLP trace's run).
-      const where =
-        "otlpTraceId" in key
-          ? `${projectIs} AND otlp_trace_id = @value AND received_at >= @cutoff`
-          : `${projectIs} AND session_id = @value AND otlp_trace_id IS NULL AND received_at >= @cutoff`;
+      const where = runCallsWhere["otlpTraceId" in key ? "otlp" : "session"];
       const params = { account: accountId, value: "otlpTraceId" in key ? key.otlpTraceId : key.sessionId, cutoff, limit: maxRunCalls + 1 };
       const sums = prepare(`SELECT ${runSums} FROM traces WHERE ${where}`).get(params) as Omit<RunCell, "id">;
       if (sums.calls === 0) return undefined;
