@@ -5,6 +5,7 @@ import { resolveTraceFilter } from "../../src/store/trace-filter.js";
 import { projectIs, traceConditions } from "../../src/store/sqlite/sqlite-trace-filter.js";
 import { traceRowSql } from "../../src/store/sqlite/sqlite-trace-row.js";
 import { runCallsWhere } from "../../src/store/sqlite/sqlite-run-reader.js";
+import { failedCallsWhere } from "../../src/store/sqlite/sqlite-error-reader.js";
 import { expiringProjects, openSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import { create } from "@bufbuild/protobuf";
 import { TraceFilterSchema } from "../../gen/calltrace/v1/query_pb.js";
@@ -59,6 +60,20 @@ describe("embedded store query plans after the index cuts (D65)", () => {
     expect(otlp).not.toMatch(/traces_account_received/);
     const session = await planOf(`SELECT seq FROM traces WHERE ${runCallsWhere.session}`);
     expect(session).toMatch(/USING INDEX traces_account_session_received \(project_num=\? AND session_id=\? AND received_at>\?\)/);
+  });
+
+  it("the Errors view under a key, provider or model reads the failed calls only; under a user, that user's calls", async () => {
+    const errorsUnder = (init: Record<string, string>) => {
+      const params: Record<string, unknown> = {};
+      return planOf(
+        `SELECT error_group, COUNT(*) FROM ${failedCallsWhere(resolveTraceFilter(create(TraceFilterSchema, init), 0), params)} GROUP BY error_group`,
+      );
+    };
+    for (const init of [{ model: "o3" }, { provider: "openai" }, { keyId: "key_1" }, {}] as Record<string, string>[])
+      expect(await errorsUnder(init), JSON.stringify(init)).toMatch(
+        /USING INDEX traces_account_error_received \(project_num=\? AND received_at>\? AND received_at<\?\)/,
+      );
+    expect(await errorsUnder({ userId: "user-0" })).toMatch(/USING INDEX traces_account_user_received \(project_num=\? AND user_id=\?/);
   });
 
   it("the traces table has no index that no read uses: no global time index, no status index of successes", async () => {

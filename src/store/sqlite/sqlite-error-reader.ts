@@ -20,6 +20,19 @@ function rollupsAnswer(filter: ResolvedTraceFilter): boolean {
 }
 
 /**
+ * The failed calls of a filter from @from to @to: `traces ... WHERE ...`. Only failed calls carry a
+ * group, so they are read through the index of failed calls, unless a user, session, OTLP trace or
+ * group narrows them by its own index: without statistics SQLite would rather range over a key's,
+ * provider's or model's calls, most of which succeeded.
+ */
+export function failedCallsWhere(filter: ResolvedTraceFilter, params: Record<string, unknown>): string {
+  const narrower = filter.userId ?? filter.sessionId ?? filter.otlpTraceId ?? filter.errorGroup;
+  const index = narrower === undefined ? " INDEXED BY traces_account_error_received" : "";
+  return `traces${index} WHERE ${projectIs} AND status = 'error' AND error_group IS NOT NULL
+    AND received_at >= @from AND received_at < @to${traceConditions(filter, params)}`;
+}
+
+/**
  * GetErrorGroups on the embedded store. Whole UTC days of an unfiltered range are read from the
  * error roll-ups (sqlite-error-rollup.ts), the partial days at either end, and any filtered view,
  * from the failed calls through their (project, error group, time) index: never the other calls.
@@ -83,10 +96,10 @@ export function sqliteErrorReader(
       const calls = (from: number, to: number) => {
         if (from >= to) return;
         const params: Record<string, unknown> = { account: accountId, from, to };
-        const where = `WHERE ${projectIs} AND error_group IS NOT NULL AND received_at >= @from AND received_at < @to${traceConditions(filter, params)}`;
+        const where = failedCallsWhere(filter, params);
         const rows = prepare(
           `SELECT error_group AS "group", COUNT(*) AS calls, SUM(cost_usd) AS costUsd, MIN(received_at) AS firstMs, MAX(received_at) AS lastMs,
-             MIN(error) AS sample FROM traces ${where} GROUP BY error_group`,
+             MIN(error) AS sample FROM ${where} GROUP BY error_group`,
         ).all(params) as (ErrorGroupCell & { sample: string | null })[];
         for (const { sample, ...cell } of rows) {
           cells.push(cell);
@@ -101,7 +114,7 @@ export function sqliteErrorReader(
             values,
             prepare(
               `SELECT error_group AS "group", '${dimension}' AS dimension, ${column} AS value, COUNT(*) AS calls
-               FROM traces ${where} AND ${column} IS NOT NULL GROUP BY error_group, ${column}`,
+               FROM ${where} AND ${column} IS NOT NULL GROUP BY error_group, ${column}`,
             ).all(params) as ErrorValueCell[],
           );
         }
