@@ -164,6 +164,7 @@ describe.each(adapters)("attribution contract: %s", { timeout: 300_000 }, (_name
     filter({ status: "success", since: timestampFromMs(today - 2 * day + 5 * hour) }),
     filter({ tags: ["checkout"], since: timestampFromMs(today - day - 2 * hour) }),
     filter({ provider: "openai", until: timestampFromMs(today) }),
+    filter({ modelContains: "gpt-4O", since: timestampFromMs(today - day - 2 * hour) }),
   ];
 
   beforeAll(async () => {

@@ -37,7 +37,8 @@ function matches(t: StoredTrace, f: TraceFilter): boolean {
     (!f.keyId || t.keyId === f.keyId) &&
     (!f.provider || t.provider === f.provider) &&
     (!f.model || t.model === f.model) &&
-    (!f.status || t.status === f.status)
+    (!f.status || t.status === f.status) &&
+    (!f.modelContains || t.model.toLowerCase().includes(f.modelContains.toLowerCase()))
   );
 }
 
@@ -250,6 +251,9 @@ describe.each(adapters)("store contract: %s", (_name, open) => {
       filter({ since: timestampFromMs(today - day + 3 * hour), until: timestampFromMs(today - day + 9 * hour) }),
       filter({ keyId: "key_x", model: "gpt-4o", status: "success", since: timestampFromMs(today - day - 2 * hour) }),
       filter({ provider: "anthropic", until: timestampFromMs(today) }),
+      // The model box: a name match, read from the roll-ups of provider and model on whole days.
+      filter({ modelContains: "GPT-4o", since: timestampFromMs(today - 2 * day + 5 * hour) }),
+      filter({ modelContains: "o-m", status: "error" }),
     ];
     for (const f of ranges) {
       const chosen = traces.filter((t) => matches(t, f));

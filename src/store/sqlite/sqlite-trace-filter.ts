@@ -48,6 +48,11 @@ export function traceConditions(filter: ResolvedTraceFilter, params: Record<stri
     params[field] = filter[field];
     sql += columns === "all" && field === "keyId" ? ` AND key_num = ${numberOf("@keyId")}` : ` AND ${column} = @${field}`;
   }
+  // The roll-ups of provider and model hold the model too: a name match reads them as it reads the traces.
+  if (filter.modelContains !== undefined) {
+    params.modelLike = containing(filter.modelContains);
+    sql += ` AND model LIKE @modelLike ESCAPE '\\'`;
+  }
   if (columns === "rollup") return sql;
   for (const [field, column] of attributeColumns) {
     if (filter[field] === undefined) continue;
@@ -67,10 +72,6 @@ export function traceConditions(filter: ResolvedTraceFilter, params: Record<stri
     params[`metaValue${i}`] = value;
     sql += ` AND json_extract(traces.metadata, @metaPath${i}) = @metaValue${i}`;
   });
-  if (filter.modelContains !== undefined) {
-    params.modelLike = containing(filter.modelContains);
-    sql += ` AND model LIKE @modelLike ESCAPE '\\'`;
-  }
   if (filter.errorContains !== undefined) {
     params.errorLike = containing(filter.errorContains);
     sql += ` AND error LIKE @errorLike ESCAPE '\\'`;

@@ -96,14 +96,13 @@ export function sqliteTraceReader(db: Database.Database, retentionMs: number, id
     const rollupColumn = group && rollupColumns[group.kind];
     // The roll-ups of one attribute (group_daily) know days and statuses only.
     const attributeRollup = group !== undefined && rollupColumn === undefined;
-    // The roll-ups are daily: hours (of at most two days) are read from the traces.
+    const usageFiltered = filter.keyId !== undefined || filter.provider !== undefined || filter.model !== undefined;
+    // The roll-ups are daily: hours (of at most two days) are read from the traces. A model name
+    // match is a filter of the model, which the roll-ups of provider and model hold.
     const rollups =
       !grouping.hour &&
-      !filtersAttributes(filter) &&
-      !(
-        attributeRollup &&
-        (grouping.country || grouping.model || filter.keyId !== undefined || filter.provider !== undefined || filter.model !== undefined)
-      );
+      !filtersAttributes({ ...filter, modelContains: undefined }) &&
+      !(attributeRollup && (grouping.country || grouping.model || usageFiltered || filter.modelContains !== undefined));
 
     /** Whole days, from the roll-ups. */
     const days = (from: number, to: number) => {
