@@ -4,6 +4,7 @@ import { timestampFromMs, timestampMs } from "@bufbuild/protobuf/wkt";
 import { TraceFilterSchema, type TraceFilter } from "../../gen/calltrace/v1/query_pb.js";
 import { PriceCheck, StoredTraceSchema, type StoredTrace } from "../../gen/calltrace/v1/trace_pb.js";
 import type { GroupDimension } from "../../src/store/group-dimension.js";
+import { histogramBoundsMs } from "../../src/store/latency-bucket.js";
 import { openMongoStore } from "../../src/store/mongo/mongo-store.js";
 import { openSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import type { Store } from "../../src/store/store.js";
@@ -197,6 +198,41 @@ describe.each(adapters)("attribution contract: %s", { timeout: 300_000 }, (_name
           label,
         ).toEqual(costs);
       }
+    }
+  });
+
+  it("sums an environment's usage, days and latency exactly as its traces add up, alone or with a status", async () => {
+    for (const f of [
+      filter({ environment: "production" }),
+      filter({ environment: "staging", since: timestampFromMs(today - day - 5 * hour), until: timestampFromMs(today - 3 * hour) }),
+      filter({ environment: "production", status: "error", since: timestampFromMs(today - 2 * day + 7 * hour) }),
+      filter({ environment: "no-such-environment" }),
+    ]) {
+      const chosen = mine.filter((t) => matches(t, f));
+      const label = toJsonString(TraceFilterSchema, f);
+      const { costUsd, ...exact } = expectedTotals(chosen);
+      const totals = await store.usageTotals("acc_attr", f);
+      expect(totals, label).toMatchObject(exact);
+      expect(totals.costUsd, label).toBeCloseTo(costUsd, 9);
+      const dayOf = (t: StoredTrace) => new Date(at(t)).toISOString().slice(0, 10);
+      const byDay = await store.usageByDayTotals("acc_attr", f);
+      expect(
+        byDay.map((d) => d.day),
+        label,
+      ).toEqual([...new Set(chosen.map(dayOf))].sort());
+      for (const d of byDay) {
+        const { costUsd: cost, ...rest } = expectedTotals(chosen.filter((t) => dayOf(t) === d.day));
+        expect(d.totals, `${label} ${d.day}`).toMatchObject(rest);
+        expect(d.totals!.costUsd).toBeCloseTo(cost, 9);
+      }
+      const histogram = await store.latencyHistogram("acc_attr", f);
+      const expectedCounts = [...histogramBoundsMs, Infinity].map(
+        (upper, i) => chosen.filter((t) => t.latencyMs <= upper && (i === 0 || t.latencyMs > histogramBoundsMs[i - 1]!)).length,
+      );
+      expect(
+        histogram.map((b) => Number(b.calls)),
+        label,
+      ).toEqual(expectedCounts);
     }
   });
 

@@ -103,6 +103,44 @@ describe.each(adapters)("value cap on %s", (_name, { place, open }) => {
     await store.close();
   });
 
+  it("sums an environment counted under other on a past day exactly as its traces add up", async () => {
+    const store = await open(place());
+    const today = Math.floor(Date.now() / day) * day;
+    // Past the bound on the day before yesterday: env-3 and env-4 are counted under other there, tracked yesterday.
+    const traces = [2, 2, 2, 2, 2, 2, 1, 1].map((d, n) =>
+      create(StoredTraceSchema, {
+        receivedAt: timestampFromMs(today - d * day + n * 60_000),
+        keyId: "key_cap",
+        accountId: "acc_cap",
+        provider: "openai",
+        model: "gpt-4o",
+        tokensIn: 10 + n,
+        tokensOut: 1,
+        latencyMs: 100 * (n + 1),
+        costUsd: (n + 1) / 1000,
+        status: n === 4 ? "error" : "success",
+        environment: `env-${[0, 1, 2, 3, 4, 4, 4, 0][n]}`,
+      }),
+    );
+    await store.writeBatch(traces.map((trace) => ({ trace, idempotencyKey: undefined })));
+    const range = filter(today - 3 * day, today);
+    for (const [environment, calls, errors, cost] of [
+      ["env-4", 3n, 1n, (5 + 6 + 7) / 1000],
+      ["env-3", 1n, 0n, 4 / 1000],
+      ["env-0", 2n, 0n, (1 + 8) / 1000],
+    ] as const) {
+      const f = create(TraceFilterSchema, { ...range, environment });
+      const totals = await store.usageTotals("acc_cap", f);
+      expect(totals, environment).toMatchObject({ calls, errors });
+      expect(totals.costUsd, environment).toBeCloseTo(cost, 9);
+      const days = await store.usageByDayTotals("acc_cap", f);
+      expect(days.reduce((n, d) => n + d.totals!.calls, 0n), environment).toBe(calls);
+      const histogram = await store.latencyHistogram("acc_cap", f);
+      expect(histogram.reduce((n, b) => n + b.calls, 0n), environment).toBe(calls);
+    }
+    await store.close();
+  });
+
   it("tracks the first values of a day, keeps a steady value, and answers the other group by day on request", async () => {
     const store = await open(place());
     const traces = explodingTraces(100);

@@ -97,21 +97,37 @@ export function sqliteTraceReader(db: Database.Database, retentionMs: number, id
     // The roll-ups of one attribute (group_daily) know days and statuses only.
     const attributeRollup = group !== undefined && rollupColumn === undefined;
     const usageFiltered = filter.keyId !== undefined || filter.provider !== undefined || filter.model !== undefined;
+    // An environment alone, for totals, days and latency: group_daily's environment rows (D54) hold them.
+    const environmentRollup =
+      filter.environment !== undefined &&
+      group === undefined &&
+      !grouping.model &&
+      !grouping.country &&
+      !usageFiltered &&
+      filter.modelContains === undefined;
+    const groupRollup = attributeRollup || environmentRollup;
     // The roll-ups are daily: hours (of at most two days) are read from the traces. A model name
     // match is a filter of the model, which the roll-ups of provider and model hold.
     const rollups =
       !grouping.hour &&
-      !filtersAttributes({ ...filter, modelContains: undefined }) &&
+      !filtersAttributes({ ...filter, modelContains: undefined, environment: undefined }) &&
+      (filter.environment === undefined || environmentRollup) &&
       !(attributeRollup && (grouping.country || grouping.model || usageFiltered || filter.modelContains !== undefined));
+
+    /** Whole days of an environment filter that group_daily cannot answer. */
+    let untracked: number[] = [];
 
     /** Whole days, from the roll-ups. */
     const days = (from: number, to: number) => {
       const params: Record<string, unknown> = { account: accountId, from, to };
       // group_daily names the project by number, the other roll-ups by id.
-      const project = attributeRollup ? projectIs : "account_id = @account";
+      const project = groupRollup ? projectIs : "account_id = @account";
       let range = `WHERE ${project} AND day >= @from AND day < @to${traceConditions(filter, params, "rollup")}`;
       let grp: string[] = [];
-      if (group && attributeRollup) {
+      if (environmentRollup) {
+        Object.assign(params, { environment: filter.environment, untracked: JSON.stringify(untracked) });
+        range += " AND dimension = 'environment' AND value = @environment AND day NOT IN (SELECT value FROM json_each(@untracked))";
+      } else if (group && attributeRollup) {
         params.dimension = dimensionName(group);
         range += " AND dimension = @dimension";
         grp = ['value AS "group"'];
@@ -124,7 +140,7 @@ export function sqliteTraceReader(db: Database.Database, retentionMs: number, id
       }
       const keys = (extra: string) => [...dims, ...grp.map(() => `"group"`), extra];
       const select = (extra: string) => [...dims, ...grp, extra].join(", ");
-      const usageTable = attributeRollup ? "group_daily" : grouping.country ? "usage_country_daily" : "usage_daily";
+      const usageTable = groupRollup ? "group_daily" : grouping.country ? "usage_country_daily" : "usage_daily";
       if (grouping.sums !== false) {
         append(
           out.sums,
@@ -141,7 +157,7 @@ export function sqliteTraceReader(db: Database.Database, retentionMs: number, id
         append(
           out.latency,
           run<LatencyCell>(
-            attributeRollup
+            groupRollup
               ? groupBucketsSql([...dims, ...grp], [...dims, ...grp.map(() => `"group"`)], range)
               : `SELECT ${select("bucket")}, SUM(calls) AS calls FROM ${latencyTable} ${range}${groupBy(keys("bucket"))}`,
             params,
@@ -262,6 +278,17 @@ export function sqliteTraceReader(db: Database.Database, retentionMs: number, id
         } else {
           traces(start, end);
         }
+      }
+      if (environmentRollup) {
+        // Days whose environments passed the bound count this one under other if it was not tracked: those days come from the traces.
+        untracked = prepare(
+          `SELECT DISTINCT day FROM group_daily AS o WHERE ${projectIs} AND dimension = 'environment' AND value = @otherValue
+             AND day >= @from AND day < @to AND NOT EXISTS (SELECT 1 FROM group_daily AS t WHERE t.project_num = o.project_num
+             AND t.dimension = 'environment' AND t.value = @environment AND t.day = o.day)`,
+        )
+          .pluck()
+          .all({ account: accountId, otherValue, environment: filter.environment, from, to }) as number[];
+        for (const day of untracked) traces(day * dayMs, (day + 1) * dayMs);
       }
       if (from < to) days(from, to);
     } else {
