@@ -142,16 +142,22 @@ async function groupParts(
     match: (field: string, value: string) => Filter<TraceDoc>,
     none: Omit<GroupPart, "fixed">[],
   ): Promise<GroupPart[]> => {
-    const listed = async () =>
-      counted === undefined ? found(field, base) : [...(await found(field, { $and: [base, { [counted]: absent }] })), ...(await found(counted, base))];
-    const values = [...new Set(wanted ?? (await listed()))].filter((v) => v !== "" && v !== otherValue);
+    // The values of unmarked traces, and those a marked trace still counts as themselves.
+    const [unmarked, marked] = await Promise.all([
+      wanted ?? found(field, counted === undefined ? base : { $and: [base, { [counted]: absent }] }),
+      counted === undefined ? [] : found(counted, base),
+    ]);
+    const values = [...new Set(wanted ?? [...unmarked, ...marked])].filter((v) => v !== "" && v !== otherValue);
     if (values.length > maxGroupParts) {
       throw new TooManyGroupsError(
         `${values.length.toLocaleString("en")} distinct values of ${dimension.kind === "metadata" ? `metadata key ${dimension.key}` : dimension.kind} in this range: MongoDB groups at most ${maxGroupParts.toLocaleString("en")} of them, one query each; narrow the time range or add a filter`,
       );
     }
+    const markedValues = new Set(marked);
+    // Two parts rather than one $or, so that without marks in the range a value costs one plain match.
     return [
-      ...values.map((v) => ({ match: counted === undefined ? match(field, v) : { $or: [{ [counted]: absent, ...match(field, v) }, match(counted, v)] }, fixed: v })),
+      ...values.map((v) => ({ match: counted === undefined ? match(field, v) : { ...match(field, v), [counted]: absent }, fixed: v })),
+      ...(counted === undefined ? [] : values.filter((v) => markedValues.has(v)).map((v) => ({ match: match(counted, v), fixed: v }))),
       ...(wants("") ? none.map((part) => ({ ...part, fixed: "" })) : []),
     ];
   };
