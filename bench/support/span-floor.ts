@@ -40,7 +40,7 @@ export async function spanFloor(exportBody: Uint8Array, spansPerSecond: number):
   const { openSqliteDatabase, walAutocheckpointPages } = (await dist("store/sqlite/sqlite-database.js")) as typeof import(
     "../../src/store/sqlite/sqlite-database.js"
   );
-  const { storedTraceColumns, writeToRow } = (await dist("store/sqlite/sqlite-trace-row.js")) as typeof import("../../src/store/sqlite/sqlite-trace-row.js");
+  const { storedTraceColumns, storedTraceValuesSql, writeToRow } = (await dist("store/sqlite/sqlite-trace-row.js")) as typeof import("../../src/store/sqlite/sqlite-trace-row.js");
   const { openSqliteStore } = (await dist("store/sqlite/sqlite-store.js")) as typeof import("../../src/store/sqlite/sqlite-store.js");
 
   const options = { price: serverCost, metadataAttributes: [] };
@@ -71,7 +71,7 @@ export async function spanFloor(exportBody: Uint8Array, spansPerSecond: number):
     const indexes = db.prepare(`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'traces' AND sql IS NOT NULL`).pluck().all() as string[];
     if (keyed && !indexes.includes(callKeyIndex)) throw new Error(`the store has no index ${callKeyIndex}`);
     for (const name of indexes) if (!(keyed && name === callKeyIndex)) db.exec(`DROP INDEX ${name}`);
-    const insert = db.prepare(`INSERT INTO traces (${storedTraceColumns.join(", ")}) VALUES (${storedTraceColumns.map(() => "?").join(", ")})`);
+    const insert = db.prepare(`INSERT INTO traces (${storedTraceColumns.join(", ")}) VALUES (${storedTraceValuesSql})`);
     const commit = db.transaction((rows: unknown[][]) => {
       for (const row of rows) insert.run(...row);
     });

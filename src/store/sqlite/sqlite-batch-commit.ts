@@ -1,5 +1,5 @@
 import type Database from "better-sqlite3";
-import { storedTraceColumns, type TraceValues } from "./sqlite-trace-row.js";
+import { storedTraceColumns, storedTraceValuesSql, type TraceValues } from "./sqlite-trace-row.js";
 import { idNumbering } from "./sqlite-id-numbers.js";
 import type { ValueCap } from "../value-cap.js";
 import { sqliteErrorRollup } from "./sqlite-error-rollup.js";
@@ -43,7 +43,7 @@ export function sqliteBatchCommit(db: Database.Database, cap: ValueCap): (batch:
   const statements = {
     // The unique indexes a new row can collide with: the OTLP call's (D37, D44) and the import's.
     insertTrace: db.prepare(
-      `INSERT INTO traces (${storedTraceColumns.join(", ")}) VALUES (${storedTraceColumns.map(() => "?").join(", ")}) ON CONFLICT DO NOTHING`,
+      `INSERT INTO traces (${storedTraceColumns.join(", ")}) VALUES (${storedTraceValuesSql}) ON CONFLICT DO NOTHING`,
     ),
     claimIdempotencyKey: db.prepare(
       `INSERT INTO idempotency (key_id, idempotency_key, created_at, quota_remaining) VALUES (?, ?, ?, ?)

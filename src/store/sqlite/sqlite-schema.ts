@@ -670,6 +670,9 @@ export const migrations: readonly string[] = [
    DROP TABLE runs;
    ALTER TABLE runs_keyed RENAME TO runs;
    CREATE INDEX runs_account_end ON runs(project_num, end_ms);`,
+  // Bytes per trace (D65): a trace's tags and metadata are kept as SQLite's binary JSON (JSONB),
+  // which the JSON functions read as they read text, without the quotes and separators of text.
+  `UPDATE traces SET tags = jsonb(tags), metadata = jsonb(metadata) WHERE tags IS NOT NULL OR metadata IS NOT NULL;`,
 ];
 
 /** Brings the database to the current schema; safe to run from several processes at once. */

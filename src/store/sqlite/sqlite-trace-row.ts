@@ -144,9 +144,23 @@ export const traceColumns = [
 /** The traces table's columns of `traceColumns`, in the same order: a project and a key are stored as their numbers (D65). */
 export const storedTraceColumns = traceColumns.map((c) => (c === "account_id" ? "project_num" : c === "key_id" ? "key_num" : c));
 
-/** SQL selecting a TraceRow: the row's columns, with the project's and the key's ids for their numbers. */
+/** The columns kept as SQLite's binary JSON (D65): written through jsonb(), read through json(). */
+const jsonbColumns: readonly string[] = ["tags", "metadata"];
+
+/** SQL placeholders for a row's `storedTraceColumns`: the JSON columns' text made binary. */
+export const storedTraceValuesSql = traceColumns.map((c) => (jsonbColumns.includes(c) ? "jsonb(?)" : "?")).join(", ");
+
+/** SQL selecting a TraceRow: the row's columns, with the project's and the key's ids for their numbers and the JSON as text. */
 export const traceRowSql = `seq, ${traceColumns
-  .map((c) => (c === "account_id" ? `${idOf("project_num")} AS account_id` : c === "key_id" ? `${idOf("key_num")} AS key_id` : c))
+  .map((c) =>
+    c === "account_id"
+      ? `${idOf("project_num")} AS account_id`
+      : c === "key_id"
+        ? `${idOf("key_num")} AS key_id`
+        : jsonbColumns.includes(c)
+          ? `json(${c}) AS ${c}`
+          : c,
+  )
   .join(", ")}`;
 
 /**
