@@ -2,7 +2,7 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { resolveTraceFilter } from "../../src/store/trace-filter.js";
-import { projectIs, traceConditions } from "../../src/store/sqlite/sqlite-trace-filter.js";
+import { projectIs, traceConditions, tracesFor } from "../../src/store/sqlite/sqlite-trace-filter.js";
 import { traceRowSql } from "../../src/store/sqlite/sqlite-trace-row.js";
 import { runCallsWhere } from "../../src/store/sqlite/sqlite-run-reader.js";
 import { failedCallsWhere } from "../../src/store/sqlite/sqlite-error-reader.js";
@@ -23,6 +23,14 @@ async function planOf(sql: string): Promise<string> {
   } finally {
     db.close();
   }
+}
+
+/** A page of the Traces view with `init`'s filters, as listTraces asks for it. */
+function page(init: Parameters<typeof create<typeof TraceFilterSchema>>[1]): string {
+  const params: Record<string, unknown> = {};
+  const filter = resolveTraceFilter(create(TraceFilterSchema, init), 0);
+  return `SELECT ${traceRowSql} FROM ${tracesFor(filter)} WHERE ${projectIs}`+` AND received_at >= @since AND received_at < @until${traceConditions(filter, params)}
+    ORDER BY received_at DESC, seq DESC LIMIT 51`;
 }
 
 /** A page of the Traces view with `status` as its filter, as listTraces asks for it. */
@@ -46,6 +54,11 @@ describe("embedded store query plans after the index cuts (D65)", () => {
     const plan = await planOf(statusPage("success"));
     expect(plan).toMatch(/USING INDEX traces_account_received \(project_num=\? AND received_at>\? AND received_at<\?\)/);
     expect(plan).not.toMatch(/TEMP B-TREE/);
+  });
+
+  it("a page of one user's failed calls reads that user's index, and of an error group the group's", async () => {
+    expect(await planOf(page({ userId: "u", status: "error" }))).toMatch(/USING INDEX traces_account_user_received \(project_num=\? AND user_id=\? AND received_at>\? AND received_at<\?\)/);
+    expect(await planOf(page({ errorGroup: "0123456789abcdef", status: "error" }))).toMatch(/INDEX traces_account_error_group \(project_num=\? AND error_group=\? AND received_at>\? AND received_at<\?\)/);
   });
 
   it("retention deletes each project's expired traces through its time index, without the global one", async () => {

@@ -5,7 +5,7 @@ import type { sequenceIds } from "../trace-id.js";
 import { filtersAttributes, resolveTraceFilter, type ResolvedTraceFilter } from "../trace-filter.js";
 import type { TraceReader } from "../trace-reader.js";
 import { storedRunIdSql } from "./sqlite-run-rollup.js";
-import { projectIs, traceConditions } from "./sqlite-trace-filter.js";
+import { projectIs, traceConditions, tracesFor } from "./sqlite-trace-filter.js";
 import { traceFromRow, traceRowSql, type TraceRow } from "./sqlite-trace-row.js";
 
 /** A call's run id in SQL (run-id.ts's runIdOf). */
@@ -71,7 +71,7 @@ export function sqliteRunReader(
       } else {
         const conditions = traceConditions(filter, params);
         cells = prepare(
-          `SELECT ${runIdSql} AS id, ${runSums} FROM traces
+          `SELECT ${runIdSql} AS id, ${runSums} FROM ${tracesFor(filter)}
            WHERE ${projectIs} AND received_at >= @since AND received_at < @until${conditions}
              AND (otlp_trace_id IS NOT NULL OR session_id IS NOT NULL)
            GROUP BY 1 HAVING ${afterRun(`MAX(${callEndSql})`, runIdSql)} ORDER BY ${by}, 1 LIMIT @limit`,

@@ -5,6 +5,9 @@ import { idOf, numberOf } from "./sqlite-id-numbers.js";
 /** The rows of the project in @account, in the tables that name it by number (D65): the traces, group_daily and runs. */
 export const projectIs = `project_num = ${numberOf("@account")}`;
 
+/** The filters whose traces index narrows a page more than the index of failed calls. */
+const narrowerIndexFields = ["keyId", "model", "userId", "sessionId", "otlpTraceId"] as const;
+
 /** Columns filtered by equality, the same in the traces table and the roll-ups of key, provider, model and status. */
 export const rollupFilterColumns = [
   ["keyId", "key_id"],
@@ -30,6 +33,26 @@ export const metadataPath = (key: string) => `$."${key}"`;
 /** A LIKE pattern matching `text` anywhere (LIKE ignores ASCII case; % and _ in the text match themselves). */
 const containing = (text: string) => `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
+/** The traces index of each filter whose index narrows a page to its value, in the order one is chosen. */
+const filterIndexes = [
+  ["otlpTraceId", "traces_account_otlp_trace"],
+  ["sessionId", "traces_account_session_received"],
+  ["userId", "traces_account_user_received"],
+  ["errorGroup", "traces_account_error_group"],
+  ["keyId", "traces_account_key_received"],
+  ["model", "traces_account_model_received"],
+] as const;
+
+/**
+ * The traces table as a read of `filter` names it: INDEXED BY the index of its narrowest filter.
+ * Without statistics (no ANALYZE), SQLite ranges over the project's time index and checks the
+ * filter per row, reading every trace of the range for one user's page (D65).
+ */
+export function tracesFor(filter: ResolvedTraceFilter): string {
+  const chosen = filterIndexes.find(([field]) => filter[field] !== undefined);
+  return chosen ? `traces INDEXED BY ${chosen[1]}` : "traces";
+}
+
 /**
  * The conditions of a filter on the traces table (after `projectIs`), or on a roll-up (after
  * `account_id = @account`), each starting with AND; their parameters are added to `params`. Tags
@@ -41,9 +64,14 @@ export function traceConditions(filter: ResolvedTraceFilter, params: Record<stri
   for (const [field, column] of rollupFilterColumns) {
     if (filter[field] === undefined) continue;
     if (columns === "all" && field === "status" && filter.status === "error") {
-      // Written out, so that SQLite sees the traces' index of failed calls answers it.
-      sql += " AND status = 'error'";
-      continue;
+      // Only failed calls have an error group, and its index narrows further: no condition.
+      if (filter.errorGroup !== undefined) continue;
+      // Written out, so that SQLite sees the traces' index of failed calls answers it, unless an
+      // index of another filter (key, model, user, session, OTLP trace) narrows first.
+      if (narrowerIndexFields.every((f) => filter[f] === undefined)) {
+        sql += " AND status = 'error'";
+        continue;
+      }
     }
     params[field] = filter[field];
     sql += columns === "all" && field === "keyId" ? ` AND key_num = ${numberOf("@keyId")}` : ` AND ${column} = @${field}`;

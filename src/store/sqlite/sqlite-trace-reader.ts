@@ -11,7 +11,7 @@ import { hourMs, usageReader, type LatencyCell, type UsageCell, type UsageCells,
 import { otherValue } from "../value-cap.js";
 import { sqliteErrorReader } from "./sqlite-error-reader.js";
 import { sqliteRunReader } from "./sqlite-run-reader.js";
-import { groupExpression, projectIs, traceConditions } from "./sqlite-trace-filter.js";
+import { groupExpression, projectIs, traceConditions, tracesFor } from "./sqlite-trace-filter.js";
 import { numberOf } from "./sqlite-id-numbers.js";
 import { traceFromRow, traceRowSql, type TraceRow } from "./sqlite-trace-row.js";
 import { dayMs } from "./sqlite-usage-rollup.js";
@@ -242,7 +242,7 @@ export function sqliteTraceReader(db: Database.Database, retentionMs: number, id
         append(
           out.sums,
           run<UsageCell>(
-            `SELECT ${select("status")}, COUNT(*) AS calls, ${sums}${tracedChecks} FROM traces${join} ${range}${groupBy(keys("status"))}`,
+            `SELECT ${select("status")}, COUNT(*) AS calls, ${sums}${tracedChecks} FROM ${tracesFor(filter)}${join} ${range}${groupBy(keys("status"))}`,
             params,
           ),
         );
@@ -250,7 +250,7 @@ export function sqliteTraceReader(db: Database.Database, retentionMs: number, id
       if (grouping.latency) {
         append(
           out.latency,
-          run<LatencyCell>(`SELECT ${select("bucket")}, COUNT(*) AS calls FROM traces${join} ${range}${groupBy(keys("bucket"))}`, params),
+          run<LatencyCell>(`SELECT ${select("bucket")}, COUNT(*) AS calls FROM ${tracesFor(filter)}${join} ${range}${groupBy(keys("bucket"))}`, params),
         );
       }
     };
@@ -331,7 +331,7 @@ export function sqliteTraceReader(db: Database.Database, retentionMs: number, id
           after = ` AND (received_at ${sort.ascending ? ">" : "<"} @at OR seq ${sort.ascending ? ">" : "<"} @seq)`;
           Object.assign(params, { at: cursor.value, seq });
         }
-        sql = `SELECT ${traceRowSql} FROM traces WHERE ${projectIs} AND received_at >= @since AND received_at < @until${conditions}${after}
+        sql = `SELECT ${traceRowSql} FROM ${tracesFor(filter)} WHERE ${projectIs} AND received_at >= @since AND received_at < @until${conditions}${after}
           ORDER BY received_at ${direction}, seq ${direction} LIMIT @limit`;
       } else {
         const by = sortExpressions[sort.order];
@@ -343,7 +343,7 @@ export function sqliteTraceReader(db: Database.Database, retentionMs: number, id
         // The unary + keeps SQLite from ranging over received_at: the sort's own index reads the
         // first page in order, where a time range would sort every trace of the period first.
         // An equality filter on an indexed column (user, session, key, ...) still narrows first.
-        sql = `SELECT ${traceRowSql} FROM traces WHERE ${projectIs} AND +received_at >= @since AND +received_at < @until${conditions}${after}
+        sql = `SELECT ${traceRowSql} FROM ${tracesFor(filter)} WHERE ${projectIs} AND +received_at >= @since AND +received_at < @until${conditions}${after}
           ORDER BY ${by} ${direction}, seq ${direction} LIMIT @limit`;
       }
       const rows = prepare(sql).all(params) as TraceRow[];
