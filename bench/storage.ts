@@ -11,7 +11,9 @@
 //   node --import tsx bench/storage.ts                  200,000 traces of each kind, embedded store
 //   --traces 20000   fewer traces      --store mongo   MongoDB adapter on FerretDB (test/support/ferretdb.ts) or MONGODB_URI
 //   --kinds exploding   only these beside plain      --bounds 10000   only these bounds      --write   replace the section in bench/RESULTS.md
+//   --runs 1   reads of each group-by (default 5, the median reported; 0 reads none)
 import { mkdtempSync, rmSync, statSync } from "node:fs";
+import { deflateRawSync } from "node:zlib";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
@@ -37,9 +39,12 @@ const { values: args } = parseArgs({
     write: { type: "boolean", default: false },
     kinds: { type: "string", default: "attributed,exploding" },
     bounds: { type: "string", default: `0,${defaultValuesPerDay}` },
+    runs: { type: "string", default: "5" },
   },
 });
 const count = Number(args.traces);
+/** Reads of each group-by, whose median is reported (FerretDB takes minutes for 5 of every one). */
+const readRuns = Math.max(0, Number(args.runs));
 const storeKind = args.store === "mongo" ? "mongo" : "sqlite";
 const batchSize = 1000;
 const dayMs = 86_400_000;
@@ -86,6 +91,7 @@ interface Measured {
   tracesPerSecond: number;
   bytesPerTrace: number;
   parts: Part[];
+  compressible?: Compressible | undefined;
   reads: [string, number][];
 }
 
@@ -93,7 +99,7 @@ let mongo: MongoTestServer | undefined;
 
 async function openStore(
   bound: number,
-): Promise<{ store: Store; size: () => Promise<{ total: number; parts: Part[] }>; done: () => void }> {
+): Promise<{ store: Store; size: () => Promise<{ total: number; parts: Part[]; compressible?: Compressible }>; done: () => void }> {
   if (storeKind === "mongo") {
     mongo ??= await startMongoTestServer();
     const uri = mongo.freshUri();
@@ -115,8 +121,8 @@ function sqliteSize(file: string): { total: number; parts: Part[] } {
 }
 
 /** Documents and indexes of every collection (collStats); FerretDB answers sizes of its own backend. */
-async function mongoSize(uri: string): Promise<{ total: number; parts: Part[] }> {
-  const { MongoClient } = await import("mongodb");
+async function mongoSize(uri: string): Promise<{ total: number; parts: Part[]; compressible: Compressible }> {
+  const { BSON, MongoClient } = await import("mongodb");
   const client = await MongoClient.connect(uri);
   const db = client.db();
   const parts: Part[] = [];
@@ -125,9 +131,33 @@ async function mongoSize(uri: string): Promise<{ total: number; parts: Part[] }>
     parts.push({ name: `${name} (documents)`, bytes: stats.storageSize ?? stats.size ?? 0 });
     for (const [index, bytes] of Object.entries(stats.indexSizes ?? {})) parts.push({ name: `${name}.${index}`, bytes });
   }
+  // What a real MongoDB would hold of the traces' documents: their BSON, and that BSON compressed
+  // in pages of 32 KB (WiredTiger's largest leaf page) with zlib, one of its block compressors.
+  const compressible: Compressible = { bson: 0, zlib: 0 };
+  let page: Uint8Array[] = [];
+  let pageBytes = 0;
+  const flush = () => {
+    if (pageBytes > 0) compressible.zlib += deflateRawSync(Buffer.concat(page)).length;
+    page = [];
+    pageBytes = 0;
+  };
+  for await (const doc of db.collection("traces").find({}, { batchSize: 5000 })) {
+    const bytes = BSON.serialize(doc);
+    compressible.bson += bytes.length;
+    if (pageBytes + bytes.length > 32_768) flush();
+    page.push(bytes);
+    pageBytes += bytes.length;
+  }
+  flush();
   await client.close();
   parts.sort((a, b) => b.bytes - a.bytes);
-  return { total: parts.reduce((s, p) => s + p.bytes, 0), parts };
+  return { total: parts.reduce((s, p) => s + p.bytes, 0), parts, compressible };
+}
+
+/** The traces' documents as BSON, and compressed as a real MongoDB's storage engine would (bytes over all traces). */
+interface Compressible {
+  bson: number;
+  zlib: number;
 }
 
 const dimensions: [string, GroupDimension][] = [
@@ -138,7 +168,7 @@ const dimensions: [string, GroupDimension][] = [
   ["metadata value", { kind: "metadata", key: "k0" }],
 ];
 
-/** Median of 5 group-by reads per dimension: over whole days (the roll-ups) and over the last 36 hours (part of a day from the traces). */
+/** Median of `readRuns` group-by reads per dimension: over whole days (the roll-ups) and over the last 36 hours (part of a day from the traces). */
 async function groupReads(store: Store, day: number): Promise<[string, number][]> {
   const ranges: [string, ReturnType<typeof create<typeof TraceFilterSchema>>][] = [
     ["30 days", create(TraceFilterSchema, { since: timestampFromMs(day - 29 * dayMs), until: timestampFromMs(day + dayMs) })],
@@ -148,7 +178,7 @@ async function groupReads(store: Store, day: number): Promise<[string, number][]
   for (const [rangeName, filter] of ranges) {
     for (const [name, dimension] of dimensions) {
       const times: number[] = [];
-      for (let run = 0; run < 5; run++) {
+      for (let run = 0; run < readRuns; run++) {
         const started = performance.now();
         try {
           await store.usageByGroup(accountId, filter, dimension, 50);
@@ -159,7 +189,7 @@ async function groupReads(store: Store, day: number): Promise<[string, number][]
         }
       }
       times.sort((a, b) => a - b);
-      out.push([`${name}, ${rangeName}`, times[2]!]);
+      out.push([`${name}, ${rangeName}`, times[Math.floor(readRuns / 2)]!]);
     }
   }
   return out;
@@ -178,11 +208,14 @@ async function measure(kind: Kind, bound: number): Promise<Measured> {
     await store.writeBatch(writes);
     busy += performance.now() - started;
   }
-  const reads = kind === "plain" ? [] : await groupReads(store, day);
+  // MongoDB's sizes are read before the reads, which change nothing but take long on FerretDB;
+  // the embedded store's once it is closed, its WAL folded into the file.
+  const early = storeKind === "mongo" ? await size() : undefined;
+  const reads = kind === "plain" || readRuns === 0 ? [] : await groupReads(store, day);
   await store.close();
-  const { total, parts } = await size();
+  const { total, parts, compressible } = early ?? (await size());
   done();
-  const measured = { kind, bound, tracesPerSecond: (count / busy) * 1000, bytesPerTrace: total / count, parts, reads };
+  const measured = { kind, bound, tracesPerSecond: (count / busy) * 1000, bytesPerTrace: total / count, parts, compressible, reads };
   console.log(
     `${kind}, bound ${bound || "none"}: ${Math.round(measured.tracesPerSecond)} traces/s, ${Math.round(measured.bytesPerTrace)} bytes/trace; ` +
       parts
@@ -231,19 +264,34 @@ const summary = table(
   ]),
 );
 const readRows = runs.filter((m) => m.reads.length > 0);
-const reads = table(
-  ["group-by (top 50), median of 5, ms", ...readRows.map((m) => `${m.kind}, bound ${boundName(m)}`)],
-  readRows[0]!.reads.map(([name], i) => [
-    name,
-    ...readRows.map((m) => (Number.isNaN(m.reads[i]![1]) ? "failed" : m.reads[i]![1].toFixed(0))),
-  ]),
-);
+const reads =
+  readRows.length === 0
+    ? ""
+    : table(
+        [`group-by (top 50), median of ${readRuns}, ms`, ...readRows.map((m) => `${m.kind}, bound ${boundName(m)}`)],
+        readRows[0]!.reads.map(([name], i) => [name, ...readRows.map((m) => (Number.isNaN(m.reads[i]![1]) ? "failed" : m.reads[i]![1].toFixed(0)))]),
+      );
 const section = `## Storage per trace and the value bound (\`node --import tsx bench/storage.ts${storeKind === "mongo" ? " --store mongo" : ""}\`, bench/storage.ts): ${storeKind === "mongo" ? "MongoDB adapter" : "embedded store"}
 
 ${count.toLocaleString("en")} traces of each kind on one UTC day, each kind into a fresh store, batches of ${batchSize} through the store port (the writer thread on the embedded store). ${machineLine()}; load average ${loadBefore} before, ${load()} after.
 
 ${summary}
-
+${
+  storeKind === "mongo"
+    ? `
+${table(
+  ["traces", "bound per day", "traces' documents as FerretDB stores them, bytes/trace", "as BSON", "as BSON in 32 KB pages, zlib"],
+  runs.map((m) => [
+    m.kind,
+    boundName(m),
+    Math.round((m.parts.find((p) => p.name === "traces (documents)")?.bytes ?? 0) / count),
+    Math.round((m.compressible?.bson ?? 0) / count),
+    Math.round((m.compressible?.zlib ?? 0) / count),
+  ]),
+)}
+`
+    : ""
+}
 ${reads}`;
 console.log(`\n${section}`);
 if (args.write) writeResultsSection(`storage-${storeKind}-${count}`, section);
