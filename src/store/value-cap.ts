@@ -44,17 +44,23 @@ export function capScope(accountId: string, dimension: string, day: number): str
 
 /** A cap of `limit` values per scope; 0 tracks every value (no cap). */
 export function valueCap(limit: number): ValueCap {
-  const scopes = new Map<string, Set<string>>();
+  // Each scope's values and when it was last used: a stamp per admit costs less than keeping the
+  // map in use order (a delete and a set per admit); the rare drop looks for the oldest.
+  const scopes = new Map<string, { values: Set<string>; used: number }>();
+  let clock = 0;
   /** Values held over all scopes. */
   let held = 0;
-  const touch = (scope: string): Set<string> | undefined => {
-    const tracked = scopes.get(scope);
-    if (tracked) {
-      // Map order is insertion order: moving a scope to the end keeps the least recently used first.
-      scopes.delete(scope);
-      scopes.set(scope, tracked);
+  const dropOldest = (keep: string) => {
+    let oldest: string | undefined;
+    let oldestUsed = Number.POSITIVE_INFINITY;
+    for (const [scope, { used }] of scopes) {
+      if (scope !== keep && used < oldestUsed) {
+        oldest = scope;
+        oldestUsed = used;
+      }
     }
-    return tracked;
+    held -= scopes.get(oldest!)!.values.size;
+    scopes.delete(oldest!);
   };
   return {
     has: (scope) => limit === 0 || scopes.has(scope),
@@ -62,22 +68,18 @@ export function valueCap(limit: number): ValueCap {
       if (limit === 0) return;
       const tracked = new Set<string>();
       for (const value of values) if (value !== "" && value !== otherValue) tracked.add(value);
-      held += tracked.size - (scopes.get(scope)?.size ?? 0);
-      scopes.delete(scope);
-      scopes.set(scope, tracked);
-      while (scopes.size > 1 && (scopes.size > maxScopes || held > maxValues)) {
-        const [oldest, dropped] = scopes.entries().next().value!;
-        scopes.delete(oldest);
-        held -= dropped.size;
-      }
+      held += tracked.size - (scopes.get(scope)?.values.size ?? 0);
+      scopes.set(scope, { values: tracked, used: ++clock });
+      while (scopes.size > 1 && (scopes.size > maxScopes || held > maxValues)) dropOldest(scope);
     },
     admit(scope, value) {
       if (limit === 0 || value === "" || value === otherValue) return value;
-      const tracked = touch(scope);
+      const tracked = scopes.get(scope);
       if (!tracked) throw new Error(`value cap: scope not seeded: ${JSON.stringify(scope)}`);
-      if (tracked.has(value)) return value;
-      if (tracked.size >= limit) return otherValue;
-      tracked.add(value);
+      tracked.used = ++clock;
+      if (tracked.values.has(value)) return value;
+      if (tracked.values.size >= limit) return otherValue;
+      tracked.values.add(value);
       held += 1;
       return value;
     },

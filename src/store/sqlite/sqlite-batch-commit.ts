@@ -27,15 +27,24 @@ export interface Duplicates {
   quotaRemaining: (number | null)[];
 }
 
+/** The parts of a batch's commit, in order, as `sqliteBatchCommit` reports them to a benchmark (bench/import.ts). */
+export const commitParts = ["rows", "rollups", "errorGroups", "runs", "scopeCells"] as const;
+export type CommitPart = (typeof commitParts)[number];
+
 /**
  * Commits a batch of traces in one transaction, so a batch costs one fsync however many traces
  * it holds: idempotency claims, the rows, the keys' last use, the daily roll-ups and the
  * alert scopes' counters together.
  * Answers the traces not stored because their Idempotency-Key was seen before, or their OTLP call
  * is stored already (D37: its key in the same start second, or the second before or after, D44);
- * every other trace is stored.
+ * every other trace is stored. `partDone`, when given, is called as each part of the work ends (rows:
+ * the idempotency claims, the rows and their indexes), so a benchmark can time them.
  */
-export function sqliteBatchCommit(db: Database.Database, cap: ValueCap): (batch: RowBatch, now: number) => Duplicates {
+export function sqliteBatchCommit(
+  db: Database.Database,
+  cap: ValueCap,
+  partDone?: (part: CommitPart) => void,
+): (batch: RowBatch, now: number) => Duplicates {
   const addToRollups = sqliteUsageRollup(db, admittedValues(db, cap));
   const errorGroups = sqliteErrorRollup(db, cap);
   const addToRuns = sqliteRunRollup(db);
@@ -104,11 +113,16 @@ export function sqliteBatchCommit(db: Database.Database, cap: ValueCap): (batch:
       lastUse.set(keyId, values[35] ?? placedAt);
     }
     for (const [keyId, at] of lastUse) statements.touchKey.run(at, keyId);
-    addToRollups(stored);
-    errorGroups.add(stored);
-    addToRuns(stored);
-    addToScopeCells(stored);
     statements.forgetIdempotencyKeys.run(now - idempotencyWindowMs);
+    partDone?.("rows");
+    addToRollups(stored);
+    partDone?.("rollups");
+    errorGroups.add(stored);
+    partDone?.("errorGroups");
+    addToRuns(stored);
+    partDone?.("runs");
+    addToScopeCells(stored);
+    partDone?.("scopeCells");
     return duplicates;
   });
   return (batch, now) => {

@@ -24,3 +24,19 @@ export function openSqliteDatabase(file: string, busyTimeoutMs = 5000): Database
   db.pragma("foreign_keys = ON");
   return db;
 }
+
+/**
+ * The writer connection's page cache, in KiB (SQLite's default is 2,000 KiB). Every trace inserts
+ * into a dozen indexes at positions all over them (a cost, a latency, a user) and into the
+ * roll-ups' rows: once a store outgrows the cache, each of those reads a page back from the file.
+ * The cache only grows as pages are read, so a small store never takes it all.
+ */
+export const writerCacheKiB = 256 * 1024;
+
+/** The writer thread's connection (sqlite-write-worker.ts; a benchmark commits through the same settings). */
+export function openSqliteWriter(file: string, busyTimeoutMs?: number): Database.Database {
+  const db = openSqliteDatabase(file, busyTimeoutMs);
+  db.pragma(`wal_autocheckpoint = ${walAutocheckpointPages}`);
+  db.pragma(`cache_size = -${writerCacheKiB}`);
+  return db;
+}

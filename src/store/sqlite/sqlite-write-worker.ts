@@ -2,7 +2,7 @@
 // serves requests, and the next batch gathers while this one is being committed.
 import { parentPort, receiveMessageOnPort, workerData } from "node:worker_threads";
 import { type Duplicates, type RowBatch, sqliteBatchCommit } from "./sqlite-batch-commit.js";
-import { openSqliteDatabase, walAutocheckpointPages } from "./sqlite-database.js";
+import { openSqliteWriter } from "./sqlite-database.js";
 import { valueCap } from "../value-cap.js";
 import type { WriterThreadData } from "./sqlite-writer-thread.js";
 
@@ -30,8 +30,7 @@ const busyRetryMs = 20;
 const busyPatienceMs = 5000;
 
 const { file, groupValuesPerDay } = workerData as WriterThreadData;
-const db = openSqliteDatabase(file, busyTimeoutMs);
-db.pragma(`wal_autocheckpoint = ${walAutocheckpointPages}`);
+const db = openSqliteWriter(file, busyTimeoutMs);
 const commit = sqliteBatchCommit(db, valueCap(groupValuesPerDay));
 
 const port = parentPort!;
