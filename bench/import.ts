@@ -64,6 +64,7 @@ const context: ImportContext = {
   nowMs: Date.now(),
   book: new PriceBook([]),
   metadataAttributes: [],
+  fastExportedRows: true,
 };
 
 interface Run {

@@ -50,6 +50,7 @@ export async function importCommand(store: Store, config: Config, options: Impor
     nowMs: Date.now(),
     book: await projectPrices(store.prices).book(project.id),
     metadataAttributes: metadataAttributeNames(config.otlpMetadataAttributes),
+    fastExportedRows: config.importFastPath,
   };
   const progress = new ImportProgress(process.stderr);
   const total: ImportCounts = { read: 0, stored: 0, duplicates: 0, rejected: 0 };

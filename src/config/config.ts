@@ -93,6 +93,8 @@ export interface Config {
   directUnary: boolean;
   /** Read protobuf OTLP Exports with the OTLP reader (otlp-protobuf.ts); false: protobuf-es reads them all. */
   otlpReader: boolean;
+  /** `traces import` reads exported rows on the fast path (exported-row-fast.ts); false: every row through the API's generic reader. */
+  importFastPath: boolean;
   /** The OpenID provider's issuer URL; set with the client id and secret, the dashboard offers single sign-on (docs/teams.md). */
   oidcIssuer: string | undefined;
   /** The client id registered at the OpenID provider. */
@@ -171,6 +173,7 @@ export const configOptions = {
   otlpMetadataAttributes: { env: "OTLP_METADATA_ATTRIBUTES", flag: "otlp-metadata-attributes", kind: "string", describe: "OTLP span attributes kept as trace metadata, comma-separated ([docs/otlp.md](docs/otlp.md))" },
   directUnary: { env: "DIRECT_UNARY", flag: "direct-unary", kind: "boolean", fallback: "true", describe: "answer protobuf gRPC and Connect ingest calls on the direct path (false: connect-es answers all)" },
   otlpReader: { env: "OTLP_READER", flag: "otlp-reader", kind: "boolean", fallback: "true", describe: "read protobuf OTLP Exports with calltrace's reader (false: protobuf-es reads all)" },
+  importFastPath: { env: "IMPORT_FAST_PATH", flag: "import-fast-path", kind: "boolean", fallback: "true", describe: "`traces import` reads exported JSONL and CSV rows on its fast path (false: every row through the API's generic reader)" },
   oidcIssuer: { env: "OIDC_ISSUER", flag: "oidc-issuer", kind: "string", describe: "OpenID Connect issuer URL for single sign-on ([docs/teams.md](docs/teams.md#single-sign-on)); unset: no SSO" },
   oidcClientId: { env: "OIDC_CLIENT_ID", flag: "oidc-client-id", kind: "string", describe: "client id registered at the OpenID provider (with OIDC_ISSUER)" },
   oidcClientSecret: { env: "OIDC_CLIENT_SECRET", flag: "oidc-client-secret", kind: "string", describe: "client secret registered at the OpenID provider (with OIDC_ISSUER)" },

@@ -12,6 +12,8 @@ export interface ImportContext {
   book: PriceBook;
   /** Span attributes kept as metadata (OTLP_METADATA_ATTRIBUTES). */
   metadataAttributes: readonly string[];
+  /** Whether exported rows (JSONL, CSV) are read on the fast path (IMPORT_FAST_PATH; exported-row.ts). */
+  fastExportedRows: boolean;
 }
 
 /** The key id imported traces carry where their file names no key of this service (OTLP, Langfuse, Helicone). */

@@ -143,6 +143,17 @@ describe.each(targets)("traces import into %s", (_name, newTarget) => {
     expect(await figures(store, report.project)).toEqual(expected);
   });
 
+  it("stores the same traces with the fast path for exported rows off (IMPORT_FAST_PATH=false)", { timeout: 240_000 }, async () => {
+    const file = join(work, "slow.jsonl");
+    writeFileSync(file, runCli(["traces", "export"], { DATA_DIR: source.config.dataDir }));
+    const target = newTarget();
+    const imported = runCliRaw(["traces", "import", file, "--json", "--plan", "pro"], { ...target.env, IMPORT_FAST_PATH: "false" });
+    const report = JSON.parse(imported.stdout) as { project: string; stored: number };
+    expect(report).toMatchObject({ stored: 240 });
+    const store = await target.open();
+    expect(await figures(store, report.project)).toEqual(await figures(source.store, sourceProject));
+  });
+
   it("imports the CSV export alike; the same traces as the JSONL export are duplicates of it", { timeout: 240_000 }, async () => {
     const jsonl = join(work, "both.jsonl");
     const csv = join(work, "both.csv");
