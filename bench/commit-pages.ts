@@ -6,15 +6,14 @@
 import { copyFileSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
-import { create } from "@bufbuild/protobuf";
-import { timestampFromMs } from "@bufbuild/protobuf/wkt";
-import { type StoredTrace, StoredTraceSchema } from "../gen/calltrace/v1/trace_pb.js";
+import type { StoredTrace } from "../gen/calltrace/v1/trace_pb.js";
 import { type RowBatch, sqliteBatchCommit } from "../src/store/sqlite/sqlite-batch-commit.js";
 import { openSqliteDatabase } from "../src/store/sqlite/sqlite-database.js";
 import { idOf } from "../src/store/sqlite/sqlite-id-numbers.js";
 import { writeToRow } from "../src/store/sqlite/sqlite-trace-row.js";
 import { defaultValuesPerDay, valueCap } from "../src/store/value-cap.js";
 import { attributedStoredTrace, seededRandom } from "./support/attributed-traffic.js";
+import { call } from "../test/support/stored-call.js";
 import { seededStore } from "./support/processes.js";
 import { machineLine, table, writeResultsSection } from "./support/results.js";
 
@@ -36,20 +35,9 @@ const pageSize = db.pragma("page_size", { simple: true }) as number;
 const [accountId, keyId] = db.prepare(`SELECT ${idOf("project_num")}, ${idOf("key_num")} FROM traces LIMIT 1`).raw().get() as [string, string];
 const commit = sqliteBatchCommit(db, valueCap(defaultValuesPerDay));
 
+// The spec's bare trace, the same every time but its time.
 const plainTrace = (at: number): StoredTrace =>
-  create(StoredTraceSchema, {
-    receivedAt: timestampFromMs(at),
-    keyId,
-    accountId,
-    country: "US",
-    provider: "openai",
-    model: "gpt-4o-2024-08-06",
-    tokensIn: 1200,
-    tokensOut: 350,
-    latencyMs: 842,
-    costUsd: 0.0065,
-    status: "success",
-  });
+  call({ at, keyId, accountId, country: "US", model: "gpt-4o-2024-08-06", tokensIn: 1200, tokensOut: 350, latencyMs: 842, costUsd: 0.0065 });
 
 /** The pages written to the WAL since it was last emptied, by page number (a page written twice counts twice). */
 function walPages(): number[] {

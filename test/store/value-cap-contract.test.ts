@@ -11,6 +11,7 @@ import { maxPartTraces } from "../../src/store/sqlite/sqlite-trace-reader.js";
 import type { Store } from "../../src/store/store.js";
 import { TooManyGroupsError } from "../../src/store/trace-reader.js";
 import { startMongoTestServer, type MongoTestServer } from "../support/ferretdb.js";
+import { call } from "../support/stored-call.js";
 import { tempDir } from "../support/temp-dir.js";
 
 /**
@@ -34,6 +35,8 @@ const adapters: [string, { place: () => string; open: (place: string) => Promise
 ];
 
 const day = 86_400_000;
+/** A call of acc_cap's key_cap, gpt-4o, a token each way, unless told otherwise. */
+const capCall = (fields: Parameters<typeof call>[0]) => call({ keyId: "key_cap", accountId: "acc_cap", tokensIn: 1, tokensOut: 1, latencyMs: 100, ...fields });
 const filter = (sinceMs: number, untilMs: number) => create(TraceFilterSchema, { since: timestampFromMs(sinceMs), until: timestampFromMs(untilMs) });
 
 /** Each trace a new user, session, two new tags, a new metadata key and value, on two whole past days and part of today. */
@@ -200,18 +203,8 @@ describe("value cap on the embedded store's roll-ups", () => {
     for (let start = 0; start < all.length; start += 1000) {
       await store.writeBatch(
         all.slice(start, start + 1000).map(({ at, user }) => ({
-          trace: create(StoredTraceSchema, {
-            receivedAt: timestampFromMs(at),
-            keyId: "key_cap",
-            accountId: "acc_cap",
-            country: "DE",
-            provider: "openai",
-            model: "gpt-4o",
-            tokensIn: 1,
-            tokensOut: 1,
-            latencyMs: 100,
-            costUsd: 0.001,
-            status: "success",
+          trace: capCall({
+            at: at,
             userId: user,
           }),
           idempotencyKey: undefined,
@@ -271,18 +264,8 @@ describe("MongoDB: a group-by over too many tags", () => {
     const store = await openMongoStore(mongo.freshUri());
     const yesterday = Math.floor(Date.now() / day) * day - day;
     const traces = Array.from({ length: maxGroupParts + 1 }, (_, i) =>
-      create(StoredTraceSchema, {
-        receivedAt: timestampFromMs(yesterday + i * 60_000),
-        keyId: "key_cap",
-        accountId: "acc_cap",
-        country: "DE",
-        provider: "openai",
-        model: "gpt-4o",
-        tokensIn: 1,
-        tokensOut: 1,
-        latencyMs: 100,
-        costUsd: 0.001,
-        status: "success",
+      capCall({
+        at: yesterday + i * 60_000,
         tags: [`tag-${i}`],
       }),
     );
@@ -308,18 +291,8 @@ describe("MongoDB: the bound across service instances", () => {
     const batch = (store: Store, from: number) =>
       store.writeBatch(
         Array.from({ length: 10 }, (_, i) => ({
-          trace: create(StoredTraceSchema, {
-            receivedAt: timestampFromMs(yesterday + (from + i) * 1000),
-            keyId: "key_cap",
-            accountId: "acc_cap",
-            country: "DE",
-            provider: "openai",
-            model: "gpt-4o",
-            tokensIn: 1,
-            tokensOut: 1,
-            latencyMs: 100,
-            costUsd: 0.001,
-            status: "success",
+          trace: capCall({
+            at: yesterday + (from + i) * 1000,
             userId: `user-${from + i}`,
             tags: [`tag-${from + i}`],
           }),
