@@ -35,6 +35,15 @@ describe("docs/decisions.md", () => {
     expect(numbers.map(([n]) => n)).toEqual(numbers.map((_, i) => i + 1));
   });
 
+  it("keeps each decision to what was decided and why: about 150 words, never past 170", () => {
+    const sections = record.split(/\n(?=### <a id="d)/).filter((section) => section.startsWith("### <a id"));
+    const long = sections
+      .map((section) => [section.slice(0, section.indexOf("\n")), section.slice(section.indexOf("\n")).split(/\s+/).filter(Boolean).length] as const)
+      .filter(([, words]) => words > 170);
+    expect(sections.length).toBeGreaterThan(60);
+    expect(long).toEqual([]);
+  });
+
   it("nothing outside .ci/ points at the notes beside the repository", () => {
     // Spelt in two parts, so that this file does not name the path it looks for.
     const outside = ["..", "shared"].join("/");
