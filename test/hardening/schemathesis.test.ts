@@ -4,7 +4,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { mintApiKey } from "../../src/auth/api-key.js";
 import { repoRoot } from "../support/cli.js";
 import { runProcess as run } from "../support/run-process.js";
-import { startTestService, type TestService } from "../support/test-service.js";
+import { startTestService, traceBody, type TestService } from "../support/test-service.js";
 import { tempDir } from "../support/temp-dir.js";
 import { expectServed } from "./support/attack.js";
 
@@ -45,7 +45,8 @@ let readKey: string;
 
 beforeAll(async () => {
   await ensureSchemathesis();
-  service = await startTestService({ plans: { pro: { per_minute: 100_000_000, per_month: 1_000_000_000 } } });
+  // Reads unlimited too: the fuzz run is about the surface, the read limit has its own tests.
+  service = await startTestService({ plans: { pro: { per_minute: 100_000_000, per_month: 1_000_000_000 } }, readPerMinute: 100_000_000 });
   const ingest = await service.createKey("pro");
   key = ingest.key;
   const minted = mintApiKey();
@@ -57,10 +58,21 @@ beforeAll(async () => {
     prefix: minted.prefix,
   });
   readKey = minted.plaintext;
+  // A stored run, for the hooks to ask GET /v1/runs/{id} for (a generated id is never one).
+  for (const latency_ms of [300, 900]) {
+    const stored = await fetch(`${service.url}/v1/traces`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${key}` },
+      body: JSON.stringify(traceBody(key, { session_id: fuzzRun.slice("session:".length), latency_ms })),
+    });
+    expect(stored.status).toBe(202);
+  }
 }, 600_000);
 
+const fuzzRun = "session:fuzz-run";
+
 /** The read API's operations: fuzzed in a run of their own with a read key (the ingest key is 403 there). */
-const readOperations = "^(listTraces|getMetrics)$";
+const readOperations = "^(listTraces|getMetrics|getErrorGroups|listRuns|getRun)$";
 
 /** One schemathesis run against the service with `key`, over the operations `filter` selects. */
 async function fuzz(key: string, filter: string[], phases: string, maxExamples: number) {
@@ -97,7 +109,7 @@ async function fuzz(key: string, filter: string[], phases: string, maxExamples: 
   ];
   const result = await run(schemathesisBin, args, {
     cwd: workDir,
-    env: { SCHEMATHESIS_HOOKS: "schemathesis_hooks", PYTHONPATH: join(repoRoot, "test/hardening"), CALLTRACE_FUZZ_KEY: key },
+    env: { SCHEMATHESIS_HOOKS: "schemathesis_hooks", PYTHONPATH: join(repoRoot, "test/hardening"), CALLTRACE_FUZZ_KEY: key, CALLTRACE_FUZZ_RUN: fuzzRun },
     timeoutMs: 300_000,
   });
   const requests = existsSync(cassette) ? (readFileSync(cassette, "utf8").match(/^- id: /gm) ?? []).length : 0;
