@@ -47,15 +47,9 @@ function explodingTraces(start: number): StoredTrace[] {
     for (let i = 0; i < 8; i++) {
       const n = traces.length;
       traces.push(
-        create(StoredTraceSchema, {
-          receivedAt: timestampFromMs(d === 0 ? Math.min(today + i * 1000, Date.now() - 1000) : today - d * day + i * 60_000),
-          keyId: "key_cap",
-          accountId: "acc_cap",
-          country: "DE",
-          provider: "openai",
-          model: "gpt-4o",
+        capCall({
+          at: d === 0 ? Math.min(today + i * 1000, Date.now() - 1000) : today - d * day + i * 60_000,
           tokensIn: 10 + n,
-          tokensOut: 1,
           latencyMs: 100 * (n + 1),
           costUsd: (n + 1) / 1000,
           status: n % 5 === 0 ? "error" : "success",
@@ -111,14 +105,10 @@ describe.each(adapters)("value cap on %s", (_name, { place, open }) => {
     const today = Math.floor(Date.now() / day) * day;
     // Past the bound on the day before yesterday: env-3 and env-4 are counted under other there, tracked yesterday.
     const traces = [2, 2, 2, 2, 2, 2, 1, 1].map((d, n) =>
-      create(StoredTraceSchema, {
-        receivedAt: timestampFromMs(today - d * day + n * 60_000),
-        keyId: "key_cap",
-        accountId: "acc_cap",
-        provider: "openai",
-        model: "gpt-4o",
+      capCall({
+        at: today - d * day + n * 60_000,
+        country: "",
         tokensIn: 10 + n,
-        tokensOut: 1,
         latencyMs: 100 * (n + 1),
         costUsd: (n + 1) / 1000,
         status: n === 4 ? "error" : "success",
