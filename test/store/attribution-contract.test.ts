@@ -10,7 +10,7 @@ import { openSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import type { Store } from "../../src/store/store.js";
 import { InvalidCursorError, type TraceSort } from "../../src/store/trace-cursor.js";
 import { startMongoTestServer, type MongoTestServer } from "../support/ferretdb.js";
-import { expectedTotals } from "../support/expected-usage.js";
+import { expectDayTotals, expectedTotals } from "../support/expected-usage.js";
 import { tempDir } from "../support/temp-dir.js";
 
 /**
@@ -215,16 +215,7 @@ describe.each(adapters)("attribution contract: %s", { timeout: 300_000 }, (_name
       expect(totals, label).toMatchObject(exact);
       expect(totals.costUsd, label).toBeCloseTo(costUsd, 9);
       const dayOf = (t: StoredTrace) => new Date(at(t)).toISOString().slice(0, 10);
-      const byDay = await store.usageByDayTotals("acc_attr", f);
-      expect(
-        byDay.map((d) => d.day),
-        label,
-      ).toEqual([...new Set(chosen.map(dayOf))].sort());
-      for (const d of byDay) {
-        const { costUsd: cost, ...rest } = expectedTotals(chosen.filter((t) => dayOf(t) === d.day));
-        expect(d.totals, `${label} ${d.day}`).toMatchObject(rest);
-        expect(d.totals!.costUsd).toBeCloseTo(cost, 9);
-      }
+      expectDayTotals(await store.usageByDayTotals("acc_attr", f), chosen, dayOf, label);
       const histogram = await store.latencyHistogram("acc_attr", f);
       const expectedCounts = [...histogramBoundsMs, Infinity].map(
         (upper, i) => chosen.filter((t) => t.latencyMs <= upper && (i === 0 || t.latencyMs > histogramBoundsMs[i - 1]!)).length,

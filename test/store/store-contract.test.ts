@@ -11,7 +11,7 @@ import type { TraceWrite } from "../../src/store/trace-store.js";
 import { call } from "../support/stored-call.js";
 import { KeyLimitError } from "../../src/store/key-store.js";
 import { EmailTakenError } from "../../src/store/user-store.js";
-import { expectedTotals } from "../support/expected-usage.js";
+import { expectDayTotals, expectedTotals } from "../support/expected-usage.js";
 import { storeAdapters } from "../support/store-adapters.js";
 
 /** One contract for every store adapter (test/support/store-adapters.ts): the same tests, unchanged. */
@@ -288,16 +288,7 @@ describe.each(adapters)("store contract: %s", (_name, open) => {
       }
 
       // Every model together per day: p50/p95 and errors over the day's calls, not merged per model.
-      const byDayTotals = await store.usageByDayTotals("acc_usage", f);
-      expect(
-        byDayTotals.map((d) => d.day),
-        label,
-      ).toEqual([...new Set(chosen.map(dayOf))].sort());
-      for (const d of byDayTotals) {
-        const { costUsd: cost, ...rest } = expectedTotals(chosen.filter((t) => dayOf(t) === d.day));
-        expect(d.totals, `${label} ${d.day}`).toMatchObject(rest);
-        expect(d.totals!.costUsd).toBeCloseTo(cost, 9);
-      }
+      expectDayTotals(await store.usageByDayTotals("acc_usage", f), chosen, dayOf, label);
 
       // Per UTC hour, for the ranges of at most 48 hours (the 1h and 24h views), whole or partial hours.
       const since = f.since && timestampMs(f.since);

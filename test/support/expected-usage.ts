@@ -1,3 +1,5 @@
+import { expect } from "vitest";
+import type { DayUsage } from "../../gen/calltrace/v1/query_pb.js";
 import { PriceCheck, type StoredTrace } from "../../gen/calltrace/v1/trace_pb.js";
 import { latencyBucket, latencyBucketBound } from "../../src/store/latency-bucket.js";
 
@@ -17,4 +19,17 @@ export function expectedTotals(traces: StoredTrace[]) {
     unpricedCalls: BigInt(traces.filter((t) => t.priceCheck === PriceCheck.UNPRICED).length),
     mismatchedCalls: BigInt(traces.filter((t) => t.priceCheck === PriceCheck.MISMATCH).length),
   };
+}
+
+/** A store's usage per day (usageByDayTotals) against `chosen`: the days they fall on (`dayOf`), and each day's totals. */
+export function expectDayTotals(byDay: DayUsage[], chosen: StoredTrace[], dayOf: (t: StoredTrace) => string, label: string): void {
+  expect(
+    byDay.map((d) => d.day),
+    label,
+  ).toEqual([...new Set(chosen.map(dayOf))].sort());
+  for (const d of byDay) {
+    const { costUsd: cost, ...rest } = expectedTotals(chosen.filter((t) => dayOf(t) === d.day));
+    expect(d.totals, `${label} ${d.day}`).toMatchObject(rest);
+    expect(d.totals!.costUsd).toBeCloseTo(cost, 9);
+  }
 }
