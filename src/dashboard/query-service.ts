@@ -24,7 +24,7 @@ import { InvalidCursorError, traceSort } from "../store/trace-cursor.js";
 import { TooManyGroupsError, type TraceReader } from "../store/trace-reader.js";
 import { maxHours } from "../store/usage-reader.js";
 import { projectAccess } from "../teams/access.js";
-import { projectFilter } from "../teams/project-retention.js";
+import { projectFilter, projectKeptSince } from "../teams/project-retention.js";
 
 const defaultPageSize = 50;
 const defaultGroupLimit = 100;
@@ -36,6 +36,8 @@ export function queryService(reader: TraceReader): ServiceImpl<typeof QueryServi
   const filterOf = (request: { filter?: TraceFilter }, context: HandlerContext) =>
     projectFilter(projectAccess(context).project, request.filter ?? create(TraceFilterSchema));
   const projectOf = (context: HandlerContext) => projectAccess(context).project.id;
+  /** Where the project's own retention starts: a single trace or run read never reaches past it. */
+  const keptSince = (context: HandlerContext) => projectKeptSince(projectAccess(context).project);
   return {
     async listTraces(request, context) {
       const accountId = projectOf(context);
@@ -83,7 +85,7 @@ export function queryService(reader: TraceReader): ServiceImpl<typeof QueryServi
       return create(GetUsageByCountryResponseSchema, { countries });
     },
     async getTrace(request, context) {
-      const trace = await reader.getTrace(projectOf(context), request.id);
+      const trace = await reader.getTrace(projectOf(context), request.id, keptSince(context));
       // Another account's trace is as unknown as one that never existed.
       if (!trace) throw new ConnectError(`no trace with id ${JSON.stringify(request.id)}`, Code.NotFound);
       return create(GetTraceResponseSchema, { trace });
@@ -126,7 +128,7 @@ export function queryService(reader: TraceReader): ServiceImpl<typeof QueryServi
       return create(ListRunsResponseSchema, { runs });
     },
     async getRun(request, context) {
-      const detail = await reader.getRun(projectOf(context), request.id);
+      const detail = await reader.getRun(projectOf(context), request.id, keptSince(context));
       // Another project's run is as unknown as one that never existed.
       if (!detail) throw new ConnectError(`no run with id ${JSON.stringify(request.id)}`, Code.NotFound);
       return create(GetRunResponseSchema, detail);

@@ -10,7 +10,7 @@ import type { NodeRequest, NodeResponse } from "../server/node-types.js";
 import { InvalidCursorError } from "../store/trace-cursor.js";
 import { TooManyGroupsError, type TraceReader } from "../store/trace-reader.js";
 import { authorize, requestAddress, type AccessDeps } from "../teams/access-interceptor.js";
-import { projectFilter } from "../teams/project-retention.js";
+import { projectFilter, projectKeptSince } from "../teams/project-retention.js";
 import { contractJson } from "./contract-json.js";
 import { metricsRows } from "./metrics-rows.js";
 import { errorsQuery, metricsQuery, ReadQueryError, runQuery, runsQuery, tracesQuery } from "./read-query.js";
@@ -34,12 +34,12 @@ export interface ReadApi {
 export const runPathPrefix = "/v1/runs/";
 
 /** What a route answers once the caller may read the project: its JSON body (200), or an error the refusals name. */
-type Read = (projectId: string, url: URL, narrow: (filter: TraceFilter) => TraceFilter) => Promise<unknown>;
+type Read = (projectId: string, url: URL, narrow: (filter: TraceFilter) => TraceFilter, keptSinceMs: number | undefined) => Promise<unknown>;
 
 /**
  * The read API for scripts: a read key (`Authorization: Bearer`), or a dashboard session naming
  * the project in `project`, is let in by the same authorize() as QueryService, counting a read
- * key's read limit; the project's retention narrows every read (projectFilter). Access is decided
+ * key's read limit; the project's retention narrows every read (projectFilter, projectKeptSince). Access is decided
  * before the query is looked at, so strangers learn nothing of the API.
  */
 export function readApi(reader: TraceReader, access: AccessDeps): ReadApi {
@@ -63,7 +63,7 @@ export function readApi(reader: TraceReader, access: AccessDeps): ReadApi {
     if (granted.access.kind !== "project") throw new Error("a project policy granted no project");
     const project = granted.access.project;
     try {
-      sendJson(res, 200, await read(project.id, url, (filter) => projectFilter(project, filter)), headers);
+      sendJson(res, 200, await read(project.id, url, (filter) => projectFilter(project, filter), projectKeptSince(project)), headers);
     } catch (error) {
       const refused = error instanceof ConnectError && error.code === Code.NotFound;
       if (refused || error instanceof ReadQueryError || error instanceof InvalidCursorError || error instanceof TooManyGroupsError) {
@@ -106,9 +106,9 @@ export function readApi(reader: TraceReader, access: AccessDeps): ReadApi {
         next_cursor: runs.length > query.pageSize && last ? encodeRunCursor({ endMs: timestampMs(last.end!), id: last.id }) : null,
       };
     }),
-    run: route(async (projectId, { pathname, searchParams }) => {
+    run: route(async (projectId, { pathname, searchParams }, _narrow, keptSinceMs) => {
       const id = runQuery(pathname.slice(runPathPrefix.length), searchParams);
-      const detail = await reader.getRun(projectId, id);
+      const detail = await reader.getRun(projectId, id, keptSinceMs);
       // Another project's run is as unknown as one that never existed.
       if (!detail) throw new ConnectError(`no run with id ${JSON.stringify(id)}`, Code.NotFound);
       return { run: contractJson(RunSummarySchema, detail.run), calls: detail.calls.map(traceJson), truncated: detail.truncated };

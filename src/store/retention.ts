@@ -10,3 +10,11 @@ export const defaultRetentionDays = 90;
 export function retentionMs(options: RetentionOptions): number {
   return (options.retentionDays ?? defaultRetentionDays) * 86_400_000;
 }
+
+/**
+ * The earliest placement a read returns (ms since the epoch): the store's retention, or a
+ * project's shorter one (`keptSinceMs`), whichever starts later; 0 where both keep everything.
+ */
+export function readCutoffMs(retentionMs: number, keptSinceMs: number | undefined, now = Date.now()): number {
+  return Math.max(retentionMs > 0 ? now - retentionMs : 0, keptSinceMs ?? 0);
+}

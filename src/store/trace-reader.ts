@@ -46,8 +46,11 @@ export interface GroupedUsage {
  */
 export interface TraceReader {
   listTraces(accountId: string, filter: TraceFilter, page: PageRequest): Promise<TracePage>;
-  /** One trace by the id the store gave it; undefined when it is not this account's (or not kept any more). */
-  getTrace(accountId: string, id: string): Promise<StoredTrace | undefined>;
+  /**
+   * One trace by the id the store gave it; undefined when it is not this account's, or not kept
+   * any more: past the store's retention, or placed before `keptSinceMs` (the project's own, D64).
+   */
+  getTrace(accountId: string, id: string, keptSinceMs?: number): Promise<StoredTrace | undefined>;
   usageTotals(accountId: string, filter: TraceFilter): Promise<UsageTotals>;
   /**
    * The traces a key has stored since `monthStart` (the start of a UTC month), counted by when
@@ -83,6 +86,9 @@ export interface TraceReader {
    * `recent` only), the runs after that one: the next page.
    */
   listRuns(accountId: string, filter: TraceFilter, order: RunOrder, limit: number, after?: RunsAfter): Promise<RunSummary[]>;
-  /** One run by its id (run-id.ts); undefined when it has no call in this account (within retention). */
-  getRun(accountId: string, runId: string): Promise<RunDetail | undefined>;
+  /**
+   * One run by its id (run-id.ts), of its calls within retention and placed at or after
+   * `keptSinceMs` (the project's own retention); undefined when it has none in this account.
+   */
+  getRun(accountId: string, runId: string, keptSinceMs?: number): Promise<RunDetail | undefined>;
 }

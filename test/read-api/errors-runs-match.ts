@@ -1,6 +1,6 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampDate, timestampFromMs, type Timestamp } from "@bufbuild/protobuf/wkt";
-import { createClient } from "@connectrpc/connect";
+import { Code, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { beforeAll, describe, expect, it } from "vitest";
 import { type ErrorGroup, type RunSummary, TraceFilterSchema, type ValueCount } from "../../gen/calltrace/v1/query_pb.js";
@@ -11,7 +11,7 @@ import type { Store } from "../../src/store/store.js";
 import { DashboardClient } from "../dashboard/dashboard-client.js";
 import { conformanceChecker } from "../openapi/conformance.js";
 import { call as storedCall } from "../support/stored-call.js";
-import { type projectWithKeys, readGet } from "./read-support.js";
+import { projectWithKeys, readGet } from "./read-support.js";
 
 const expectConforms = conformanceChecker(openApiDocument() as Parameters<typeof conformanceChecker>[0]);
 
@@ -189,6 +189,35 @@ export function describeErrorsAndRuns(context: () => ErrorsRunsContext, timeout:
       }
       expect(answers[0]).toEqual(answers[1]);
       expect(answers[0]).toEqual({ error: "Not found", message: 'no run with id "ID"' });
+    });
+
+    it("a project's own retention: GetTrace, GetRun and /v1/runs/{id} never return a call older than it keeps", async () => {
+      const kept = await projectWithKeys(c.store);
+      const at = (days: number) => Date.now() - days * 86_400_000;
+      const write = (days: number, sessionId: string) => storedCall({ accountId: kept.projectId, keyId: kept.ingest.id, at: at(days), sessionId });
+      const calls = [write(10, "straddles"), write(1, "straddles"), write(10, "all-old")];
+      await c.store.writeBatch(calls.map((trace) => ({ trace, idempotencyKey: undefined })));
+      await c.store.teams.updateProject(kept.projectId, { retentionDays: 5 });
+      const keyed = { headers: { authorization: `Bearer ${kept.read.key}` } };
+      const { traces } = (await client.listTraces({ pageSize: 10 }, keyed)).page!;
+      expect(traces).toHaveLength(1);
+      const young = traces[0]!;
+      expect((await client.getTrace({ id: young.id }, keyed)).trace?.id).toBe(young.id);
+      const old = await c.store.listTraces(kept.projectId, create(TraceFilterSchema), { pageSize: 10 });
+      const oldIds = old.traces.map((t) => t.id).filter((id) => id !== young.id);
+      expect(oldIds).toHaveLength(2);
+      for (const id of oldIds) {
+        await expect(client.getTrace({ id }, keyed), id).rejects.toMatchObject({ code: Code.NotFound });
+      }
+      const rpc = await client.getRun({ id: "session:straddles" }, keyed);
+      expect(rpc.calls.map((t) => t.id)).toEqual([young.id]);
+      expect(Number(rpc.run!.calls)).toBe(1);
+      expect(timestampDate(rpc.run!.start!).getTime()).toBeGreaterThan(at(5));
+      const rest = (await read("/v1/runs/session:straddles", "/v1/runs/{id}", kept.read.key)) as { run: RunJson; calls: { id: string }[] };
+      expect(rest.run).toEqual(asRun(rpc.run));
+      expect(rest.calls.map((t) => t.id)).toEqual([young.id]);
+      await expect(client.getRun({ id: "session:all-old" }, keyed)).rejects.toMatchObject({ code: Code.NotFound });
+      expect((await readGet(c.url, "/v1/runs/session:all-old", kept.read.key)).status).toBe(404);
     });
 
     it("a viewer's session reads what the read key reads, from REST and from QueryService", async () => {

@@ -6,6 +6,7 @@ import { foldErrorGroups, type ErrorGroupCell, type ErrorValueCell } from "../er
 import { callSpanMs, maxRunCalls, parseRunId, runIdOf, type RunKey } from "../run-id.js";
 import { runIsAfter, runSummary, sortRuns, type RunCell } from "../run-summary.js";
 import { filtersAttributes, resolveTraceFilter, type ResolvedTraceFilter } from "../trace-filter.js";
+import { readCutoffMs } from "../retention.js";
 import type { TraceReader } from "../trace-reader.js";
 import type { MongoCollections } from "./mongo-collections.js";
 import { objectIdIds, traceFromDoc, type TraceDoc } from "./mongo-trace-doc.js";
@@ -36,7 +37,7 @@ export function mongoErrorsAndRuns(
     "otlpTraceId" in key
       ? { "meta.accountId": accountId, otlpTraceId: key.otlpTraceId }
       : { "meta.accountId": accountId, sessionId: key.sessionId, otlpTraceId: { $exists: false } };
-  const cutoff = () => new Date(retentionMs > 0 ? Date.now() - retentionMs : 0);
+  const cutoff = (keptSinceMs?: number) => new Date(readCutoffMs(retentionMs, keptSinceMs));
 
   /** Sums of a run's calls, from `match` (the run's calls, narrowed or not). */
   const runCell = async (id: string, match: Filter<TraceDoc>): Promise<RunCell | undefined> => {
@@ -175,10 +176,10 @@ export function mongoErrorsAndRuns(
       return sortRuns(cells, order).map(runSummary);
     },
 
-    async getRun(accountId, runId) {
+    async getRun(accountId, runId, keptSinceMs) {
       const key = parseRunId(runId);
       if (!key) return undefined;
-      const match = { ...runMatch(accountId, key), receivedAt: { $gte: cutoff() } };
+      const match = { ...runMatch(accountId, key), receivedAt: { $gte: cutoff(keptSinceMs) } };
       const cell = await runCell(runId, match);
       if (!cell) return undefined;
       const docs = await c.traces

@@ -4,6 +4,7 @@ import { TracePageSchema } from "../../../gen/calltrace/v1/query_pb.js";
 import { PriceCheck } from "../../../gen/calltrace/v1/trace_pb.js";
 import type { GroupDimension } from "../group-dimension.js";
 import { clampPageSize, decodeTraceCursor, encodeTraceCursor, InvalidCursorError, newestFirst, type TraceSort } from "../trace-cursor.js";
+import { readCutoffMs } from "../retention.js";
 import { resolveTraceFilter, type ResolvedTraceFilter } from "../trace-filter.js";
 import { TooManyGroupsError, type TraceReader } from "../trace-reader.js";
 import { otherValue } from "../value-cap.js";
@@ -361,10 +362,10 @@ export function mongoTraceReader(c: MongoCollections, retentionMs: number): Trac
         nextCursor: more && last ? encodeTraceCursor({ value: sortValue(last), id: ids.idOf(last._id) }, sort) : "",
       });
     },
-    async getTrace(accountId, id) {
+    async getTrace(accountId, id, keptSinceMs) {
       const objectId = ids.objectIdOf(id);
       if (!objectId) return undefined;
-      const cutoff = retentionMs > 0 ? Date.now() - retentionMs : 0;
+      const cutoff = readCutoffMs(retentionMs, keptSinceMs);
       const doc = await c.traces.findOne({ _id: objectId, "meta.accountId": accountId, receivedAt: { $gte: new Date(cutoff) } });
       return doc ? traceFromDoc(doc, id) : undefined;
     },

@@ -4,6 +4,7 @@ import { runSummary, sortRuns, type RunCell } from "../run-summary.js";
 import type { sequenceIds } from "../trace-id.js";
 import { filtersAttributes, resolveTraceFilter, type ResolvedTraceFilter } from "../trace-filter.js";
 import type { TraceReader } from "../trace-reader.js";
+import { readCutoffMs } from "../retention.js";
 import { storedRunIdSql } from "./sqlite-run-rollup.js";
 import { projectIs, traceConditions, tracesFor } from "./sqlite-trace-filter.js";
 import { traceFromRow, traceRowSql, type TraceRow } from "./sqlite-trace-row.js";
@@ -79,10 +80,10 @@ export function sqliteRunReader(
       }
       return sortRuns(cells, order).map(runSummary);
     },
-    async getRun(accountId, runId) {
+    async getRun(accountId, runId, keptSinceMs) {
       const key = parseRunId(runId);
       if (!key) return undefined;
-      const cutoff = retentionMs > 0 ? Date.now() - retentionMs : 0;
+      const cutoff = readCutoffMs(retentionMs, keptSinceMs);
       const where = runCallsWhere["otlpTraceId" in key ? "otlp" : "session"];
       const params = { account: accountId, value: "otlpTraceId" in key ? key.otlpTraceId : key.sessionId, cutoff, limit: maxRunCalls + 1 };
       const sums = prepare(`SELECT ${runSums} FROM traces WHERE ${where}`).get(params) as Omit<RunCell, "id">;

@@ -5,6 +5,7 @@ import { PriceCheck } from "../../../gen/calltrace/v1/trace_pb.js";
 import { dimensionName } from "../group-dimension.js";
 import { clampPageSize, decodeTraceCursor, encodeTraceCursor, InvalidCursorError, newestFirst } from "../trace-cursor.js";
 import type { sequenceIds } from "../trace-id.js";
+import { readCutoffMs } from "../retention.js";
 import { filtersAttributes, resolveTraceFilter, type ResolvedTraceFilter } from "../trace-filter.js";
 import type { TraceReader } from "../trace-reader.js";
 import { hourMs, usageReader, type LatencyCell, type UsageCell, type UsageCells, type UsageGrouping } from "../usage-reader.js";
@@ -357,10 +358,10 @@ export function sqliteTraceReader(db: Database.Database, retentionMs: number, id
         nextCursor: more && last ? encodeTraceCursor({ value: sortValue(last), id: ids.idOf(last.seq) }, sort) : "",
       });
     },
-    async getTrace(accountId, id) {
+    async getTrace(accountId, id, keptSinceMs) {
       const seq = ids.seqOf(id);
       if (seq === undefined) return undefined;
-      const cutoff = retentionMs > 0 ? Date.now() - retentionMs : 0;
+      const cutoff = readCutoffMs(retentionMs, keptSinceMs);
       const row = prepare(`SELECT ${traceRowSql} FROM traces WHERE seq = ? AND project_num = ${numberOf("?")} AND received_at >= ?`).get(seq, accountId, cutoff) as
         | TraceRow
         | undefined;
