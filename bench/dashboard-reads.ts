@@ -13,6 +13,7 @@
 //   BENCH_DASHBOARD_TRACES=10000000 node --import tsx bench/dashboard-reads.ts   the 10-million row set (or --traces 10000000)
 //   --store mongo   the MongoDB adapter on FerretDB (test/support/ferretdb.ts), or the server of MONGODB_URI
 //   --runs 21       timed runs per row      --data-dir DIR   seed into DIR and keep it; a later run with the same DIR reuses it
+//   --only REGEX    time only the rows whose "page address" matches (and the baseline); prints them, writes nothing to RESULTS.md
 // Each store and size has its own block in bench/RESULTS.md.
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
@@ -42,8 +43,10 @@ const { values: args } = parseArgs({
     traces: { type: "string", default: process.env.BENCH_DASHBOARD_TRACES ?? "1000000" },
     runs: { type: "string", default: "21" },
     "data-dir": { type: "string" },
+    only: { type: "string" },
   },
 });
+const only = args.only === undefined ? undefined : new RegExp(args.only);
 const storeKind = args.store === "mongo" ? "mongo" : "sqlite";
 const traceCount = Number(args.traces);
 const runs = Number(args.runs);
@@ -287,6 +290,7 @@ interface Row {
 async function readPages(q: Query): Promise<{ rows: Row[]; month: string }> {
   const rows: Row[] = [];
   const measure = async (page: string, address: string, read: () => Promise<unknown>) => {
+    if (only && page !== "baseline" && !only.test(`${page} ${address}`)) return;
     const timing = await time(read);
     rows.push({ page, address, timing });
     console.error(`${page} ${address}: median ${timing.median.toFixed(1)} ms, p95 ${timing.p95.toFixed(1)} ms, ${timing.runs} runs`);
@@ -423,7 +427,8 @@ async function main(): Promise<void> {
     ),
   ].join("\n");
   console.log(body);
-  writeDashboardBlock(`${storeKind}-${traceCount}`, body);
+  // A partial table would replace the whole one.
+  if (!only) writeDashboardBlock(`${storeKind}-${traceCount}`, body);
 }
 
 /** bench/RESULTS.md's dashboard section holds one block per store and size; a run replaces only its own. */

@@ -177,35 +177,38 @@ describe.each(adapters)("attribution contract: %s", { timeout: 300_000 }, (_name
     await store?.close();
   });
 
-  it("groups usage by every dimension as the traces add up, over whole and partial days and under filters", async () => {
-    for (const f of ranges) {
-      const chosen = mine.filter((t) => matches(t, f));
-      for (const dimension of dimensions) {
-        const label = `${JSON.stringify(dimension)} ${toJsonString(TraceFilterSchema, f)}`;
-        const expected = new Map<string, StoredTrace[]>();
-        for (const t of chosen) for (const v of valuesOf(t, dimension)) expected.set(v, [...(expected.get(v) ?? []), t]);
-        const { groups, totalGroups } = await store.usageByGroup("acc_attr", f, dimension, 1000);
-        expect(totalGroups, label).toBe(expected.size);
-        expect(groups.map((g) => g.value).sort(), label).toEqual([...expected.keys()].sort());
-        for (const g of groups) {
-          const { costUsd, ...exact } = expectedTotals(expected.get(g.value)!);
-          expect(g.totals, `${label} ${g.value}`).toMatchObject(exact);
-          expect(g.totals!.costUsd, `${label} ${g.value}`).toBeCloseTo(costUsd, 9);
-        }
-        const costs = groups.map((g) => g.totals!.costUsd);
-        expect(
-          [...costs].sort((a, b) => b - a),
-          label,
-        ).toEqual(costs);
-      }
+  /** The store's groups of `dimension` under `f` against the traces' own, each group's totals exact, dearest first. */
+  async function expectGroups(f: TraceFilter, dimension: GroupDimension): Promise<void> {
+    const label = `${JSON.stringify(dimension)} ${toJsonString(TraceFilterSchema, f)}`;
+    const expected = new Map<string, StoredTrace[]>();
+    for (const t of mine.filter((t) => matches(t, f))) for (const v of valuesOf(t, dimension)) expected.set(v, [...(expected.get(v) ?? []), t]);
+    const { groups, totalGroups } = await store.usageByGroup("acc_attr", f, dimension, 1000);
+    expect(totalGroups, label).toBe(expected.size);
+    expect(groups.map((g) => g.value).sort(), label).toEqual([...expected.keys()].sort());
+    for (const g of groups) {
+      const { costUsd, ...exact } = expectedTotals(expected.get(g.value)!);
+      expect(g.totals, `${label} ${g.value}`).toMatchObject(exact);
+      expect(g.totals!.costUsd, `${label} ${g.value}`).toBeCloseTo(costUsd, 9);
     }
+    const costs = groups.map((g) => g.totals!.costUsd);
+    expect(
+      [...costs].sort((a, b) => b - a),
+      label,
+    ).toEqual(costs);
+  }
+
+  it("groups usage by every dimension as the traces add up, over whole and partial days and under filters", async () => {
+    for (const f of ranges) for (const dimension of dimensions) await expectGroups(f, dimension);
   });
 
-  it("sums an environment's usage, days and latency exactly as its traces add up, alone or with a status", async () => {
+  it("sums an environment's usage, days, models, keys, providers and latency exactly as its traces add up, alone or with other filters", async () => {
     for (const f of [
       filter({ environment: "production" }),
       filter({ environment: "staging", since: timestampFromMs(today - day - 5 * hour), until: timestampFromMs(today - 3 * hour) }),
       filter({ environment: "production", status: "error", since: timestampFromMs(today - 2 * day + 7 * hour) }),
+      filter({ environment: "staging", keyId: "key_x", provider: "openai" }),
+      filter({ environment: "production", modelContains: "gpt-4O", until: timestampFromMs(today) }),
+      filter({ environment: "production", model: "claude-sonnet-4" }),
       filter({ environment: "no-such-environment" }),
     ]) {
       const chosen = mine.filter((t) => matches(t, f));
@@ -224,6 +227,24 @@ describe.each(adapters)("attribution contract: %s", { timeout: 300_000 }, (_name
         histogram.map((b) => Number(b.calls)),
         label,
       ).toEqual(expectedCounts);
+      // The Overview's reads by model, by day and model, and by key and provider (D67).
+      const models = await store.usageByModel("acc_attr", f);
+      const modelOf = (t: StoredTrace) => `${t.provider} ${t.model}`;
+      expect(models.map((m) => `${m.provider} ${m.model}`).sort(), label).toEqual([...new Set(chosen.map(modelOf))].sort());
+      for (const m of models) {
+        const { costUsd: cost, ...rest } = expectedTotals(chosen.filter((t) => modelOf(t) === `${m.provider} ${m.model}`));
+        expect(m.totals, `${label} ${m.model}`).toMatchObject(rest);
+        expect(m.totals!.costUsd, `${label} ${m.model}`).toBeCloseTo(cost, 9);
+      }
+      const byDay = await store.usageByDay("acc_attr", f);
+      const dayModelOf = (t: StoredTrace) => `${dayOf(t)} ${modelOf(t)}`;
+      expect(byDay.map((d) => `${d.day} ${d.provider} ${d.model}`).sort(), label).toEqual([...new Set(chosen.map(dayModelOf))].sort());
+      for (const d of byDay) {
+        const { costUsd: cost, ...rest } = expectedTotals(chosen.filter((t) => dayModelOf(t) === `${d.day} ${d.provider} ${d.model}`));
+        expect(d.totals, `${label} ${d.day} ${d.model}`).toMatchObject(rest);
+        expect(d.totals!.costUsd, `${label} ${d.day} ${d.model}`).toBeCloseTo(cost, 9);
+      }
+      for (const kind of ["key", "provider", "model"] as const) await expectGroups(f, { kind });
     }
   });
 

@@ -130,6 +130,13 @@ describe.each(adapters)("value cap on %s", (_name, { place, open }) => {
       expect(days.reduce((n, d) => n + d.totals!.calls, 0n), environment).toBe(calls);
       const histogram = await store.latencyHistogram("acc_cap", f);
       expect(histogram.reduce((n, b) => n + b.calls, 0n), environment).toBe(calls);
+      // The Overview's reads by model, day and model, and key (D67).
+      const models = await store.usageByModel("acc_cap", f);
+      expect(models.map((m) => [m.model, m.totals!.calls, m.totals!.errors]), environment).toEqual([["gpt-4o", calls, errors]]);
+      const dayModels = await store.usageByDay("acc_cap", f);
+      expect(dayModels.reduce((n, d) => n + d.totals!.calls, 0n), environment).toBe(calls);
+      const keys = await store.usageByGroup("acc_cap", f, { kind: "key" }, 10);
+      expect(keys.groups.map((g) => [g.value, g.totals!.calls]), environment).toEqual([["key_cap", calls]]);
     }
     await store.close();
   });

@@ -1,4 +1,5 @@
 import type Database from "better-sqlite3";
+import { PriceCheck } from "../../../gen/calltrace/v1/trace_pb.js";
 
 /** Schema migrations, applied in order; PRAGMA user_version records how many ran. Exported for the tests that make an older release's database. */
 export const migrations: readonly string[] = [
@@ -673,6 +674,38 @@ export const migrations: readonly string[] = [
   // Bytes per trace (D65): a trace's tags and metadata are kept as SQLite's binary JSON (JSONB),
   // which the JSON functions read as they read text, without the quotes and separators of text.
   `UPDATE traces SET tags = jsonb(tags), metadata = jsonb(metadata) WHERE tags IS NOT NULL OR metadata IS NOT NULL;`,
+  // The Overview under an environment (D67): usage per environment, day, provider, model, status
+  // and key, with calls per latency bucket as group_daily keeps them, so the reads by model, day,
+  // key and provider come from here and not from the range's traces. Only an environment its day
+  // tracks (group_daily has its row, D54): a day that counted it under other is read from the traces.
+  `CREATE TABLE usage_environment_daily (
+     account_id TEXT NOT NULL,
+     environment TEXT NOT NULL,
+     day INTEGER NOT NULL,
+     provider TEXT NOT NULL,
+     model TEXT NOT NULL,
+     status TEXT NOT NULL,
+     key_id TEXT NOT NULL,
+     calls INTEGER NOT NULL,
+     cost_usd REAL NOT NULL,
+     tokens_in INTEGER NOT NULL,
+     tokens_out INTEGER NOT NULL,
+     unpriced INTEGER NOT NULL,
+     mismatched INTEGER NOT NULL,
+     latency TEXT NOT NULL,
+     PRIMARY KEY (account_id, environment, day, provider, model, status, key_id)
+   ) WITHOUT ROWID;
+   INSERT INTO usage_environment_daily
+     SELECT (SELECT id FROM id_numbers WHERE num = project_num), environment, day, provider, model, status, (SELECT id FROM id_numbers WHERE num = key_num),
+       SUM(calls), SUM(cost_usd), SUM(tokens_in), SUM(tokens_out), SUM(unpriced), SUM(mismatched), json_group_object(bucket, calls)
+     FROM (
+       SELECT project_num, environment, received_at / 86400000 AS day, provider, model, status, key_num, CAST(latency_bucket(latency_ms) AS INTEGER) AS bucket,
+         COUNT(*) AS calls, SUM(cost_usd) AS cost_usd, SUM(tokens_in) AS tokens_in, SUM(tokens_out) AS tokens_out,
+         SUM(price_check = ${PriceCheck.UNPRICED}) AS unpriced, SUM(price_check = ${PriceCheck.MISMATCH}) AS mismatched
+       FROM traces AS t WHERE environment <> '' AND EXISTS (SELECT 1 FROM group_daily AS g WHERE g.project_num = t.project_num
+         AND g.dimension = 'environment' AND g.value = t.environment AND g.day = t.received_at / 86400000)
+       GROUP BY 1, 2, 3, 4, 5, 6, 7, 8)
+     GROUP BY 1, 2, 3, 4, 5, 6, 7;`,
 ];
 
 /** Brings the database to the current schema; safe to run from several processes at once. */

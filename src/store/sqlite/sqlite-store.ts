@@ -29,6 +29,7 @@ import { createSqliteAlertStore } from "./sqlite-alert-store.js";
 const rollupTables = [
   "usage_daily",
   "usage_country_daily",
+  "usage_environment_daily",
   "latency_daily",
   "latency_daily_all",
   "group_daily",

@@ -45,13 +45,13 @@ function cappedExpression(value: string, dimension: string, params: Record<strin
 }
 
 /**
- * Calls per latency bucket of the group_daily rows `where` selects, summed by `names`: each row
- * keeps its buckets as a JSON object (D65), read here as rows. `columns` are the inner select's
- * (an alias each, as `names` call them).
+ * Calls per latency bucket of the rows of `table` (group_daily or usage_environment_daily) `where`
+ * selects, summed by `names`: each row keeps its buckets as a JSON object (D65), read here as
+ * rows. `columns` are the inner select's (an alias each, as `names` call them).
  */
-function groupBucketsSql(columns: string[], names: string[], where: string): string {
+function bucketsSql(table: string, columns: string[], names: string[], where: string): string {
   return `SELECT ${[...names, "CAST(b.key AS INTEGER) AS bucket"].join(", ")}, SUM(b.value) AS calls
-    FROM (SELECT ${[...columns, "latency"].join(", ")} FROM group_daily ${where}) AS g, json_each(g.latency) AS b
+    FROM (SELECT ${[...columns, "latency"].join(", ")} FROM ${table} ${where}) AS g, json_each(g.latency) AS b
     GROUP BY ${[...names, "bucket"].join(", ")}`;
 }
 
@@ -98,15 +98,8 @@ export function sqliteTraceReader(db: Database.Database, retentionMs: number, id
     // The roll-ups of one attribute (group_daily) know days and statuses only.
     const attributeRollup = group !== undefined && rollupColumn === undefined;
     const usageFiltered = filter.keyId !== undefined || filter.provider !== undefined || filter.model !== undefined;
-    // An environment alone, for totals, days and latency: group_daily's environment rows (D54) hold them.
-    const environmentRollup =
-      filter.environment !== undefined &&
-      group === undefined &&
-      !grouping.model &&
-      !grouping.country &&
-      !usageFiltered &&
-      filter.modelContains === undefined;
-    const groupRollup = attributeRollup || environmentRollup;
+    // An environment with the filters and groupings of usage_daily but the country: usage_environment_daily holds them (D67).
+    const environmentRollup = filter.environment !== undefined && !grouping.country && (group === undefined || rollupColumn !== undefined);
     // The roll-ups are daily: hours (of at most two days) are read from the traces. A model name
     // match is a filter of the model, which the roll-ups of provider and model hold.
     const rollups =
@@ -115,20 +108,21 @@ export function sqliteTraceReader(db: Database.Database, retentionMs: number, id
       (filter.environment === undefined || environmentRollup) &&
       !(attributeRollup && (grouping.country || grouping.model || usageFiltered || filter.modelContains !== undefined));
 
-    /** Whole days of an environment filter that group_daily cannot answer. */
+    /** Whole days that counted the filter's environment under other (D54): the roll-ups do not hold it there. */
     let untracked: number[] = [];
 
     /** Whole days, from the roll-ups. */
     const days = (from: number, to: number) => {
       const params: Record<string, unknown> = { account: accountId, from, to };
       // group_daily names the project by number, the other roll-ups by id.
-      const project = groupRollup ? projectIs : "account_id = @account";
+      const project = attributeRollup ? projectIs : "account_id = @account";
       let range = `WHERE ${project} AND day >= @from AND day < @to${traceConditions(filter, params, "rollup")}`;
       let grp: string[] = [];
       if (environmentRollup) {
         Object.assign(params, { environment: filter.environment, untracked: JSON.stringify(untracked) });
-        range += " AND dimension = 'environment' AND value = @environment AND day NOT IN (SELECT value FROM json_each(@untracked))";
-      } else if (group && attributeRollup) {
+        range += " AND environment = @environment AND day NOT IN (SELECT value FROM json_each(@untracked))";
+      }
+      if (group && attributeRollup) {
         params.dimension = dimensionName(group);
         range += " AND dimension = @dimension";
         grp = ['value AS "group"'];
@@ -141,7 +135,9 @@ export function sqliteTraceReader(db: Database.Database, retentionMs: number, id
       }
       const keys = (extra: string) => [...dims, ...grp.map(() => `"group"`), extra];
       const select = (extra: string) => [...dims, ...grp, extra].join(", ");
-      const usageTable = groupRollup ? "group_daily" : grouping.country ? "usage_country_daily" : "usage_daily";
+      // The two roll-ups that keep calls per latency bucket on the row, else usage_daily's kin.
+      const bucketsTable = attributeRollup ? "group_daily" : environmentRollup ? "usage_environment_daily" : undefined;
+      const usageTable = bucketsTable ?? (grouping.country ? "usage_country_daily" : "usage_daily");
       if (grouping.sums !== false) {
         append(
           out.sums,
@@ -158,8 +154,8 @@ export function sqliteTraceReader(db: Database.Database, retentionMs: number, id
         append(
           out.latency,
           run<LatencyCell>(
-            groupRollup
-              ? groupBucketsSql([...dims, ...grp], [...dims, ...grp.map(() => `"group"`)], range)
+            bucketsTable
+              ? bucketsSql(bucketsTable, [...dims, ...grp], [...dims, ...grp.map(() => `"group"`)], range)
               : `SELECT ${select("bucket")}, SUM(calls) AS calls FROM ${latencyTable} ${range}${groupBy(keys("bucket"))}`,
             params,
           ),
@@ -208,7 +204,7 @@ export function sqliteTraceReader(db: Database.Database, retentionMs: number, id
           `SELECT ${select("bucket")}, SUM(calls) AS calls FROM ${filter.status === undefined ? "latency_daily_all" : "latency_daily"} ${range}${groupBy([...dims, "bucket"])}`,
           params,
         );
-        subtract(all, run<LatencyCell>(groupBucketsSql(dims, dims, having), params), "bucket", ["calls"]);
+        subtract(all, run<LatencyCell>(bucketsSql("group_daily", dims, dims, having), params), "bucket", ["calls"]);
       }
     };
 

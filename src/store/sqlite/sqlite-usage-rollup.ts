@@ -123,13 +123,13 @@ export function addLatency(stored: string, added: string): string {
 
 /**
  * Keeps the daily roll-ups (usage_daily, usage_country_daily, latency_daily, latency_daily_all,
- * group_daily with its calls per latency bucket) in step with the
+ * group_daily and usage_environment_daily with their calls per latency bucket) in step with the
  * traces. The returned function must run inside the transaction that inserts the traces, so a
  * roll-up never counts a trace that was not committed, or misses one that was. A batch is
  * summed in memory first: one upsert per distinct row, not one per trace. A trace is counted in
  * a usage_country_daily row (usage_daily, latency_daily and latency_daily_all are summed from
  * those, which are few) and in its attribute groups' group_daily rows, each with its latency
- * bucket. Traces come in runs from the same client: a trace alike the one before it in the
+ * bucket, and, under an environment its day tracks, in a usage_environment_daily row (D67). Traces come in runs from the same client: a trace alike the one before it in the
  * columns a row is keyed by counts in the same rows without a key or a lookup, so a plain trace
  * costs a comparison. A sign of -1 takes the traces out again: re-pricing takes out a trace's
  * old values and adds its new ones.
@@ -157,16 +157,25 @@ export function sqliteUsageRollup(db: Database.Database, keptValueOf: GroupValue
      VALUES (${numberOf("?")}, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
      ON CONFLICT DO UPDATE SET ${checkedSumsUpdate}, latency = add_latency(latency, excluded.latency)`,
   );
+  const environment = db.prepare(
+    `INSERT INTO usage_environment_daily (account_id, environment, day, provider, model, status, key_id, calls, cost_usd, tokens_in, tokens_out, unpriced, mismatched, latency)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+     ON CONFLICT DO UPDATE SET ${checkedSumsUpdate}, latency = add_latency(latency, excluded.latency)`,
+  );
 
   return (traces, sign = 1) => {
     const countryRows: Rows = new Map();
     const groupRows: Rows = new Map();
+    const environmentRows: Rows = new Map();
     let usageOf: TraceValues | undefined;
     let usageDay = 0;
     let usageRow: Sums | undefined;
     let groupsOf: TraceValues | undefined;
     let groupsDay = 0;
     let groupRowsOfTrace: Sums[] = [];
+    // Keyed by both the usage row's columns and the environment's group: found again when either changes.
+    let environmentRow: Sums | undefined;
+    let environmentStale = true;
     for (const t of traces) {
       const day = Math.floor(t[0] / dayMs);
       if (!(usageOf && usageDay === day && alike(t, usageOf, usageColumns))) {
@@ -182,15 +191,22 @@ export function sqliteUsageRollup(db: Database.Database, keptValueOf: GroupValue
         ]);
         usageOf = t;
         usageDay = day;
+        environmentStale = true;
       }
       if (!(groupsOf && groupsDay === day && alike(t, groupsOf, attributionColumns))) {
         groupRowsOfTrace = attributeRows(groupRows, t, day, keptValueOf);
         groupsOf = t;
         groupsDay = day;
+        environmentStale = true;
+      }
+      if (environmentStale) {
+        environmentRow = environmentRowOf(environmentRows, usageRow!, groupRowsOfTrace);
+        environmentStale = false;
       }
       const bucket = latencyBucket(t[8]);
       count(usageRow!, t, bucket, sign);
       for (const row of groupRowsOfTrace) count(row, t, bucket, sign);
+      if (environmentRow) count(environmentRow, t, bucket, sign);
     }
     // The few usage_country_daily rows give the other usage roll-ups' rows.
     const usageRows: Rows = new Map();
@@ -217,12 +233,28 @@ export function sqliteUsageRollup(db: Database.Database, keptValueOf: GroupValue
     for (const s of countryRows.values()) country.run(...s.params, s.calls, s.cost, s.tokensIn, s.tokensOut, s.unpriced, s.mismatched);
     for (const s of latencyRows.values()) latency.run(...s.params, s.calls);
     for (const s of latencyAllRows.values()) latencyAll.run(...s.params, s.calls);
-    for (const s of groupRows.values()) {
-      const [accountId, dimension, value, day, status] = s.params;
-      const latency = JSON.stringify(Object.fromEntries(s.buckets));
-      group.run(accountId, dimension, value, day, status, s.calls, s.cost, s.tokensIn, s.tokensOut, s.unpriced, s.mismatched, latency);
+    // These two keep their calls per latency bucket on the row (D65).
+    for (const [statement, rows] of [
+      [group, groupRows],
+      [environment, environmentRows],
+    ] as const) {
+      for (const s of rows.values())
+        statement.run(...s.params, s.calls, s.cost, s.tokensIn, s.tokensOut, s.unpriced, s.mismatched, JSON.stringify(Object.fromEntries(s.buckets)));
     }
   };
+}
+
+/**
+ * The usage_environment_daily row of a trace counted in `usageRow` (usage_country_daily's) and
+ * `groupRows` (its group_daily rows), or none: a trace without an environment, or one its day
+ * counts under other (D54), is read from the traces.
+ */
+function environmentRowOf(rows: Rows, usageRow: Sums, groupRows: Sums[]): Sums | undefined {
+  const kept = groupRows.find((row) => row.params[1] === "environment")?.params[2] as string | undefined;
+  if (kept === undefined || kept === "" || kept === otherValue) return undefined;
+  const [accountId, day, , provider, model, status, keyId] = usageRow.params;
+  const params = [accountId, kept, day, provider, model, status, keyId];
+  return rowOf(rows, JSON.stringify(params), () => params);
 }
 
 /** The group_daily rows a trace counts in on `day`, each once, its values past the bound as other (D54, trace-groups.ts). */
