@@ -7,7 +7,9 @@ import { repoRoot } from "./cli.js";
  * With CALLTRACE_TEST_CPU=<file>, each test file appends one JSON line there: its wall time and the
  * CPU its worker process used, its own and its exited children's (services, browsers, FerretDB,
  * Python), from /proc. On a machine shared with other work, CPU says where a suite's cost is when
- * wall time cannot (bench/RESULTS.md, "Test suite").
+ * wall time cannot (bench/RESULTS.md, "Test suite"). Counted from this setup file's start, which
+ * precedes the file's imports: a worker that runs several files (`isolate: false`) counts each
+ * file's share, not the sum so far.
  */
 const target = process.env.CALLTRACE_TEST_CPU;
 
@@ -22,18 +24,21 @@ function cpuSeconds(): [number, number] {
 
 if (target) {
   let started = 0;
+  const [ownBefore, childrenBefore] = cpuSeconds();
   beforeAll(() => {
     started = performance.now();
   });
   afterAll(() => {
-    const [own, children] = cpuSeconds();
+    const [ownNow, childrenNow] = cpuSeconds();
+    const own = Math.round((ownNow - ownBefore) * 100) / 100;
+    const children = Math.round((childrenNow - childrenBefore) * 100) / 100;
     const file = relative(repoRoot, expect.getState().testPath ?? "");
     const line = {
       file,
       pid: process.pid,
       node: process.version,
       wall: Math.round(performance.now() - started) / 1000,
-      // Since the worker started: the file's imports are in it.
+      // Since this setup file started: the file's imports are in it.
       cpu: Math.round((own + children) * 100) / 100,
       own,
       children,
