@@ -1,16 +1,14 @@
 import { create } from "@bufbuild/protobuf";
-import { toJson } from "@bufbuild/protobuf";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ExportTraceServiceRequestSchema } from "../../gen/opentelemetry/proto/collector/trace/v1/trace_service_pb.js";
 import { TraceFilterSchema } from "../../gen/calltrace/v1/query_pb.js";
 import { openMongoStore } from "../../src/store/mongo/mongo-store.js";
 import { openSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import type { Store } from "../../src/store/store.js";
 import { runCli, runCliRaw } from "../support/cli.js";
 import { startMongoTestServer, type MongoTestServer } from "../support/ferretdb.js";
-import { exportOf, genAiSpan } from "../otlp/otlp-support.js";
+import { exportOf, genAiSpan, otlpJsonText } from "../otlp/otlp-support.js";
 import { postTrace, startTestService, traceBody, type TestService } from "../support/test-service.js";
 import { tempDir } from "../support/temp-dir.js";
 
@@ -203,7 +201,7 @@ describe.each(targets)("traces import into %s", (_name, newTarget) => {
     const start = Date.now() - 4 * day;
     const request = exportOf([genAiSpan({ startMs: start }), genAiSpan({ startMs: start + 60_000 }), genAiSpan({ startMs: Date.now() - 400 * day })]);
     const file = join(work, "spans.json");
-    writeFileSync(file, JSON.stringify(toJson(ExportTraceServiceRequestSchema, request)).replace(/"(traceId|spanId|parentSpanId)":"([^"]*)"/g, (_m, name: string, b64: string) => `"${name}":"${Buffer.from(b64, "base64").toString("hex")}"`));
+    writeFileSync(file, otlpJsonText(request));
     const target = newTarget();
     const first = importInto(target, [file], "--plan", "pro");
     const report = JSON.parse(first.stdout) as { project: string; stored: number; rejected: number; rejections: { where: string; reason: string }[] };

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { create, fromBinary, toBinary, toJson } from "@bufbuild/protobuf";
 import {
   type ExportTraceServiceRequest,
   ExportTraceServiceRequestSchema,
@@ -89,6 +89,14 @@ export function exportOf(
   return create(ExportTraceServiceRequestSchema, {
     resourceSpans: [{ resource: { attributes: attributes(resource) }, scopeSpans: [{ scope: { name: scope }, spans }] }],
   });
+}
+
+/** An Export as OTLP JSON writes it (a Collector's file exporter): ids in hex, where protobuf's JSON writes base64. */
+export function otlpJsonText(request: ExportTraceServiceRequest): string {
+  return JSON.stringify(toJson(ExportTraceServiceRequestSchema, request)).replace(
+    /"(traceId|spanId|parentSpanId)":"([^"]*)"/g,
+    (_m, name: string, b64: string) => `"${name}":"${Buffer.from(b64, "base64").toString("hex")}"`,
+  );
 }
 
 export interface OtlpAnswer {

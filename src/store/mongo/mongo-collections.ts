@@ -124,7 +124,7 @@ export interface KeyDoc {
  * `createdAt`); an import's claim has `importedAt` in its place and is kept for good.
  */
 export interface IdempotencyDoc {
-  /** `<key id>:<Idempotency-Key>`, or `import:<project id>:<import key>`. */
+  /** `<key id>:<Idempotency-Key>`, `otlp:<project id>:<OTLP call key>` (live or imported) or `import:<project id>:<import key>`. */
   _id: string;
   traceId: TraceDoc["_id"];
   createdAt?: Date;

@@ -1,8 +1,10 @@
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { MongoBulkWriteError, ObjectId, type AnyBulkWriteOperation, type WriteError } from "mongodb";
+import { TraceSource } from "../../../gen/calltrace/v1/trace_pb.js";
 import type { TraceWrite, WriteOutcome } from "../trace-store.js";
 import type { IdempotencyDoc, KeyDoc, MongoCollections } from "./mongo-collections.js";
 import { mongoClaimReads } from "./mongo-claim-reads.js";
+import { mongoOtlpSpans } from "./mongo-otlp-spans.js";
 import { traceToDoc, type TraceDoc } from "./mongo-trace-doc.js";
 import { mongoScopeCounting } from "./mongo-scope-counters.js";
 import { addTraceCounts } from "./mongo-trace-counts.js";
@@ -48,6 +50,7 @@ const failed = (message: string): WriteOutcome => ({ kind: "failed", error: new 
 export function mongoTraceWriter(c: MongoCollections, options: MongoTraceWriterOptions) {
   const uniqueTraceIds = !c.capabilities.timeSeries;
   const addScopeCells = mongoScopeCounting(c, options.timeoutMs);
+  const otlpSpans = mongoOtlpSpans(c);
   const markGroups = mongoValueBound(c, options.groupValuesPerDay, options.timeoutMs);
   const earlierClaims = mongoClaimReads(c.idempotency, {
     timeoutMs: 6 * options.timeoutMs,
@@ -81,11 +84,13 @@ export function mongoTraceWriter(c: MongoCollections, options: MongoTraceWriterO
     const firstWithKey = new Map<string, number>();
     const repeats = new Map<number, number>();
     const claims = new Map<number, Claim>();
+    // An OTLP call stored before, live or imported, however long ago: a duplicate, never claimed again.
+    for (const i of await storedOtlpCalls(writes)) outcomes[i] = { kind: "duplicate", quotaRemaining: undefined };
     writes.forEach((w, index) => {
-      // An imported trace is claimed by its identity in its file, for good (docs/import.md).
+      const id = claimIdOf(w);
+      if (id === undefined || outcomes[index] !== undefined) return;
+      // An imported trace is claimed for good (docs/import.md).
       const imported = w.importKey !== undefined;
-      if (!imported && w.idempotencyKey === undefined) return;
-      const id = imported ? `import:${w.trace.accountId}:${w.importKey}` : `${w.trace.keyId}:${w.idempotencyKey}`;
       const first = firstWithKey.get(id);
       if (first !== undefined) repeats.set(index, first);
       else {
@@ -232,6 +237,32 @@ export function mongoTraceWriter(c: MongoCollections, options: MongoTraceWriterO
   };
 
   /**
+   * The writes (by index) that are OTLP calls whose span is stored in their project already: an
+   * OTLP call's identity is its trace and span ids within its project, live or imported, as the
+   * embedded store keeps it (D37, D63). One find per project through the (project, OTLP trace id)
+   * index; it also finds calls a claim no longer remembers (claims expire after 24 hours, and
+   * those of older releases named the key that sent the call).
+   */
+  async function storedOtlpCalls(writes: TraceWrite[]): Promise<number[]> {
+    const byProject = new Map<string, number[]>();
+    writes.forEach((w, i) => {
+      if (otlpCallKey(w) === undefined || w.trace.otlpSpanId === "") return;
+      const indices = byProject.get(w.trace.accountId);
+      if (indices) indices.push(i);
+      else byProject.set(w.trace.accountId, [i]);
+    });
+    const found: number[] = [];
+    await Promise.all(
+      [...byProject].map(async ([accountId, indices]) => {
+        const spans = await otlpSpans(accountId, [...new Set(indices.map((i) => writes[i]!.trace.otlpTraceId))]);
+        const stored = new Set(spans.map((s) => `${s.otlpTraceId}:${s.otlpSpanId}`));
+        for (const i of indices) if (stored.has(`${writes[i]!.trace.otlpTraceId}:${writes[i]!.trace.otlpSpanId}`)) found.push(i);
+      }),
+    );
+    return found;
+  }
+
+  /**
    * Reads the earlier claims of an import's repeated traces (a whole file's, when imported again)
    * in one query: an import waits for them, where a request's retry may not.
    */
@@ -267,6 +298,22 @@ export function mongoTraceWriter(c: MongoCollections, options: MongoTraceWriterO
     }
     return conflicts;
   }
+}
+
+/** An OTLP call's key (src/otlp/llm-call.ts), live or imported; undefined for any other trace. */
+const otlpCallKey = (w: TraceWrite) => (w.trace.source === TraceSource.OTLP ? w.idempotencyKey : undefined);
+
+/**
+ * What a write claims in the idempotency collection: an OTLP call its key within its project,
+ * whether it arrives live or from a file (so either finds the other's claim); another imported
+ * trace its identity in its file; any other write its key id and Idempotency-Key (D14).
+ */
+function claimIdOf(w: TraceWrite): string | undefined {
+  const callKey = otlpCallKey(w);
+  if (callKey !== undefined) return `otlp:${w.trace.accountId}:${callKey}`;
+  if (w.importKey !== undefined) return `import:${w.trace.accountId}:${w.importKey}`;
+  if (w.idempotencyKey !== undefined) return `${w.trace.keyId}:${w.idempotencyKey}`;
+  return undefined;
 }
 
 /** One Idempotency-Key (or import key) to claim for the write at `index` of the batch. */
