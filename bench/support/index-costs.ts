@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { openSqliteDatabase } from "../../src/store/sqlite/sqlite-database.js";
-import { storedTraceColumns, type TraceValues } from "../../src/store/sqlite/sqlite-trace-row.js";
+import { numberedIndexes, storedTraceColumns, storedTraceValuesSql, type TraceValues } from "../../src/store/sqlite/sqlite-trace-row.js";
 import { threadCpuNs } from "./thread-cpu.js";
 
 export interface IndexCosts {
@@ -27,15 +27,15 @@ export function traceIndexCosts(storeFile: string, rows: TraceValues[], perCommi
     .prepare(`SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'traces' AND sql IS NOT NULL ORDER BY name`)
     .all() as { name: string; sql: string }[];
   store.close();
-  // The table stores a key and a project by number (D65): one of each here.
-  const stored = rows.map((values) => values.map((v, i) => (i === 1 || i === 2 ? 1 : v)));
+  // The table stores a key, a project, a provider and a model by number (D65, D68): one of each here.
+  const stored = rows.map((values) => values.map((v, i) => (numberedIndexes.includes(i) ? 1 : v)));
   const insertAll = (indexSql?: string): number => {
     const dir = mkdtempSync(join(tmpdir(), "calltrace-index-costs-"));
     const db = openSqliteDatabase(join(dir, "traces.db"));
     try {
       db.exec(tableSql);
       if (indexSql) db.exec(indexSql);
-      const insert = db.prepare(`INSERT INTO traces (${storedTraceColumns.join(", ")}) VALUES (${storedTraceColumns.map(() => "?").join(", ")})`);
+      const insert = db.prepare(`INSERT INTO traces (${storedTraceColumns.join(", ")}) VALUES (${storedTraceValuesSql})`);
       const commit = db.transaction((batch: unknown[][]) => {
         for (const values of batch) insert.run(values);
       });

@@ -40,7 +40,7 @@ export async function spanFloor(exportBody: Uint8Array, spansPerSecond: number):
   const { openSqliteDatabase, walAutocheckpointPages } = (await dist("store/sqlite/sqlite-database.js")) as typeof import(
     "../../src/store/sqlite/sqlite-database.js"
   );
-  const { storedTraceColumns, storedTraceValuesSql, writeToRow } = (await dist("store/sqlite/sqlite-trace-row.js")) as typeof import("../../src/store/sqlite/sqlite-trace-row.js");
+  const { numberedIndexes, storedTraceColumns, storedTraceValuesSql, writeToRow } = (await dist("store/sqlite/sqlite-trace-row.js")) as typeof import("../../src/store/sqlite/sqlite-trace-row.js");
   const { openSqliteStore } = (await dist("store/sqlite/sqlite-store.js")) as typeof import("../../src/store/sqlite/sqlite-store.js");
 
   const options = { price: serverCost, metadataAttributes: [] };
@@ -59,9 +59,8 @@ export async function spanFloor(exportBody: Uint8Array, spansPerSecond: number):
   const { $typeName: _, ...fields } = trace;
   const stored = create(StoredTraceSchema, { ...fields, ...origin, keyId: "key_floor", accountId: "acc_floor", country: "DE", receivedAt: timestampNow() });
   const template: unknown[] = writeToRow({ trace: stored, idempotencyKey, otlpStartS }).values;
-  // The table names the key and the project by number (D65).
-  template[1] = 1;
-  template[2] = 1;
+  // The table names the key, the project, the provider and the model by number (D65, D68).
+  for (const i of numberedIndexes) template[i] = 1;
   const rowCost = async (keyed: boolean) => {
     // The traces table as the store creates it, then without its indexes (the call key's kept when `keyed`).
     const dir = mkdtempSync(join(tmpdir(), "calltrace-floor-"));

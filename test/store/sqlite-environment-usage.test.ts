@@ -119,6 +119,10 @@ describe("embedded store: usage per environment (D67)", () => {
     const before = migrations.findIndex((m) => m.includes("CREATE TABLE usage_environment_daily"));
     expect(before).toBeGreaterThan(0);
     db.exec("DROP TABLE usage_environment_daily");
+    // Its traces named a provider and a model by text (D68 numbers them; its migration runs again on reopening).
+    db.exec(`ALTER TABLE traces ADD COLUMN provider TEXT;
+      ALTER TABLE traces ADD COLUMN model TEXT;
+      UPDATE traces SET provider = (SELECT id FROM id_numbers WHERE num = provider_num), model = (SELECT id FROM id_numbers WHERE num = model_num);`);
     db.pragma(`user_version = ${before}`);
     db.close();
     const upgraded = openSqliteStore(oldDir, { groupValuesPerDay });

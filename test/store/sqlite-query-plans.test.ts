@@ -89,6 +89,18 @@ describe("embedded store query plans after the index cuts (D65)", () => {
     expect(await errorsUnder({ userId: "user-0" })).toMatch(/USING INDEX traces_account_user_received \(project_num=\? AND user_id=\?/);
   });
 
+  it("a page of one model's calls reads the model index by the model's number (D68), in time order", async () => {
+    const plan = await planOf(page({ model: "gpt-4o" }));
+    expect(plan).toMatch(/USING INDEX traces_account_model_received \(project_num=\? AND model_num=\? AND received_at>\? AND received_at<\?\)/);
+    expect(plan).not.toMatch(/TEMP B-TREE/);
+  });
+
+  it("a page of a model name match reads the project's time index, matching the names once (D68)", async () => {
+    const plan = await planOf(page({ modelContains: "gpt" }));
+    expect(plan).toMatch(/USING INDEX traces_account_received \(project_num=\? AND received_at>\? AND received_at<\?\)/);
+    expect(plan).not.toMatch(/TEMP B-TREE/);
+  });
+
   it("the traces table has no index that no read uses: no global time index, no status index of successes", async () => {
     const dir = tempDir();
     await openSqliteStore(dir).close();

@@ -1,5 +1,5 @@
 import type Database from "better-sqlite3";
-import { storedTraceColumns, storedTraceValuesSql, type TraceValues } from "./sqlite-trace-row.js";
+import { numberedIndexes, storedTraceColumns, storedTraceValuesSql, type TraceValues } from "./sqlite-trace-row.js";
 import { idNumbering } from "./sqlite-id-numbers.js";
 import type { ValueCap } from "../value-cap.js";
 import { sqliteErrorRollup } from "./sqlite-error-rollup.js";
@@ -104,7 +104,7 @@ export function sqliteBatchCommit(
       const projectNum = ids.numberOf(accountId);
       const claimedBefore = otlpCallKey !== null && storedBeside(projectNum, keyId, otlpCallKey, values[29]!, now);
       if (!claimedBefore) errorGroups.assign(values);
-      if (claimedBefore || statements.insertTrace.run(storedValues(values, ids.numberOf(keyId), projectNum)).changes === 0) {
+      if (claimedBefore || statements.insertTrace.run(storedValues(values, ids.numberOf)).changes === 0) {
         duplicates.indexes.push(i);
         duplicates.quotaRemaining.push(null);
         continue;
@@ -126,18 +126,14 @@ export function sqliteBatchCommit(
     return duplicates;
   });
   return (batch, now) => {
-    for (const values of batch.traces) {
-      ids.number(values[1]);
-      ids.number(values[2]);
-    }
+    for (const values of batch.traces) for (const i of numberedIndexes) ids.number(values[i] as string);
     return commit(batch, now);
   };
 }
 
-/** A row's values as the traces table stores them: its key and project as numbers. */
-function storedValues(values: TraceValues, keyNum: number, projectNum: number): unknown[] {
+/** A row's values as the traces table stores them: its key, project, provider and model as numbers. */
+function storedValues(values: TraceValues, numberOf: (id: string) => number): unknown[] {
   const stored: unknown[] = values.slice();
-  stored[1] = keyNum;
-  stored[2] = projectNum;
+  for (const i of numberedIndexes) stored[i] = numberOf(values[i] as string);
   return stored;
 }

@@ -106,7 +106,7 @@ export function sqliteErrorReader(
           samples.set(cell.group, sample);
         }
         for (const [dimension, column] of [
-          ["model", "model"],
+          ["model", idOf("model_num")],
           ["key", idOf("key_num")],
           ["user", "user_id"],
         ] as const) {

@@ -706,6 +706,77 @@ export const migrations: readonly string[] = [
          AND g.dimension = 'environment' AND g.value = t.environment AND g.day = t.received_at / 86400000)
        GROUP BY 1, 2, 3, 4, 5, 6, 7, 8)
      GROUP BY 1, 2, 3, 4, 5, 6, 7;`,
+  // Bytes per trace (D68): a trace's provider and model are numbers of id_numbers too (the row and
+  // the model index held their text), and its status is `failed` (1 or 0, which SQLite stores in
+  // the row's header alone); `status` stays readable as a virtual column computed from it, so
+  // reads and the index of failed calls keep their text. Rebuilt: a column's type is fixed.
+  `INSERT OR IGNORE INTO id_numbers (id) SELECT DISTINCT provider FROM traces;
+   INSERT OR IGNORE INTO id_numbers (id) SELECT DISTINCT model FROM traces;
+   CREATE TABLE traces_numbered (
+     seq INTEGER PRIMARY KEY,
+     received_at INTEGER NOT NULL,
+     key_num INTEGER NOT NULL,
+     project_num INTEGER NOT NULL,
+     country TEXT NOT NULL,
+     provider_num INTEGER NOT NULL,
+     model_num INTEGER NOT NULL,
+     tokens_in INTEGER NOT NULL,
+     tokens_out INTEGER NOT NULL,
+     latency_ms INTEGER NOT NULL,
+     cost_usd REAL NOT NULL,
+     failed INTEGER NOT NULL,
+     error TEXT,
+     tokens_cached_in INTEGER,
+     tokens_cache_write INTEGER,
+     tokens_reasoning INTEGER,
+     server_cost_usd REAL,
+     price_check INTEGER NOT NULL DEFAULT 0,
+     source INTEGER NOT NULL DEFAULT 0,
+     otlp_trace_id TEXT,
+     otlp_span_id TEXT,
+     otlp_parent_span_id TEXT,
+     service_name TEXT,
+     user_id TEXT,
+     session_id TEXT,
+     tags TEXT,
+     metadata TEXT,
+     environment TEXT,
+     ttft_ms INTEGER,
+     otlp_call_key TEXT,
+     otlp_start_s INTEGER,
+     service_tier TEXT,
+     tokens_cache_write_1h INTEGER,
+     tokens_audio_in INTEGER,
+     tokens_audio_out INTEGER,
+     web_search_requests INTEGER,
+     arrived_at INTEGER,
+     error_group TEXT,
+     import_key TEXT,
+     status TEXT GENERATED ALWAYS AS (CASE failed WHEN 1 THEN 'error' ELSE 'success' END) VIRTUAL
+   );
+   INSERT INTO traces_numbered
+     SELECT seq, received_at, key_num, project_num, country, (SELECT num FROM id_numbers WHERE id = provider),
+       (SELECT num FROM id_numbers WHERE id = model), tokens_in, tokens_out, latency_ms, cost_usd, status = 'error', error,
+       tokens_cached_in, tokens_cache_write, tokens_reasoning, server_cost_usd, price_check, source, otlp_trace_id, otlp_span_id,
+       otlp_parent_span_id, service_name, user_id, session_id, tags, metadata, environment, ttft_ms, otlp_call_key, otlp_start_s,
+       service_tier, tokens_cache_write_1h, tokens_audio_in, tokens_audio_out, web_search_requests, arrived_at, error_group, import_key
+     FROM traces ORDER BY seq;
+   DROP TABLE traces;
+   ALTER TABLE traces_numbered RENAME TO traces;
+   CREATE INDEX traces_account_received ON traces(project_num, received_at);
+   CREATE INDEX traces_account_key_received ON traces(project_num, key_num, received_at);
+   CREATE INDEX traces_account_model_received ON traces(project_num, model_num, received_at);
+   CREATE INDEX traces_account_error_received ON traces(project_num, received_at) WHERE status = 'error';
+   CREATE INDEX traces_account_otlp_trace ON traces(project_num, otlp_trace_id) WHERE otlp_trace_id IS NOT NULL;
+   CREATE INDEX traces_account_user_received ON traces(project_num, user_id, received_at) WHERE user_id IS NOT NULL;
+   CREATE INDEX traces_account_session_received ON traces(project_num, session_id, received_at) WHERE session_id IS NOT NULL;
+   CREATE INDEX traces_account_cost ON traces(project_num, cost_usd, seq);
+   CREATE INDEX traces_account_latency ON traces(project_num, latency_ms, seq);
+   CREATE INDEX traces_account_tokens ON traces(project_num, (tokens_in + tokens_out), seq);
+   CREATE UNIQUE INDEX traces_account_otlp_start_call ON traces(project_num, otlp_start_s, otlp_call_key) WHERE otlp_call_key IS NOT NULL;
+   CREATE INDEX traces_key_arrived_apart ON traces(key_num, arrived_at) WHERE arrived_at / 86400000 <> received_at / 86400000;
+   CREATE INDEX traces_account_error_group ON traces(project_num, error_group, received_at) WHERE error_group IS NOT NULL;
+   CREATE UNIQUE INDEX traces_account_import ON traces(project_num, import_key) WHERE import_key IS NOT NULL;`,
 ];
 
 /** Brings the database to the current schema; safe to run from several processes at once. */

@@ -101,7 +101,7 @@ export function sqliteScopeCounters(db: Database.Database, now: () => number = D
   const statements = {
     watch: db.prepare(`INSERT INTO scope_watches (account_id, scope, since) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`),
     history: db.prepare(
-      `SELECT received_at, ${idOf("key_num")} AS key_id, model, status, cost_usd, latency_ms, price_check, user_id, environment, json(tags) AS tags, json(metadata) AS metadata
+      `SELECT received_at, ${idOf("key_num")} AS key_id, ${idOf("model_num")} AS model, status, cost_usd, latency_ms, price_check, user_id, environment, json(tags) AS tags, json(metadata) AS metadata
        FROM traces WHERE project_num = ${numberOf("?")} AND received_at >= ?`,
     ),
     cells: db.prepare(

@@ -16,7 +16,7 @@ import { sqliteTraceReader } from "./sqlite-trace-reader.js";
 import { openSqliteDatabase } from "./sqlite-database.js";
 import { errorUsersPerGroup } from "./sqlite-error-rollup.js";
 import { traceFromRow, traceRowSql, type TraceRow } from "./sqlite-trace-row.js";
-import { numberOf } from "./sqlite-id-numbers.js";
+import { idOf, numberOf } from "./sqlite-id-numbers.js";
 import { dayMs } from "./sqlite-usage-rollup.js";
 import { sqliteWriterThread } from "./sqlite-writer-thread.js";
 import { defaultValuesPerDay, type ValueCapOptions } from "../value-cap.js";
@@ -103,8 +103,8 @@ export function openSqliteStore(dataDir: string, options: RetentionOptions & Val
     modelCalls: db.prepare(
       `SELECT provider, model, SUM(calls) AS calls FROM usage_daily WHERE day >= @fromDay GROUP BY provider, model
        UNION ALL
-       SELECT provider, model, COUNT(*) AS calls FROM traces
-       WHERE project_num IN (SELECT num FROM id_numbers) AND received_at >= @since AND received_at < @fromDay * ${dayMs} GROUP BY provider, model`,
+       SELECT ${idOf("provider_num")}, ${idOf("model_num")}, COUNT(*) AS calls FROM traces
+       WHERE project_num IN (SELECT num FROM id_numbers) AND received_at >= @since AND received_at < @fromDay * ${dayMs} GROUP BY provider_num, model_num`,
     ),
     // Traces placed from the month's first day, and those placed before it that arrived in it (D58).
     monthlyTraceCount: db

@@ -16,6 +16,13 @@ export const rollupFilterColumns = [
   ["status", "status"],
 ] as const;
 
+/** The traces table's columns of the filters it stores by number (D65, D68). */
+const numberedColumns: Partial<Record<(typeof rollupFilterColumns)[number][0], string>> = {
+  keyId: "key_num",
+  provider: "provider_num",
+  model: "model_num",
+};
+
 const attributeColumns = [
   ["userId", "user_id"],
   ["sessionId", "session_id"],
@@ -74,12 +81,14 @@ export function traceConditions(filter: ResolvedTraceFilter, params: Record<stri
       }
     }
     params[field] = filter[field];
-    sql += columns === "all" && field === "keyId" ? ` AND key_num = ${numberOf("@keyId")}` : ` AND ${column} = @${field}`;
+    const numbered = columns === "all" ? numberedColumns[field] : undefined;
+    sql += numbered ? ` AND ${numbered} = ${numberOf(`@${field}`)}` : ` AND ${column} = @${field}`;
   }
-  // The roll-ups of provider and model hold the model too: a name match reads them as it reads the traces.
+  // The roll-ups of provider and model hold the model too: a name match reads them as the traces' numbers of the names that match.
   if (filter.modelContains !== undefined) {
     params.modelLike = containing(filter.modelContains);
-    sql += ` AND model LIKE @modelLike ESCAPE '\\'`;
+    const like = "LIKE @modelLike ESCAPE '\\'";
+    sql += columns === "all" ? ` AND model_num IN (SELECT num FROM id_numbers WHERE id ${like})` : ` AND model ${like}`;
   }
   if (columns === "rollup") return sql;
   for (const [field, column] of attributeColumns) {
@@ -124,9 +133,9 @@ export function groupExpression(dimension: GroupDimension, params: Record<string
     case "key":
       return { value: idOf("key_num"), join: "" };
     case "provider":
-      return { value: "provider", join: "" };
+      return { value: idOf("provider_num"), join: "" };
     case "model":
-      return { value: "model", join: "" };
+      return { value: idOf("model_num"), join: "" };
     case "metadata":
       params.groupPath = metadataPath(dimension.key);
       return { value: "COALESCE(json_extract(traces.metadata, @groupPath), '')", join: "" };

@@ -13,7 +13,7 @@ import { otherValue } from "../value-cap.js";
 import { sqliteErrorReader } from "./sqlite-error-reader.js";
 import { sqliteRunReader } from "./sqlite-run-reader.js";
 import { groupExpression, projectIs, traceConditions, tracesFor } from "./sqlite-trace-filter.js";
-import { numberOf } from "./sqlite-id-numbers.js";
+import { idOf, numberOf } from "./sqlite-id-numbers.js";
 import { traceFromRow, traceRowSql, type TraceRow } from "./sqlite-trace-row.js";
 import { dayMs } from "./sqlite-usage-rollup.js";
 
@@ -27,6 +27,9 @@ const sortExpressions = { cost: "cost_usd", latency: "latency_ms", tokens: "(tok
  * JSON join: 15,000 traces of 8 tags took 3 s at load 20, their users 0.2 s (bench/storage.ts).
  */
 export const maxPartTraces = { single: 20_000, list: 2_500 } as const;
+
+/** The traces table's columns of the dimensions it stores by number (D68). */
+const numberedDims: Partial<Record<string, string>> = { provider: "provider_num", model: "model_num" };
 
 /** The dimensions the roll-ups of key, provider and model (usage_daily and its kin) hold as columns. */
 const rollupColumns: Partial<Record<string, string>> = { key: "key_id", provider: "provider", model: "model" };
@@ -219,7 +222,9 @@ export function sqliteTraceReader(db: Database.Database, retentionMs: number, id
             ? "received_at / 3600000 AS hour"
             : d === "bucket"
               ? "latency_bucket(latency_ms) AS bucket"
-              : d;
+              : d in numberedDims
+                ? `${idOf(numberedDims[d]!)} AS ${d}`
+                : d;
       let range = `WHERE ${projectIs} AND received_at >= @from AND received_at < @to${traceConditions(filter, params)}`;
       let join = "";
       const grp: string[] = [];
@@ -233,7 +238,8 @@ export function sqliteTraceReader(db: Database.Database, retentionMs: number, id
           range += ` AND ${value} IN (SELECT value FROM json_each(@values))`;
         }
       }
-      const keys = (extra: string) => [...dims, ...grp.map(() => `"group"`), extra];
+      // Grouped by the numbers, each group's id read once.
+      const keys = (extra: string) => [...dims.map((d) => numberedDims[d] ?? d), ...grp.map(() => `"group"`), extra];
       const select = (extra: string) => [...dims.map(column), ...grp, column(extra)].join(", ");
       if (grouping.sums !== false) {
         append(

@@ -141,26 +141,40 @@ export const traceColumns = [
   "import_key",
 ] as const satisfies readonly (keyof TraceRow)[];
 
-/** The traces table's columns of `traceColumns`, in the same order: a project and a key are stored as their numbers (D65). */
-export const storedTraceColumns = traceColumns.map((c) => (c === "account_id" ? "project_num" : c === "key_id" ? "key_num" : c));
+/**
+ * The traces table's columns of `traceColumns`, in the same order: a project, a key, a provider and
+ * a model are stored as their numbers (D65, D68), a status as whether the call failed (D68).
+ */
+const storedAs: Partial<Record<(typeof traceColumns)[number], string>> = {
+  account_id: "project_num",
+  key_id: "key_num",
+  provider: "provider_num",
+  model: "model_num",
+  status: "failed",
+};
+export const storedTraceColumns = traceColumns.map((c) => storedAs[c] ?? c);
+
+/** Where in TraceValues the writer puts the numbers of these ids. */
+export const numberedIndexes = (["key_id", "account_id", "provider", "model"] as const).map((c) => traceColumns.indexOf(c));
 
 /** The columns kept as SQLite's binary JSON (D65): written through jsonb(), read through json(). */
 const jsonbColumns: readonly string[] = ["tags", "metadata"];
 
-/** SQL placeholders for a row's `storedTraceColumns`: the JSON columns' text made binary. */
-export const storedTraceValuesSql = traceColumns.map((c) => (jsonbColumns.includes(c) ? "jsonb(?)" : "?")).join(", ");
+/** SQL placeholders for a row's `storedTraceColumns`: the JSON columns' text made binary, the status a flag. */
+export const storedTraceValuesSql = traceColumns
+  .map((c) => (jsonbColumns.includes(c) ? "jsonb(?)" : c === "status" ? "? = 'error'" : "?"))
+  .join(", ");
 
-/** SQL selecting a TraceRow: the row's columns, with the project's and the key's ids for their numbers and the JSON as text. */
+/**
+ * SQL selecting a TraceRow: the row's columns, with the ids of its numbers and the JSON as text
+ * (the table's virtual `status` column reads the flag as text).
+ */
 export const traceRowSql = `seq, ${traceColumns
-  .map((c) =>
-    c === "account_id"
-      ? `${idOf("project_num")} AS account_id`
-      : c === "key_id"
-        ? `${idOf("key_num")} AS key_id`
-        : jsonbColumns.includes(c)
-          ? `json(${c}) AS ${c}`
-          : c,
-  )
+  .map((c) => {
+    const stored = storedAs[c];
+    if (stored !== undefined && c !== "status") return `${idOf(stored)} AS ${c}`;
+    return jsonbColumns.includes(c) ? `json(${c}) AS ${c}` : c;
+  })
   .join(", ")}`;
 
 /**
