@@ -73,8 +73,21 @@ type Rows = Map<string, Sums>;
 /** The row of `rows` under `key`, new and empty if there is none yet. */
 function rowOf(rows: Rows, key: string, params: () => unknown[]): Sums {
   let row = rows.get(key);
-  if (!row) rows.set(key, (row = { params: params(), calls: 0, cost: 0, tokensIn: 0, tokensOut: 0, unpriced: 0, mismatched: 0, buckets: new Map() }));
+  if (!row) rows.set(key, (row = emptySums(params())));
   return row;
+}
+
+function emptySums(params: unknown[]): Sums {
+  return { params, calls: 0, cost: 0, tokensIn: 0, tokensOut: 0, unpriced: 0, mismatched: 0, buckets: new Map() };
+}
+
+/**
+ * group_daily's rows of a batch, by project, day and status (one key built per trace), then by
+ * dimension and value: a trace's dozen groups are found without building a key for each.
+ */
+interface GroupRows {
+  byContext: Map<string, Map<string, Map<string, Sums>>>;
+  all: Sums[];
 }
 
 /** Counts a trace (or, with a sign of -1, takes it out) in a row. */
@@ -165,7 +178,7 @@ export function sqliteUsageRollup(db: Database.Database, keptValueOf: GroupValue
 
   return (traces, sign = 1) => {
     const countryRows: Rows = new Map();
-    const groupRows: Rows = new Map();
+    const groupRows: GroupRows = { byContext: new Map(), all: [] };
     const environmentRows: Rows = new Map();
     let usageOf: TraceValues | undefined;
     let usageDay = 0;
@@ -235,10 +248,10 @@ export function sqliteUsageRollup(db: Database.Database, keptValueOf: GroupValue
     for (const s of latencyAllRows.values()) latencyAll.run(...s.params, s.calls);
     // These two keep their calls per latency bucket on the row (D65).
     for (const [statement, rows] of [
-      [group, groupRows],
-      [environment, environmentRows],
+      [group, groupRows.all],
+      [environment, environmentRows.values()],
     ] as const) {
-      for (const s of rows.values())
+      for (const s of rows)
         statement.run(...s.params, s.calls, s.cost, s.tokensIn, s.tokensOut, s.unpriced, s.mismatched, JSON.stringify(Object.fromEntries(s.buckets)));
     }
   };
@@ -258,12 +271,21 @@ function environmentRowOf(rows: Rows, usageRow: Sums, groupRows: Sums[]): Sums |
 }
 
 /** The group_daily rows a trace counts in on `day`, each once, its values past the bound as other (D54, trace-groups.ts). */
-function attributeRows(rows: Rows, t: TraceValues, day: number, keptValueOf: GroupValueOf): Sums[] {
+function attributeRows(rows: GroupRows, t: TraceValues, day: number, keptValueOf: GroupValueOf): Sums[] {
   const accountId = t[2];
   const status = t[10];
-  // JSON strings and a number between them: a key no other params can spell.
-  const rest = `${day}${JSON.stringify(status)}${JSON.stringify(accountId)}`;
-  return cappedGroups(traceGroups(t), (dimension, value) => keptValueOf(accountId, dimension, day, value)).map(([dimension, kept]) =>
-    rowOf(rows, JSON.stringify(dimension) + JSON.stringify(kept) + rest, () => [accountId, dimension, kept, day, status]),
-  );
+  // The day and the status's length are numbers, each ended by a space: no other params spell it.
+  const context = `${day} ${status.length} ${status}${accountId}`;
+  let byDimension = rows.byContext.get(context);
+  if (!byDimension) rows.byContext.set(context, (byDimension = new Map()));
+  return cappedGroups(traceGroups(t), (dimension, value) => keptValueOf(accountId, dimension, day, value)).map(([dimension, kept]) => {
+    let byValue = byDimension.get(dimension);
+    if (!byValue) byDimension.set(dimension, (byValue = new Map()));
+    let row = byValue.get(kept);
+    if (!row) {
+      byValue.set(kept, (row = emptySums([accountId, dimension, kept, day, status])));
+      rows.all.push(row);
+    }
+    return row;
+  });
 }
