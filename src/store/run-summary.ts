@@ -28,7 +28,7 @@ export interface RunsAfter {
 }
 
 /** Whether a run comes after `after` when runs are listed most recently ended first. */
-export function runIsAfter(cell: RunCell, after: RunsAfter | undefined): boolean {
+export function runIsAfter(cell: Pick<RunCell, "id" | "endMs">, after: RunsAfter | undefined): boolean {
   return after === undefined || cell.endMs < after.endMs || (cell.endMs === after.endMs && cell.id > after.id);
 }
 
@@ -54,5 +54,14 @@ export function runSummary(cell: RunCell): RunSummary {
 
 /** Runs in the order asked for; ties by id, so pages of equal figures stay stable. */
 export function sortRuns(cells: RunCell[], order: RunOrder): RunCell[] {
-  return cells.sort((a, b) => (order === "cost" ? b.costUsd - a.costUsd : b.endMs - a.endMs) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  return cells.sort((a, b) => (order === "cost" ? b.costUsd - a.costUsd : b.endMs - a.endMs) || byId(a, b));
+}
+
+/** Most recently ended first, ties by id: sortRuns's `recent` order, for runs known by their span alone. */
+export function endedLaterFirst(a: Pick<RunCell, "id" | "endMs">, b: Pick<RunCell, "id" | "endMs">): number {
+  return b.endMs - a.endMs || byId(a, b);
+}
+
+function byId(a: Pick<RunCell, "id">, b: Pick<RunCell, "id">): number {
+  return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
 }

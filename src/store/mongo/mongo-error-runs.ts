@@ -4,7 +4,7 @@ import type { Document, Filter } from "mongodb";
 import { errorGroupOf } from "../error-group.js";
 import { foldErrorGroups, type ErrorGroupCell, type ErrorValueCell } from "../error-groups-fold.js";
 import { callSpanMs, maxRunCalls, parseRunId, runIdOf, type RunKey } from "../run-id.js";
-import { runIsAfter, runSummary, sortRuns, type RunCell } from "../run-summary.js";
+import { endedLaterFirst, runIsAfter, runSummary, sortRuns, type RunCell, type RunsAfter } from "../run-summary.js";
 import { filtersAttributes, resolveTraceFilter, type ResolvedTraceFilter } from "../trace-filter.js";
 import { readCutoffMs } from "../retention.js";
 import type { TraceReader } from "../trace-reader.js";
@@ -13,9 +13,15 @@ import { objectIdIds, traceFromDoc, type TraceDoc } from "./mongo-trace-doc.js";
 
 type Match = (accountId: string, filter: ResolvedTraceFilter) => Filter<TraceDoc>;
 type Row = { _id: Record<string, unknown>; n?: number };
+type RunSpan = Pick<RunCell, "id" | "startMs" | "endMs">;
 
-/** The runs a list looks at: the newest calls that belong to one, most recent first, until enough runs are found. */
-const runScanLimit = 20_000;
+/** The calls that belong to a run (D59). */
+const inRun: Filter<TraceDoc> = { $or: [{ otlpTraceId: { $exists: true } }, { sessionId: { $exists: true } }] };
+/** A $group's key of a call's run. */
+const runGroup = { o: "$otlpTraceId", s: "$sessionId" };
+/** The latest time a Date holds, and the longest latency a trace may say (int32 milliseconds). */
+const latestMs = 8_640_000_000_000_000;
+const maxLatencyMs = 2_147_483_647;
 
 /**
  * The Errors and Runs views on MongoDB, with $match, $group and $sum only (FerretDB's subset,
@@ -39,29 +45,97 @@ export function mongoErrorsAndRuns(
       : { "meta.accountId": accountId, sessionId: key.sessionId, otlpTraceId: { $exists: false } };
   const cutoff = (keptSinceMs?: number) => new Date(readCutoffMs(retentionMs, keptSinceMs));
 
+  /** A run's start and end, from `match` (the run's calls, narrowed or not): its first and last placed calls'. */
+  const runSpan = async (id: string, match: Filter<TraceDoc>): Promise<RunSpan | undefined> => {
+    const [first, last] = await Promise.all([bound(match, 1), bound(match, -1)]);
+    if (!first || !last) return undefined;
+    return {
+      id,
+      startMs: callSpanMs(first.receivedAt.getTime(), first.latencyMs, first.arrivedAt !== undefined).start,
+      endMs: callSpanMs(last.receivedAt.getTime(), last.latencyMs, last.arrivedAt !== undefined).end,
+    };
+  };
+
   /** Sums of a run's calls, from `match` (the run's calls, narrowed or not). */
   const runCell = async (id: string, match: Filter<TraceDoc>): Promise<RunCell | undefined> => {
-    const [calls, errors, costUsd, tokensIn, tokensOut, first, last] = await Promise.all([
+    const [calls, errors, costUsd, tokensIn, tokensOut, span] = await Promise.all([
       sumBy(match, {}, 1),
       sumBy({ $and: [match, { "meta.status": "error" }] }, {}, 1),
       sumBy(match, {}, "$costUsd"),
       sumBy(match, {}, "$tokensIn"),
       sumBy(match, {}, "$tokensOut"),
-      bound(match, 1),
-      bound(match, -1),
+      runSpan(id, match),
     ]);
     const n = (rows: Row[]) => Number(rows[0]?.n ?? 0);
-    if (n(calls) === 0 || !first || !last) return undefined;
-    return {
-      id,
-      calls: n(calls),
-      errors: n(errors),
-      costUsd: n(costUsd),
-      tokensIn: n(tokensIn),
-      tokensOut: n(tokensOut),
-      startMs: callSpanMs(first.receivedAt.getTime(), first.latencyMs, first.arrivedAt !== undefined).start,
-      endMs: callSpanMs(last.receivedAt.getTime(), last.latencyMs, last.arrivedAt !== undefined).end,
+    if (n(calls) === 0 || !span) return undefined;
+    return { ...span, calls: n(calls), errors: n(errors), costUsd: n(costUsd), tokensIn: n(tokensIn), tokensOut: n(tokensOut) };
+  };
+
+  /** The longest latency of a call that says its call time (so ends after it is placed) since `fromMs`; 0 without one. */
+  const longestLatency = async (accountId: string, fromMs: number): Promise<number> => {
+    const match = { "meta.accountId": accountId, arrivedAt: { $exists: true }, receivedAt: { $gte: new Date(fromMs) } };
+    const doc = await c.traces.find(match, { projection: { latencyMs: 1 } }).sort({ latencyMs: -1 }).limit(1).next();
+    return doc?.latencyMs ?? 0;
+  };
+
+  /**
+   * Runs most recently ended first, after `after`, exactly as the embedded store lists them:
+   * filtered (`narrowed`), a run is its matching calls in the range; otherwise the whole run, when
+   * it overlaps the range. Calls are scanned newest placed first; a call ends at most `longest`
+   * after it is placed, so once the scan is that far below the limit-th run's end, no run it has
+   * yet to meet can come before. Unfiltered, the runs with calls placed past the range's end (plus
+   * `longest`) are found first, by one $group, and kept where they overlap the range: their end is
+   * not where the scan meets them.
+   */
+  const recentRuns = async (
+    accountId: string,
+    filter: ResolvedTraceFilter,
+    narrowed: Filter<TraceDoc> | undefined,
+    limit: number,
+    after: RunsAfter | undefined,
+    spanOf: (id: string) => Promise<RunSpan | undefined>,
+  ): Promise<string[]> => {
+    const longest = await longestLatency(accountId, Math.max(filter.sinceMs - maxLatencyMs, cutoff().getTime()));
+    const highest = Math.min(filter.untilMs + longest, latestMs);
+    const overlaps = (run: RunSpan) => narrowed !== undefined || (run.startMs < filter.untilMs && run.endMs >= filter.sinceMs);
+    const runs: RunSpan[] = [];
+    const seen = new Set<string>();
+    /** The end of the limit-th run found so far, in order; none before `limit` are found. */
+    let pageEndMs = Number.NEGATIVE_INFINITY;
+    // Spans only (two sorted finds a run): the figures are summed for the runs of the page alone.
+    const add = async (ids: string[]) => {
+      for (const run of await Promise.all(ids.map(spanOf))) if (run && overlaps(run) && runIsAfter(run, after)) runs.push(run);
+      if (runs.length >= limit) pageEndMs = runs.sort(endedLaterFirst)[limit - 1]!.endMs;
     };
+    let window = narrowed;
+    if (!window) {
+      const runsOf = (rows: Row[]) => rows.flatMap((row) => runIdOf(row._id.o as string | undefined, row._id.s as string | undefined) ?? []);
+      const placed = (range: Filter<TraceDoc>["receivedAt"]) => ({ $and: [{ "meta.accountId": accountId, receivedAt: range }, inRun] });
+      const beyond = runsOf(await sumBy(placed({ $gte: new Date(highest) }), runGroup, 1));
+      for (const id of beyond) seen.add(id);
+      await add(beyond);
+      window = placed({ $gte: new Date(Math.max(filter.sinceMs - longest, cutoff().getTime())), $lt: new Date(highest) });
+    }
+    // A run after the cursor ended before the cursor's end, so its calls were all placed before it.
+    const scan = after ? { $and: [window, { receivedAt: { $lte: new Date(after.endMs) } }] } : window;
+    let batch: string[] = [];
+    const projection = { otlpTraceId: 1, sessionId: 1, receivedAt: 1 };
+    for await (const doc of c.traces.find(scan, { projection }).sort({ receivedAt: -1 })) {
+      if (doc.receivedAt.getTime() + longest < pageEndMs) break;
+      const id = runIdOf(doc.otlpTraceId, doc.sessionId);
+      if (id === undefined || seen.has(id)) continue;
+      seen.add(id);
+      batch.push(id);
+      if (batch.length >= limit) {
+        await add(batch);
+        batch = [];
+      }
+    }
+    await add(batch);
+    return runs
+      .sort(endedLaterFirst)
+      .slice(0, limit)
+      .map((run) => run.id);
   };
 
   return {
@@ -126,7 +200,6 @@ export function mongoErrorsAndRuns(
     async listRuns(accountId, traceFilter, order, limit, after) {
       if (after && order !== "recent") throw new Error("listRuns: only the most recent first order pages after a run");
       const filter = resolveTraceFilter(traceFilter, retentionMs);
-      const inRun: Filter<TraceDoc> = { $or: [{ otlpTraceId: { $exists: true } }, { sessionId: { $exists: true } }] };
       const match: Filter<TraceDoc> = { $and: [traceMatch(accountId, filter), inRun] };
       const narrowed =
         filtersAttributes(filter) ||
@@ -134,18 +207,19 @@ export function mongoErrorsAndRuns(
         filter.provider !== undefined ||
         filter.model !== undefined ||
         filter.status !== undefined;
-      const cellOf = (id: string) => {
+      // Unfiltered, a run's figures are the whole run's, as the embedded store's roll-up has them.
+      const callsOf = (id: string): Filter<TraceDoc> => {
         const own = runMatch(accountId, parseRunId(id)!);
-        // Unfiltered, a run's figures are the whole run's, as the embedded store's roll-up has them.
-        return runCell(id, narrowed ? { $and: [match, own] } : { ...own, receivedAt: { $gte: cutoff() } });
+        return narrowed ? { $and: [match, own] } : { ...own, receivedAt: { $gte: cutoff() } };
       };
+      const cellOf = (id: string) => runCell(id, callsOf(id));
       const cells: RunCell[] = [];
       const keep = (found: (RunCell | undefined)[]) => {
         for (const cell of found) if (cell !== undefined && runIsAfter(cell, after)) cells.push(cell);
       };
       if (order === "cost") {
         const costs = new Map<string, number>();
-        for (const row of await sumBy(match, { o: "$otlpTraceId", s: "$sessionId" }, "$costUsd")) {
+        for (const row of await sumBy(match, runGroup, "$costUsd")) {
           const id = runIdOf(row._id.o as string | undefined, row._id.s as string | undefined);
           if (id !== undefined) costs.set(id, (costs.get(id) ?? 0) + Number(row.n ?? 0));
         }
@@ -155,25 +229,10 @@ export function mongoErrorsAndRuns(
           .map(([id]) => id);
         keep(await Promise.all(found.map(cellOf)));
       } else {
-        // A run after the cursor ended before the cursor's end, so its calls were all placed before it.
-        const scan = after ? { $and: [match, { receivedAt: { $lte: new Date(after.endMs) } }] } : match;
-        const seen = new Set<string>();
-        let batch: string[] = [];
-        for await (const doc of c.traces.find(scan).sort({ receivedAt: -1 }).limit(runScanLimit)) {
-          const id = runIdOf(doc.otlpTraceId, doc.sessionId);
-          if (id === undefined || seen.has(id)) continue;
-          seen.add(id);
-          batch.push(id);
-          // Runs found that the cursor's page already held are passed over, and the scan goes on.
-          if (cells.length + batch.length >= limit) {
-            keep(await Promise.all(batch.map(cellOf)));
-            batch = [];
-            if (cells.length >= limit) break;
-          }
-        }
-        keep(await Promise.all(batch.map(cellOf)));
+        const ids = await recentRuns(accountId, filter, narrowed ? match : undefined, limit, after, (id) => runSpan(id, callsOf(id)));
+        keep(await Promise.all(ids.map(cellOf)));
       }
-      return sortRuns(cells, order).map(runSummary);
+      return sortRuns(cells, order).slice(0, limit).map(runSummary);
     },
 
     async getRun(accountId, runId, keptSinceMs) {
