@@ -2,11 +2,12 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { resolveTraceFilter } from "../../src/store/trace-filter.js";
-import { projectIs, traceConditions, tracesFor } from "../../src/store/sqlite/sqlite-trace-filter.js";
+import { groupExpression, projectIs, traceConditions, tracesFor } from "../../src/store/sqlite/sqlite-trace-filter.js";
 import { traceRowSql } from "../../src/store/sqlite/sqlite-trace-row.js";
 import { runCallsWhere } from "../../src/store/sqlite/sqlite-run-reader.js";
 import { failedCallsWhere } from "../../src/store/sqlite/sqlite-error-reader.js";
 import { expiringProjects, openSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
+import { cappedExpression, countedOtherSql } from "../../src/store/sqlite/sqlite-trace-reader.js";
 import { create } from "@bufbuild/protobuf";
 import { TraceFilterSchema } from "../../gen/calltrace/v1/query_pb.js";
 import { tempDir } from "../support/temp-dir.js";
@@ -99,6 +100,19 @@ describe("embedded store query plans after the index cuts (D65)", () => {
     const plan = await planOf(page({ modelContains: "gpt" }));
     expect(plan).toMatch(/USING INDEX traces_account_received \(project_num=\? AND received_at>\? AND received_at<\?\)/);
     expect(plan).not.toMatch(/TEMP B-TREE/);
+  });
+
+  it("a group-by of one user's tags reads the user's index, and looks a value's tracking up by one point of group_daily's key (D67)", async () => {
+    const params: Record<string, unknown> = {};
+    const tag = groupExpression({ kind: "tag" }, params);
+    const plan = await planOf(
+      `SELECT ${cappedExpression(tag.value, "tag", params)} AS "group", COUNT(*) FROM ${tracesFor(resolveTraceFilter(create(TraceFilterSchema, { userId: "u" }), 0))}${tag.join}
+       WHERE ${projectIs} AND received_at >= @from AND received_at < @to AND user_id = @user GROUP BY 1`,
+    );
+    expect(plan).toMatch(/USING INDEX traces_account_user_received \(project_num=\? AND user_id=\? AND received_at>\? AND received_at<\?\)/);
+    expect(plan).toMatch(/SEARCH tracked USING PRIMARY KEY \(project_num=\? AND dimension=\? AND value=\? AND status=\? AND day=\?\)/);
+    // Whether the range's days counted any value as other, which the lookup is needed for: a range of group_daily's key.
+    expect(await planOf(countedOtherSql)).toMatch(/SEARCH group_daily USING PRIMARY KEY \(project_num=\? AND dimension=\? AND value=\?/);
   });
 
   it("the traces table has no index that no read uses: no global time index, no status index of successes", async () => {

@@ -37,15 +37,26 @@ const rollupColumns: Partial<Record<string, string>> = { key: "key_id", provider
 /**
  * A trace's value of an attribute as the roll-ups count it (D54): the value if its day's roll-up
  * rows hold it (tracked), else the other value. The roll-ups are written in the traces'
- * transaction, so they hold every tracked value of every stored trace.
+ * transaction, so they hold every tracked value of every stored trace, in the row of the trace's
+ * own status: one point of group_daily's key per trace and value (D67), not every status and day
+ * of the value.
  */
-function cappedExpression(value: string, dimension: string, params: Record<string, unknown>): string {
+export function cappedExpression(value: string, dimension: string, params: Record<string, unknown>): string {
   params.cappedDimension = dimension;
   params.otherValue = otherValue;
   return `(CASE WHEN ${value} = '' OR EXISTS (SELECT 1 FROM group_daily AS tracked WHERE tracked.${projectIs}
-    AND tracked.dimension = @cappedDimension AND tracked.value = ${value} AND tracked.day = traces.received_at / ${dayMs})
+    AND tracked.dimension = @cappedDimension AND tracked.value = ${value} AND tracked.status = traces.status
+    AND tracked.day = traces.received_at / ${dayMs})
     THEN ${value} ELSE @otherValue END)`;
 }
+
+/**
+ * Whether the days of [from, to) counted a value of `group` under other (D54), in group_daily's
+ * rows of the other value; a metadata value also when its key was (it then keeps no value). If
+ * not, every trace's value is its own and needs no lookup.
+ */
+export const countedOtherSql = `SELECT 1 FROM group_daily WHERE ${projectIs} AND dimension IN (SELECT value FROM json_each(@dimensions))
+  AND value = @otherValue AND day >= @fromDay AND day <= @lastDay LIMIT 1`;
 
 /**
  * Calls per latency bucket of the rows of `table` (group_daily or usage_environment_daily) `where`
@@ -231,7 +242,17 @@ export function sqliteTraceReader(db: Database.Database, retentionMs: number, id
       if (group) {
         const expression = groupExpression(group, params);
         join = expression.join;
-        const value = attributeRollup ? cappedExpression(expression.value, dimensionName(group), params) : expression.value;
+        const dimension = dimensionName(group);
+        const countedOther =
+          attributeRollup &&
+          prepare(countedOtherSql).get({
+            account: accountId,
+            dimensions: JSON.stringify(group.kind === "metadata" ? [dimension, "metadataKey"] : [dimension]),
+            otherValue,
+            fromDay: Math.floor(from / dayMs),
+            lastDay: Math.floor((to - 1) / dayMs),
+          }) !== undefined;
+        const value = countedOther ? cappedExpression(expression.value, dimension, params) : expression.value;
         grp.push(`${value} AS "group"`);
         if (values) {
           params.values = JSON.stringify(values);
