@@ -17,11 +17,13 @@ export interface Rejection {
 
 /**
  * Traces per batch: one transaction each in the embedded store. Larger than a live batch (D13):
- * a commit writes each page it dirtied once however many rows changed it, so 10,000 a commit cost
- * the writer about a third of 2,000's WAL writes per trace; it holds the write lock for about half
- * a second, within what a server sharing the file waits for it (sqlite-write-worker.ts).
+ * a commit writes each page it dirtied once however many rows changed it, and a trace's user,
+ * session, cost, latency, tokens and run put it on a page of its own in each of those indexes, so
+ * past half a million traces nearly every one dirtied pages of their own: 50,000 a commit write a
+ * quarter of the bytes 10,000 did (bench/RESULTS.md, D66). A commit holds the write lock for
+ * 2-3 s on a quiet machine, within the 5 s a server sharing the file waits for it (sqlite-write-worker.ts).
  */
-export const importBatchSize = 10_000;
+export const importBatchSize = 50_000;
 
 /**
  * Writes the items' traces into the store through its batch path, not over HTTP: batches of
