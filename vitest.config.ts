@@ -24,7 +24,8 @@ export default defineConfig({
     // The `calltrace` child processes run a build compiled once per run, not tsx (test/support/service-build.ts).
     globalSetup: ["test/support/service-build.ts"],
     // CALLTRACE_TEST_CPU=<file> records each file's wall and CPU time (test/support/cpu-record.ts).
-    setupFiles: ["test/support/cpu-record.ts"],
+    // file-end-setup.ts stops what a file started from its beforeAll (test/support/file-end.ts).
+    setupFiles: ["test/support/cpu-record.ts", "test/support/file-end-setup.ts"],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     // expect.poll waits on real servers and a real browser; on 2 busy cores 1 s (the default) is too short.

@@ -1,4 +1,3 @@
-import { afterAll } from "vitest";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { mintApiKey } from "../../src/auth/api-key.js";
@@ -7,6 +6,7 @@ import { startService, type RunningService } from "../../src/app.js";
 import { createLogger } from "../../src/log/logger.js";
 import { openSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import type { Store } from "../../src/store/store.js";
+import { atFileEnd } from "./file-end.js";
 import { tempDir } from "./temp-dir.js";
 
 export interface TestService extends RunningService {
@@ -19,7 +19,7 @@ export interface TestService extends RunningService {
 
 /**
  * Starts the real service in this process on a free loopback port with a fresh embedded store,
- * and stops it after the test file.
+ * and stops it after the test file (test/support/file-end.ts), from a beforeAll too.
  */
 export async function startTestService(
   overrides: Partial<Config> & { plans?: Record<string, { per_minute: number; per_month: number; max_keys?: number }> } = {},
@@ -43,12 +43,16 @@ export async function startTestService(
   };
   const service = await startService(config, createLogger(config.logLevel));
   const store = openSqliteStore(config.dataDir);
-  afterAll(async () => {
-    await service.close(1000);
+  // Once, whether a test closes it first or the file's end does.
+  let closed: Promise<void> | undefined;
+  const close = (graceMs?: number) => (closed ??= service.close(graceMs));
+  atFileEnd(async () => {
+    await close(1000);
     await store.close();
   });
   return {
     ...service,
+    close,
     config,
     store,
     async createKey(plan = "free") {
