@@ -36,7 +36,10 @@ export default defineConfig({
         // Files matched by an earlier tier stay there.
         test: { name, include: [...include], exclude: Object.values(tiers).slice(0, i).flat() },
       })),
-      { extends: true as const, test: { name: "unit", include: ["test/**/*.test.ts"], exclude: claimed } },
+      // One worker process runs every unit file, each importing the service's modules once, not once
+      // per file (about 1 s of CPU a file; bench/RESULTS.md, "Test suite"). Its files keep no state
+      // between them: each stops what it started (test/support/file-end.ts) and restores fake timers.
+      { extends: true as const, test: { name: "unit", include: ["test/**/*.test.ts"], exclude: claimed, isolate: false } },
     ],
   },
 });
