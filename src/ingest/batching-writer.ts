@@ -32,10 +32,15 @@ interface Pending {
   /** When the write fails if still unanswered (performance.now() clock). */
   deadline: number;
   settled: boolean;
+  /** Answered before its batch was committed: told what became of it when it is. */
+  committed?: (outcome: WriteOutcome) => void;
 }
 
 function settle(pending: Pending, outcome: WriteOutcome): void {
-  if (pending.settled) return;
+  if (pending.settled) {
+    pending.committed?.(outcome);
+    return;
+  }
   pending.settled = true;
   pending.resolve(outcome);
 }
@@ -127,7 +132,8 @@ export class BatchingWriter {
   /**
    * Fails the writes past their deadline. Still queued: they will never be written. In a batch
    * being committed: they may yet be stored, but the caller is answered now (a 503 for a stored
-   * trace is allowed; the reverse is not). A write given less time than the writer's own may
+   * trace is allowed; the reverse is not), with the commit's outcome to come, which the monthly
+   * quota waits for before giving the trace's reservation back. A write given less time than the writer's own may
    * expire before the ones queued ahead of it, so every write is looked at.
    */
   private sweep(): void {
@@ -141,7 +147,12 @@ export class BatchingWriter {
       }
       this.queue = kept;
     }
-    for (const batch of this.inFlight.values()) for (const pending of batch) if (pending.deadline <= now) settle(pending, failure);
+    for (const batch of this.inFlight.values()) {
+      for (const pending of batch) {
+        if (pending.deadline > now || pending.settled) continue;
+        settle(pending, { ...failure, committed: new Promise<WriteOutcome>((resolve) => (pending.committed = resolve)) });
+      }
+    }
     if (this.queue.length === 0 && this.inFlight.size === 0) {
       clearInterval(this.sweeper);
       this.sweeper = undefined;

@@ -170,11 +170,15 @@ export function createIngestPipeline(deps: IngestPipelineDeps): IngestPipeline {
     const decision = reservation.decision;
     const headers = quotaHeaders(decision);
     if (!decision.allowed) throw quotaExceeded(decision.retryAfter, headers);
-    const outcome = await write(admission, {
-      trace: stored,
-      idempotencyKey: idempotencyKey ?? undefined,
-      quotaRemaining: decision.remaining,
-    });
+    const outcome = await write(
+      admission,
+      {
+        trace: stored,
+        idempotencyKey: idempotencyKey ?? undefined,
+        quotaRemaining: decision.remaining,
+      },
+      reservation,
+    );
     if (outcome.kind === "duplicate") {
       // A repeated Idempotency-Key (D14) stored nothing and gives its reservation back: the answer
       // is the first answer's figure, kept with the key (D23). A claim made before figures were
@@ -216,8 +220,12 @@ export function createIngestPipeline(deps: IngestPipelineDeps): IngestPipeline {
     return storedTraceOf(trace, receipt, origin);
   }
 
-  /** Hands one trace to the batching writer; a full queue or a failed commit is a 503 (D13). */
-  async function write(admission: Admission, traceWrite: TraceWrite): Promise<WriteOutcome> {
+  /**
+   * Hands one trace to the batching writer; a full queue or a failed commit is a 503 (D13). A
+   * write answered while its commit was under way keeps its trace reserved until that commit
+   * tells whether it was stored: given back at once, a 503 stored after all would not count.
+   */
+  async function write(admission: Admission, traceWrite: TraceWrite, reservation: QuotaReservation): Promise<WriteOutcome> {
     let outcome: WriteOutcome;
     try {
       outcome = await deps.writer.write(traceWrite, timeLeft(admission));
@@ -225,7 +233,10 @@ export function createIngestPipeline(deps: IngestPipelineDeps): IngestPipeline {
       if (error instanceof WriterQueueFullError) throw storeUnavailable(unavailableRetryAfter);
       throw error;
     }
-    if (outcome.kind === "failed") throw storeUnavailable(unavailableRetryAfter);
+    if (outcome.kind === "failed") {
+      if (outcome.committed) reservation.whenCommitted(outcome.committed.then((later) => later.kind === "stored"));
+      throw storeUnavailable(unavailableRetryAfter);
+    }
     return outcome;
   }
 
@@ -292,7 +303,9 @@ export function createIngestPipeline(deps: IngestPipelineDeps): IngestPipeline {
       let stored = 0;
       try {
         const outcomes = await Promise.allSettled(
-          valid.map((call) => write(admission, { trace: call.stored, idempotencyKey: call.idempotencyKey, otlpStartS: call.otlpStartS })),
+          valid.map((call) =>
+            write(admission, { trace: call.stored, idempotencyKey: call.idempotencyKey, otlpStartS: call.otlpStartS }, reservation),
+          ),
         );
         const failure = outcomes.find((o) => o.status === "rejected");
         stored = outcomes.filter((o) => o.status === "fulfilled" && o.value.kind === "stored").length;

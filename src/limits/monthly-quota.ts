@@ -33,6 +33,12 @@ export interface QuotaReservation {
    * them, and they are added to the rebuilt one (D40).
    */
   stored(count?: number): void;
+  /**
+   * Tells that the writes of `count` of the granted traces (default 1) were answered before their
+   * commit, which may yet store them: they stay reserved until `stored` says whether it did, and
+   * are then counted as stored or given back.
+   */
+  whenCommitted(stored: Promise<boolean>, count?: number): void;
 }
 
 export interface MonthlyQuota {
@@ -325,9 +331,24 @@ class Reservation implements QuotaReservation {
     const stored = Math.min(count, this.held);
     if (stored <= 0) return;
     this.held -= stored;
+    this.counted(stored);
+  }
+
+  whenCommitted(stored: Promise<boolean>, count = 1): void {
+    const pending = Math.min(count, this.held);
+    if (pending <= 0) return;
+    // No longer held by this reservation: a release() meanwhile must not give them back.
+    this.held -= pending;
+    void stored
+      .then((was) => (was ? this.counted(pending) : giveBack(this.counters, this.counter, this.tally, pending)))
+      .catch(() => {});
+  }
+
+  /** `count` traces taken off this reservation's hold are stored. */
+  private counted(count: number): void {
     if (!this.tally) return;
-    this.tally.held -= stored;
-    this.tally.stored += stored;
+    this.tally.held -= count;
+    this.tally.stored += count;
   }
 }
 

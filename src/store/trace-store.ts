@@ -28,7 +28,12 @@ export type WriteOutcome =
       /** The first write's `quotaRemaining`; undefined when it had none (or its claim predates remembering it). */
       quotaRemaining: number | undefined;
     }
-  | { kind: "failed"; error: Error };
+  | {
+      kind: "failed";
+      error: Error;
+      /** Set when it failed while its batch was being committed: what became of the write in the end, as it may yet be stored. */
+      committed?: Promise<WriteOutcome>;
+    };
 
 export interface TraceQuery {
   since?: Date;

@@ -1,3 +1,5 @@
+import { join } from "node:path";
+import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { memoryBackend, redisBackend } from "../../src/limits/limiter-backend.js";
 import { createMonthlyQuota, QuotaUnavailableError } from "../../src/limits/monthly-quota.js";
@@ -194,6 +196,36 @@ describe("monthly quota counters (D11)", () => {
     expect(third.status).toBe(202);
     expect(third.headers.get("x-quota-remaining")).toBe("0");
     expect((await postTrace(second.url, traceBody(apiKey), { key: apiKey })).status).toBe(429);
+  });
+
+  it("a trace answered 503 while its commit was under way, then stored, counts toward the month: the next traces are refused", async () => {
+    const plans = { metered: { per_minute: 100, per_month: 3 } };
+    const service = await startTestService({ plans, writeTimeoutMs: 300 });
+    const { key: apiKey } = await service.createKey("metered");
+    const storedCount = async () => {
+      let stored = 0;
+      for await (const _ of service.store.exportTraces({})) stored++;
+      return stored;
+    };
+    // Another connection holds the write lock: the writer's commit waits past the requests' time.
+    const locker = new Database(join(service.config.dataDir, "calltrace.db"));
+    locker.exec("BEGIN EXCLUSIVE");
+    let unlocked = false;
+    try {
+      const held = await Promise.all(Array.from({ length: 3 }, () => postTrace(service.url, traceBody(apiKey), { key: apiKey }).then((r) => r.status)));
+      expect(held).toEqual([503, 503, 503]);
+      locker.exec("COMMIT");
+      unlocked = true;
+      // The commit under way when they were answered goes through once the lock is gone.
+      for (const until = Date.now() + 5000; (await storedCount()) < 3 && Date.now() < until; ) await new Promise((r) => setTimeout(r, 50));
+      expect(await storedCount()).toBe(3);
+    } finally {
+      if (!unlocked) locker.exec("ROLLBACK");
+      locker.close();
+    }
+    const after = await Promise.all(Array.from({ length: 3 }, () => postTrace(service.url, traceBody(apiKey), { key: apiKey }).then((r) => r.status)));
+    expect(after).toEqual([429, 429, 429]);
+    expect(await storedCount()).toBe(3);
   });
 });
 

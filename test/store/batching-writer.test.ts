@@ -84,9 +84,13 @@ describe("batching writer (group commit, D13)", () => {
     expect(performance.now() - started).toBeLessThan(3000);
     expect(settled.every((o) => o.kind === "failed")).toBe(true);
     expect(writer.depth).toBe(0);
+    // Never handed to the store: nothing to come. The held batch's writes: its commit's outcome is.
+    expect(settled.slice(5).map((o) => o.kind === "failed" && o.committed)).toEqual(Array(10).fill(undefined));
+    const committed = settled.slice(0, 5).map((o) => (o.kind === "failed" ? o.committed : undefined));
 
-    // The store answers again: new writes are stored; drain waits for them.
+    // The store answers again: the held batch is committed after all, and told; new writes are stored; drain waits for them.
     release();
+    expect(await Promise.all(committed)).toEqual(Array(5).fill({ kind: "stored" }));
     const later = writer.write(write(7));
     await writer.drain();
     expect(await later).toEqual({ kind: "stored" });
