@@ -114,13 +114,25 @@ afterAll(async () => {
   await Promise.all([redis?.close(), mongo?.close()]);
 });
 
+/**
+ * The exact counts below are the guarantee while the counter answers. Its documented exceptions
+ * (docs/operations.md) are a Redis slower than REDIS_TIMEOUT_MS and a `--workers` primary that
+ * stalls past a second (D24): each process then counts on alone, and two processes each admit
+ * what is left (20 of 10 with Redis paused for 100 ms against the default 50 ms). So these tests
+ * give Redis 5 s and writes 30 s, however busy the machine (a slower count or commit is a 503,
+ * D33), and a test whose limits were degraded says so rather than miscounting.
+ */
+const patientEnv = { REDIS_TIMEOUT_MS: "5000", WRITE_TIMEOUT_MS: "30000" };
+const degraded = (services: ServiceProcess[]) =>
+  services.flatMap((s) => s.lines).filter((line) => /"msg":"(limits degraded|the cluster primary did not answer in time[^"]*)"/.test(line));
+
 const admittedAndRefused = (statuses: number[]) => ({ admitted: count(statuses, 202), refused: count(statuses, 429), other: statuses.length - count(statuses, 202) - count(statuses, 429) });
 const exactly = (total: number) => ({ admitted: perMonth - storedBefore, refused: total - (perMonth - storedBefore), other: 0 });
 
 describe("the monthly quota across processes after its counter is lost (issue 16, fault 3)", () => {
   it("two service processes restarted on one Redis that restarted empty admit exactly what is left of the month under concurrent load", async () => {
     const { args, key, storedTraces, upgraded } = setup(mongo.freshUri());
-    const env = { REDIS_URL: redis.url };
+    const env = { REDIS_URL: redis.url, ...patientEnv };
     const before = await Promise.all([startServiceProcess(args, env), startServiceProcess(args, env)]);
     try {
       await fill(before.map((s) => s.url), key, storedBefore);
@@ -133,6 +145,7 @@ describe("the monthly quota across processes after its counter is lost (issue 16
     const after = await Promise.all([startServiceProcess(args, env), startServiceProcess(args, env)]);
     try {
       const statuses = await load(after.map((s) => s.url), key, 200, 40);
+      expect(degraded(after)).toEqual([]);
       expect(admittedAndRefused(statuses)).toEqual(exactly(200));
     } finally {
       await Promise.all(after.map(stop));
@@ -142,9 +155,7 @@ describe("the monthly quota across processes after its counter is lost (issue 16
 
   it("two service processes whose Redis is emptied again and again under concurrent load store no more than the month's quota", async () => {
     const { args, key, storedTraces } = setup(mongo.freshUri());
-    // A Redis slow under this machine's load is not what this test is about (D24, D33): it
-    // answers within the time limit, however busy the machine.
-    const env = { REDIS_URL: redis.url, REDIS_TIMEOUT_MS: "5000" };
+    const env = { REDIS_URL: redis.url, ...patientEnv };
     const services = await Promise.all([startServiceProcess(args, env), startServiceProcess(args, env)]);
     try {
       await fill(services.map((s) => s.url), key, storedBefore);
@@ -168,6 +179,7 @@ describe("the monthly quota across processes after its counter is lost (issue 16
         loading = false;
       });
       await flushes;
+      expect(degraded(services)).toEqual([]);
       // A counter lost between its seed and the reservation is a 503 (safe to retry); nothing else fails.
       expect(count(statuses, 202) + count(statuses, 429) + count(statuses, 503)).toBe(statuses.length);
       expect(count(statuses, 202)).toBeGreaterThan(0);
@@ -180,7 +192,7 @@ describe("the monthly quota across processes after its counter is lost (issue 16
 
   it("serve --workers 2 restarted with 1,990 of 2,000 traces stored admits exactly 10 under concurrent load on both workers", async () => {
     const { args, key, storedTraces, upgraded } = setup(mongo.freshUri());
-    const first = await startServiceProcess(["--workers", "2", ...args]);
+    const first = await startServiceProcess(["--workers", "2", ...args], patientEnv);
     try {
       await listeningWorkers(first, 2);
       await fill([first.url], key, storedBefore);
@@ -188,10 +200,11 @@ describe("the monthly quota across processes after its counter is lost (issue 16
       await stop(first);
     }
     await upgraded();
-    const second = await startServiceProcess(["--workers", "2", ...args]);
+    const second = await startServiceProcess(["--workers", "2", ...args], patientEnv);
     try {
       await listeningWorkers(second, 2);
       const statuses = await load([second.url], key, 200, 40);
+      expect(degraded([second])).toEqual([]);
       expect(admittedAndRefused(statuses)).toEqual(exactly(200));
     } finally {
       await stop(second);
