@@ -14,6 +14,7 @@ import { createWriteStream, existsSync, mkdtempSync, readdirSync, readFileSync }
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { junitReport, vitestReport, withStatus } from "./test-reports.mjs";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const reports = mkdtempSync(join(tmpdir(), "calltrace-test-"));
@@ -53,29 +54,6 @@ async function pythonVenv(dir, pipArgs, options) {
   return venvPython;
 }
 
-/** Counts from a vitest JSON report: [passed, failed, skipped]. */
-function vitestCounts(file) {
-  if (!existsSync(file)) return [0, 1, 0];
-  const report = JSON.parse(readFileSync(file, "utf8"));
-  const skipped = report.numPendingTests + report.numTodoTests;
-  return [report.numPassedTests, report.numFailedTests + (report.success || report.numFailedTests ? 0 : 1), skipped];
-}
-
-/** Counts from a JUnit XML report (pytest): [passed, failed, skipped]. */
-function junitCounts(file) {
-  if (!existsSync(file)) return [0, 1, 0];
-  const xml = readFileSync(file, "utf8");
-  const attr = (name) => Number(new RegExp(`<testsuite[^>]*\\s${name}="(\\d+)"`).exec(xml)?.[1] ?? 0);
-  const failed = attr("failures") + attr("errors");
-  const skipped = attr("skipped");
-  return [attr("tests") - failed - skipped, failed, skipped];
-}
-
-/** A suite whose runner failed without reporting a failed test still counts as one failure. */
-function withStatus([passed, failed, skipped], status) {
-  return [passed, status !== 0 && failed === 0 ? 1 : failed, skipped];
-}
-
 const suites = [
   {
     name: "service",
@@ -86,7 +64,7 @@ const suites = [
       const args = ["vitest", "run", ...projects, "--reporter=default", "--reporter=json", `--outputFile.json=${out}`];
       // The run first: its report is read once it is written.
       const status = await run("npx", args, { log });
-      return withStatus(vitestCounts(out), status);
+      return withStatus(vitestReport(out, root), status, "service");
     },
   },
   {
@@ -97,7 +75,7 @@ const suites = [
       if (!existsSync(join(cwd, "node_modules"))) await must("npm", ["ci", "--no-audit", "--no-fund"], { cwd, log });
       const out = join(reports, "sdk-typescript.json");
       const status = await run("npm", ["test", "--", "--reporter=default", "--reporter=json", `--outputFile.json=${out}`], { cwd, log });
-      return withStatus(vitestCounts(out), status);
+      return withStatus(vitestReport(out, root), status, "sdk/typescript");
     },
   },
   {
@@ -122,7 +100,7 @@ const suites = [
         env: { CALLTRACE_SDK_FROM: "wheel" },
         log,
       });
-      return withStatus(junitCounts(out), status);
+      return withStatus(junitReport(out), status, "sdk/python");
     },
   },
 ];
@@ -153,22 +131,20 @@ const started = performance.now();
 async function runSuite({ suite, tiers }, index) {
   const logFile = join(reports, `${suite.name.replace("/", "-")}.log`);
   const log = index === 0 || serial ? undefined : createWriteStream(logFile);
-  let counts;
-  let failure = "";
+  let report;
   try {
-    counts = await suite.run(tiers, log);
+    report = await suite.run(tiers, log);
   } catch (error) {
-    counts = [0, 1, 0];
-    failure = `${suite.name}: ${error.message}\n`;
+    report = { counts: [0, 1, 0], failures: [`${suite.name}: ${error.message}`] };
   }
   if (log) {
     await new Promise((resolve) => log.end(resolve));
     process.stdout.write(`\n===== ${suite.name} =====\n${readFileSync(logFile, "utf8")}===== ${suite.name} end =====\n`);
   }
-  if (failure) process.stderr.write(failure);
   const seconds = Math.round((performance.now() - started) / 1000);
   const which = tiers.length < suite.tiers.length ? ` (${tiers.join(", ")})` : "";
-  return { counts, line: `${suite.name}${which}: ${counts[0]} passed, ${counts[1]} failed, ${counts[2]} skipped (${seconds} s)` };
+  const { counts, failures } = report;
+  return { counts, failures, line: `${suite.name}${which}: ${counts[0]} passed, ${counts[1]} failed, ${counts[2]} skipped (${seconds} s)` };
 }
 const results = [];
 if (serial) for (const [i, entry] of chosen.entries()) results.push(await runSuite(entry, i));
@@ -177,4 +153,7 @@ else results.push(...(await Promise.all(chosen.map(runSuite))));
 const totals = [0, 1, 2].map((i) => results.reduce((sum, { counts }) => sum + counts[i], 0));
 console.log(`\n${results.map(({ line }) => line).join("\n")}`);
 console.log(`total: ${totals[0]} passed, ${totals[1]} failed${totals[2] ? `, ${totals[2]} skipped` : ""}`);
+// Last, so that a log's tail names what failed.
+const failures = results.flatMap(({ failures }) => failures);
+if (failures.length > 0) console.log(`\nfailed:\n${failures.map((line) => `- ${line}`).join("\n")}`);
 process.exitCode = totals[1] > 0 ? 1 : 0;
