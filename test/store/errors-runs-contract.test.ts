@@ -83,6 +83,19 @@ describe.each(adapters)("errors and runs contract: %s", (_name, open) => {
     const mini = await store.errorGroups("acc_err", filter({ ...range, model: "gpt-4o-mini" }), 50);
     expect(mini.totalErrors).toBe(4);
     expect(mini.groups.map((g) => Number(g.calls))).toEqual([3, 1]);
+    // Under a key and a model name: those calls' users, models and keys alone (the embedded store reads them from its roll-ups, D70).
+    const keyed = await store.errorGroups("acc_err", filter({ ...range, keyId: "key_a", modelContains: "MINI" }), 50);
+    const listed = (values: { value: string }[]) => values.map((v) => v.value).sort();
+    expect(keyed.groups.map((g) => [g.message, Number(g.calls), listed(g.users), listed(g.models), listed(g.keys)])).toEqual(
+      expectedGroups(calls.filter((t) => t.keyId === "key_a" && t.model.includes("mini"))).map(([m, g]) => [
+        m,
+        g.calls,
+        [...g.users].sort(),
+        [...g.models].sort(),
+        [...g.keys].sort(),
+      ]),
+    );
+    expect(listed(keyed.groups[0]!.users)).toEqual(["user-0", "user-3", "user-4"]);
     const byUser = await store.errorGroups("acc_err", filter({ ...range, userId: "user-0" }), 50);
     expect(byUser.groups.map((g) => [g.id, Number(g.calls)])).toEqual([[top!.id, 3]]);
     // A range of a single day's part.

@@ -16,16 +16,17 @@ import { failures } from "../support/error-traces.js";
 import { call } from "../support/stored-call.js";
 
 const day = 86_400_000;
-const range = (now: number) => create(TraceFilterSchema, { since: timestampFromMs(now - 4 * day), until: timestampFromMs(now + day) });
+const range = (now: number, init: Record<string, string> = {}) =>
+  create(TraceFilterSchema, { since: timestampFromMs(now - 4 * day), until: timestampFromMs(now + day), ...init });
 const stored = (store: Store, traces: ReturnType<typeof call>[]) =>
   store.writeBatch(traces.map((trace) => ({ trace, idempotencyKey: undefined })));
 
 /** The embedded store's answers with its error roll-ups, and read from the failed calls alone (the switch off). */
-async function bothPaths(dir: string, store: Store, accountId: string, now: number) {
+async function bothPaths(dir: string, store: Store, accountId: string, now: number, init: Record<string, string> = {}) {
   const db = new Database(join(dir, "calltrace.db"), { readonly: true });
   try {
-    const fromCalls = await sqliteErrorReader(db, 0, { rollups: false }).errorGroups(accountId, range(now), 50);
-    return { fromRollups: await store.errorGroups(accountId, range(now), 50), fromCalls };
+    const fromCalls = await sqliteErrorReader(db, 0, { rollups: false }).errorGroups(accountId, range(now, init), 50);
+    return { fromRollups: await store.errorGroups(accountId, range(now, init), 50), fromCalls };
   } finally {
     db.close();
   }
@@ -41,6 +42,33 @@ describe("embedded store: error groups", () => {
       const { fromRollups, fromCalls } = await bothPaths(dir, store, "acc_1", now);
       expect(fromRollups.groups.length).toBeGreaterThan(2);
       expect(fromRollups).toEqual(fromCalls);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("answers the same from the roll-ups as from the failed calls under a key, provider, model or model name (D70)", async () => {
+    const dir = tempDir();
+    const store = openSqliteStore(dir);
+    try {
+      const now = Date.now();
+      await stored(store, failures("acc_1", now));
+      const filters: Record<string, string>[] = [
+        { model: "gpt-4o" },
+        { modelContains: "MINI" },
+        { provider: "anthropic", status: "error" },
+        { keyId: "key_b", model: "gpt-4o" },
+      ];
+      for (const init of filters) {
+        const { fromRollups, fromCalls } = await bothPaths(dir, store, "acc_1", now, init);
+        expect(fromRollups.groups.length, JSON.stringify(init)).toBeGreaterThan(0);
+        expect(fromRollups, JSON.stringify(init)).toEqual(fromCalls);
+      }
+      // Under a key and a model, a group lists only the users of that key's calls of that model.
+      const { groups } = await store.errorGroups("acc_1", range(now, { keyId: "key_a", model: "gpt-4o-mini" }), 50);
+      const limited = groups.find((g) => g.message.includes("Rate limit"))!;
+      expect(limited, JSON.stringify(groups.map((g) => g.message))).toBeDefined();
+      expect(limited.users.map((u) => u.value).sort()).toEqual(["user-0", "user-3", "user-4"]);
     } finally {
       await store.close();
     }
@@ -125,6 +153,8 @@ describe("upgrading the embedded store to error groups and runs", () => {
     try {
       await stored(fresh, traces);
       expect(await upgraded.errorGroups("acc_u", range(now), 50)).toEqual(await fresh.errorGroups("acc_u", range(now), 50));
+      const underKey = range(now, { keyId: "key_a", model: "gpt-4o" });
+      expect(await upgraded.errorGroups("acc_u", underKey, 50)).toEqual(await fresh.errorGroups("acc_u", underKey, 50));
       const runs = await upgraded.listRuns("acc_u", range(now), "recent", 50);
       expect(runs).toEqual(await fresh.listRuns("acc_u", range(now), "recent", 50));
       expect(runs.map((r) => [r.id, Number(r.calls), Number(r.errors), timestampMs(r.start!)])).toEqual([

@@ -5,7 +5,7 @@ import { resolveTraceFilter } from "../../src/store/trace-filter.js";
 import { groupExpression, projectIs, traceConditions, tracesFor } from "../../src/store/sqlite/sqlite-trace-filter.js";
 import { traceRowSql } from "../../src/store/sqlite/sqlite-trace-row.js";
 import { runCallsWhere } from "../../src/store/sqlite/sqlite-run-reader.js";
-import { failedCallsWhere } from "../../src/store/sqlite/sqlite-error-reader.js";
+import { errorRollupWhere, failedCallsWhere } from "../../src/store/sqlite/sqlite-error-reader.js";
 import { expiringProjects, openSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import { cappedExpression, countedOtherSql } from "../../src/store/sqlite/sqlite-trace-reader.js";
 import { create } from "@bufbuild/protobuf";
@@ -88,6 +88,16 @@ describe("embedded store query plans after the index cuts (D65)", () => {
         /USING INDEX traces_account_error_received \(project_num=\? AND received_at>\? AND received_at<\?\)/,
       );
     expect(await errorsUnder({ userId: "user-0" })).toMatch(/USING INDEX traces_account_user_received \(project_num=\? AND user_id=\?/);
+  });
+
+  it("the Errors view's whole days under a model name read the error roll-ups by (project, day), never the calls (D70)", async () => {
+    const params: Record<string, unknown> = {};
+    const where = errorRollupWhere(resolveTraceFilter(create(TraceFilterSchema, { modelContains: "o3", keyId: "key_1" }), 0), params);
+    for (const table of ["error_group_daily", "error_group_users"]) {
+      const plan = await planOf(`SELECT group_id, SUM(calls) FROM ${table} ${where} GROUP BY group_id`);
+      expect(plan).toMatch(new RegExp(`SEARCH ${table} USING PRIMARY KEY \\(account_id=\\? AND day>\\? AND day<\\?\\)`));
+      expect(plan).not.toMatch(/traces/);
+    }
   });
 
   it("a page of one model's calls reads the model index by the model's number (D68), in time order", async () => {

@@ -8,15 +8,20 @@ import { projectIs, traceConditions } from "./sqlite-trace-filter.js";
 
 const dayMs = 86_400_000;
 
-/** Whether a filter is one the error roll-ups answer: a range only (their rows know no other filter). */
+/**
+ * Whether a filter is one the error roll-ups answer: a range, under a key, provider or model (or a
+ * model name match), which their rows carry (D70); no other attribute.
+ */
 function rollupsAnswer(filter: ResolvedTraceFilter): boolean {
-  return (
-    !filtersAttributes(filter) &&
-    filter.keyId === undefined &&
-    filter.provider === undefined &&
-    filter.model === undefined &&
-    (filter.status === undefined || filter.status === "error")
-  );
+  return !filtersAttributes({ ...filter, modelContains: undefined }) && (filter.status === undefined || filter.status === "error");
+}
+
+/**
+ * The error roll-ups' rows of a filter from day @from to day @to, through their (project, day)
+ * key; every row is of failed calls, so a status filter (error) needs no condition.
+ */
+export function errorRollupWhere(filter: ResolvedTraceFilter, params: Record<string, unknown>): string {
+  return `WHERE account_id = @account AND day >= @from AND day < @to${traceConditions({ ...filter, status: undefined }, params, "rollup")}`;
 }
 
 /**
@@ -33,9 +38,10 @@ export function failedCallsWhere(filter: ResolvedTraceFilter, params: Record<str
 }
 
 /**
- * GetErrorGroups on the embedded store. Whole UTC days of an unfiltered range are read from the
- * error roll-ups (sqlite-error-rollup.ts), the partial days at either end, and any filtered view,
- * from the failed calls through their (project, error group, time) index: never the other calls.
+ * GetErrorGroups on the embedded store. Whole UTC days of a range (under a key, provider or model
+ * too) are read from the error roll-ups (sqlite-error-rollup.ts); the partial days at either end,
+ * and a view under any other filter, from the failed calls through their (project, error group,
+ * time) index: never the other calls.
  * `rollups: false` reads every range from the calls (the path the roll-ups are tested against).
  */
 export function sqliteErrorReader(
@@ -63,8 +69,8 @@ export function sqliteErrorReader(
       };
 
       const days = (from: number, to: number) => {
-        const params = { account: accountId, from, to };
-        const range = "WHERE account_id = @account AND day >= @from AND day < @to";
+        const params: Record<string, unknown> = { account: accountId, from, to };
+        const range = errorRollupWhere(filter, params);
         append(
           cells,
           prepare(

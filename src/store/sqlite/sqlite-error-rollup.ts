@@ -19,7 +19,7 @@ export function sqliteErrorRollup(db: Database.Database, groups: ValueCap) {
   const users = valueCap(errorUsersPerGroup);
   const statements = {
     dayGroups: db.prepare(`SELECT group_id FROM error_groups WHERE account_id = ? AND day = ?`).pluck(),
-    groupUsers: db.prepare(`SELECT user_id FROM error_group_users WHERE account_id = ? AND day = ? AND group_id = ?`).pluck(),
+    groupUsers: db.prepare(`SELECT DISTINCT user_id FROM error_group_users WHERE account_id = ? AND day = ? AND group_id = ?`).pluck(),
     group: db.prepare(`INSERT INTO error_groups (account_id, day, group_id, message) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`),
     daily: db.prepare(
       `INSERT INTO error_group_daily (account_id, day, group_id, provider, model, key_id, calls, cost_usd, first_ms, last_ms)
@@ -27,7 +27,7 @@ export function sqliteErrorRollup(db: Database.Database, groups: ValueCap) {
        first_ms = MIN(first_ms, excluded.first_ms), last_ms = MAX(last_ms, excluded.last_ms)`,
     ),
     user: db.prepare(
-      `INSERT INTO error_group_users (account_id, day, group_id, user_id, calls) VALUES (?, ?, ?, ?, ?)
+      `INSERT INTO error_group_users (account_id, day, group_id, user_id, provider, model, key_id, calls) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT DO UPDATE SET calls = calls + excluded.calls`,
     ),
   };
@@ -74,10 +74,10 @@ export function sqliteErrorRollup(db: Database.Database, groups: ValueCap) {
           const user = admitted(users, capScope(accountId, `error-user:${group}`, day), userId, () =>
             statements.groupUsers.all(accountId, day, group),
           );
-          const userKey = JSON.stringify([accountId, day, group, user]);
+          const userKey = JSON.stringify([accountId, day, group, user, provider, model, keyId]);
           const u = perUser.get(userKey);
           if (u) u.calls += 1;
-          else perUser.set(userKey, { params: [accountId, day, group, user], calls: 1 });
+          else perUser.set(userKey, { params: [accountId, day, group, user, provider, model, keyId], calls: 1 });
         }
       }
       messages.clear();

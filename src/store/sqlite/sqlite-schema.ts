@@ -777,6 +777,31 @@ export const migrations: readonly string[] = [
    CREATE INDEX traces_key_arrived_apart ON traces(key_num, arrived_at) WHERE arrived_at / 86400000 <> received_at / 86400000;
    CREATE INDEX traces_account_error_group ON traces(project_num, error_group, received_at) WHERE error_group IS NOT NULL;
    CREATE UNIQUE INDEX traces_account_import ON traces(project_num, import_key) WHERE import_key IS NOT NULL;`,
+  // The Errors view under a key, provider or model (D70): error_group_users keys a group's users by
+  // provider, model and key too, as error_group_daily does, so the filtered view reads roll-ups and
+  // not the range's failed calls. Rebuilt from the failed calls, each user as its day tracked it.
+  `CREATE TABLE error_group_users_keyed (
+     account_id TEXT NOT NULL,
+     day INTEGER NOT NULL,
+     group_id TEXT NOT NULL,
+     user_id TEXT NOT NULL,
+     provider TEXT NOT NULL,
+     model TEXT NOT NULL,
+     key_id TEXT NOT NULL,
+     calls INTEGER NOT NULL,
+     PRIMARY KEY (account_id, day, group_id, user_id, provider, model, key_id)
+   ) WITHOUT ROWID;
+   INSERT INTO error_group_users_keyed
+     SELECT a.id, t.received_at / 86400000, t.error_group,
+       CASE WHEN EXISTS (SELECT 1 FROM error_group_users u WHERE u.account_id = a.id AND u.day = t.received_at / 86400000
+         AND u.group_id = t.error_group AND u.user_id = t.user_id) THEN t.user_id ELSE char(0) || 'other' END,
+       p.id, m.id, k.id, COUNT(*)
+     FROM traces AS t JOIN id_numbers AS a ON a.num = t.project_num JOIN id_numbers AS p ON p.num = t.provider_num
+       JOIN id_numbers AS m ON m.num = t.model_num JOIN id_numbers AS k ON k.num = t.key_num
+     WHERE t.error_group IS NOT NULL AND t.user_id IS NOT NULL
+     GROUP BY 1, 2, 3, 4, 5, 6, 7;
+   DROP TABLE error_group_users;
+   ALTER TABLE error_group_users_keyed RENAME TO error_group_users;`,
 ];
 
 /** Brings the database to the current schema; safe to run from several processes at once. */
