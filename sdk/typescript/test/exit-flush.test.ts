@@ -19,7 +19,7 @@ afterEach(async () => {
   await service.close();
 });
 
-/** Runs the app; returns how long it lived after its own work was done. */
+/** Runs the app; returns how long it lived after its own work was done, to its exit event. */
 async function lingerAfterWork(env: Record<string, string> = {}) {
   const run = await runApp(
     app(),
@@ -27,12 +27,15 @@ async function lingerAfterWork(env: Record<string, string> = {}) {
       PROVIDER_URL: provider.url,
       CALLTRACE_API_KEY: TEST_KEY,
       CALLTRACE_ENDPOINT: service.endpoint,
+      REPORT_EXIT_AT: "1",
       ...env,
     },
     packedSdk().app,
   );
   expect(run.code).toBe(0);
-  return run.exitedAt - JSON.parse(run.stdout).doneAt;
+  const [{ doneAt }, { exitAt }] = run.stdout.trim().split("\n").map((line) => JSON.parse(line));
+  expect(run.exitedAt).toBeGreaterThanOrEqual(exitAt);
+  return exitAt - doneAt;
 }
 
 describe("at process exit", () => {

@@ -4,6 +4,9 @@ import { GoogleGenAI } from "@google/genai";
 import OpenAI from "openai";
 import { init, stats } from "calltrace-sdk";
 
+// The exit-flush tests time the SDK's wait from the process's own exit event: the parent notices the
+// exit later on a loaded machine, and that delay is not the SDK's.
+if (process.env.REPORT_EXIT_AT) process.on("exit", () => console.log(JSON.stringify({ exitAt: Date.now() })));
 await init({ exitFlushTimeoutMs: Number(process.env.EXIT_FLUSH_MS) || undefined });
 const base = process.env.PROVIDER_URL;
 const messages = [{ role: "user", content: "hi" }];
