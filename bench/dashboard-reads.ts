@@ -33,7 +33,7 @@ import { createLogger } from "../src/log/logger.js";
 import { openStore } from "../src/store/open-store.js";
 import { startMongoTestServer, type MongoTestServer } from "../test/support/ferretdb.js";
 import { attributesFromQuery, dimensions, withAttributes } from "../web/src/attributes.js";
-import { bounds, filtersFromQuery, previousBounds, traceFilter } from "../web/src/filters.js";
+import { bounds, filtersFromQuery, modelsFilter, previousBounds, traceFilter } from "../web/src/filters.js";
 import { dashboardTraffic, type TrafficProject } from "./support/dashboard-traffic.js";
 import { machineLine, table, writeResultsSection } from "./support/results.js";
 
@@ -274,7 +274,7 @@ const pages = {
       const filters = filtersFromQuery(params);
       const order = params.get("order") === "cost" ? TraceOrder.COST : TraceOrder.TIME;
       return Promise.all([
-        q.getUsageByModel({ filter: { since: traceFilter(filters).since } }),
+        q.getUsageByModel({ filter: modelsFilter(filters) }),
         q.listTraces({ filter: withAttributes(traceFilter(filters), attributesFromQuery(params)), pageSize: 50, cursor, order }),
       ]);
     },

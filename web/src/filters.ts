@@ -111,6 +111,16 @@ export function previousBounds(f: Filters, now = Date.now()): { since: Date; unt
   return { since: new Date(since.getTime() - shift), until: new Date(end - shift) };
 }
 
+/**
+ * The filter of the models a page offers in its model box: from the start of the UTC day its range
+ * starts in, so the store sums them from its daily roll-ups and not every call of a rolling 24
+ * hours (D71). A model used earlier that day is offered too; the page's rows keep the exact range.
+ */
+export function modelsFilter(f: Filters): TraceFilter {
+  const { since } = bounds(f);
+  return create(TraceFilterSchema, since ? { since: timestampFromDate(new Date(Math.floor(since.getTime() / dayMs) * dayMs)) } : {});
+}
+
 /** The contract's TraceFilter for these filters; `period` replaces their time bounds (the previous period). */
 export function traceFilter(f: Filters, period?: { since: Date; until: Date }): TraceFilter {
   const { since, until } = period ?? bounds(f);

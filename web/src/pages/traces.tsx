@@ -7,7 +7,7 @@ import { columnsFromQuery, optionalColumns, sortFromQuery, sortToQuery, TraceTab
 import { attributesFromQuery, attributesToQuery, joinQuery, withAttributes, type Attributes } from "../attributes.js";
 import { QueryStatus } from "../components/query-status.js";
 import { UrlNotice } from "../components/url-notice.js";
-import { downloadQuery, filtersFromQuery, filtersToQuery, queryProblems, traceFilter, type Filters } from "../filters.js";
+import { downloadQuery, filtersFromQuery, filtersToQuery, modelsFilter, queryProblems, traceFilter, type Filters } from "../filters.js";
 import { base, currentProjectId, navigate, projectBase, useLocation } from "../router.js";
 import { useQuery } from "../use-query.js";
 
@@ -29,7 +29,7 @@ export function Traces() {
   const cursor = stack[stack.length - 1] ?? "";
 
   const keys = useQuery(async () => (await account.listKeys({})).keys, []);
-  const models = useQuery(async () => (await query.getUsageByModel({ filter: { since: traceFilter(filters).since } })).models.map((m) => m.model), [filters.range]);
+  const models = useQuery(async () => (await query.getUsageByModel({ filter: modelsFilter(filters) })).models.map((m) => m.model), [filters.range]);
   const page = useQuery(
     async () => (await query.listTraces({ filter: withAttributes(traceFilter(filters), attributes), pageSize, cursor, ...traceOrder(sort) })).page!,
     [filterKey, cursor],
