@@ -141,7 +141,14 @@ describe("enforceBudget against the calltrace server", { timeout: 120_000 }, () 
     const before = proxy.count(BUDGET_GET);
     const app = startApp({ ENFORCE_BUDGET: "1", BUDGET_REFRESH_MS: "600000" });
     await proxy.waitFor(BUDGET_GET, before + 1);
-    await pause(200); // the answer read by the app
+    // The app reads that answer in the background, so u_over's calls go through until it has: on a
+    // loaded machine that took longer than the fixed 200 ms this test once waited.
+    let first: { refused?: unknown } = {};
+    for (let i = 0; i < 200 && !first.refused; i++) {
+      first = await app.ask({ provider: "anthropic", userId: "u_over" });
+      if (!first.refused) await pause(50);
+    }
+    expect(first).toMatchObject({ refused: {} });
     const traces = proxy.count(TRACE_POST);
     for (let i = 0; i < 10; i++) expect(await app.ask({ provider: "openai", userId: "u_other" })).toEqual({ ok: true });
     expect(await app.ask({ provider: "anthropic", userId: "u_over" })).toMatchObject({ refused: {} });
