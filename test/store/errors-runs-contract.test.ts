@@ -307,6 +307,33 @@ describe.each(adapters)("errors and runs contract: %s", (_name, open) => {
     expect([ms(detail!.run!.start), ms(detail!.run!.end)]).toEqual([now - 3 * hour, now - 3 * hour + 6000]);
   });
 
+  it("spans a run from its earliest start to its latest end where its calls overlap, listed, filtered and opened", async () => {
+    const now = Date.now();
+    const calledAt = (trace: StoredTrace) => create(StoredTraceSchema, { ...trace, calledAt: trace.receivedAt });
+    const calls = [
+      // Placed first (at its call time) and ends last: 50 s long.
+      calledAt(call({ accountId: "acc_overlap", at: now - 60_000, latencyMs: 50_000, sessionId: "overlap" })),
+      // Received after it, yet started before it: 35 s long, ended on receipt.
+      call({ accountId: "acc_overlap", at: now - 40_000, latencyMs: 35_000, sessionId: "overlap" }),
+      // The last placed call: neither its start nor its end bounds the run.
+      call({ accountId: "acc_overlap", at: now - 30_000, latencyMs: 1000, sessionId: "overlap" }),
+      // A run that ends between the last placed call's end and the run's end.
+      call({ accountId: "acc_overlap", at: now - 20_000, latencyMs: 1000, sessionId: "other" }),
+    ];
+    await store.writeBatch(calls.map((trace) => ({ trace, idempotencyKey: undefined })));
+    const range = filter({ since: timestampFromMs(now - day), until: timestampFromMs(now + hour) });
+    const span = (r: { id: string; start?: Timestamp; end?: Timestamp }) => [r.id, ms(r.start), ms(r.end)];
+    const overlap = ["session:overlap", now - 75_000, now - 10_000];
+    for (const view of [range, filter({ ...range, model: "gpt-4o" })]) {
+      const listed = await store.listRuns("acc_overlap", view, "recent", 50);
+      expect(listed.map(span)).toEqual([overlap, ["session:other", now - 21_000, now - 20_000]]);
+      expect((await store.listRuns("acc_overlap", view, "recent", 1)).map(span)).toEqual([overlap]);
+    }
+    const opened = await store.getRun("acc_overlap", "session:overlap");
+    expect(span(opened!.run!)).toEqual(overlap);
+    expect(opened!.calls.map((t) => t.latencyMs)).toEqual([35_000, 50_000, 1000]);
+  });
+
   it("opens one run with its calls by start, and no other project's", async () => {
     const otlp = "a".repeat(32);
     const run = await store.getRun("acc_run", `otlp:${otlp}`);

@@ -45,38 +45,59 @@ export function mongoErrorsAndRuns(
       : { "meta.accountId": accountId, sessionId: key.sessionId, otlpTraceId: { $exists: false } };
   const cutoff = (keptSinceMs?: number) => new Date(readCutoffMs(retentionMs, keptSinceMs));
 
-  /** A run's start and end, from `match` (the run's calls, narrowed or not): its first and last placed calls'. */
-  const runSpan = async (id: string, match: Filter<TraceDoc>): Promise<RunSpan | undefined> => {
+  /**
+   * A run's start and end, from `match` (the run's calls, narrowed or not): its earliest start and
+   * latest end, as the embedded store's MIN and MAX. FerretDB has no $min or $max, so from sorted
+   * finds: a call starts at most `longest` before it is placed and ends at most `longest` after, so
+   * only the calls placed within that of the first and last placed ones can bound the run.
+   */
+  const runSpan = async (id: string, match: Filter<TraceDoc>, longest: number): Promise<RunSpan | undefined> => {
     const [first, last] = await Promise.all([bound(match, 1), bound(match, -1)]);
     if (!first || !last) return undefined;
-    return {
-      id,
-      startMs: callSpanMs(first.receivedAt.getTime(), first.latencyMs, first.arrivedAt !== undefined).start,
-      endMs: callSpanMs(last.receivedAt.getTime(), last.latencyMs, last.arrivedAt !== undefined).end,
-    };
+    const spanOf = (doc: Pick<TraceDoc, "receivedAt" | "latencyMs" | "arrivedAt">) =>
+      callSpanMs(doc.receivedAt.getTime(), doc.latencyMs, doc.arrivedAt !== undefined);
+    let startMs = spanOf(first).start;
+    let endMs = spanOf(last).end;
+    const near = (receivedAt: Filter<TraceDoc>["receivedAt"]) =>
+      c.traces.find({ $and: [match, { receivedAt }] }, { projection: { receivedAt: 1, latencyMs: 1, arrivedAt: 1 } }).toArray();
+    const [early, late] = await Promise.all([
+      startMs + longest > first.receivedAt.getTime() ? near({ $lt: new Date(Math.min(startMs + longest, latestMs)) }) : [],
+      endMs - longest < last.receivedAt.getTime() ? near({ $gt: new Date(Math.max(endMs - longest, -latestMs)) }) : [],
+    ]);
+    for (const doc of early) startMs = Math.min(startMs, spanOf(doc).start);
+    for (const doc of late) endMs = Math.max(endMs, spanOf(doc).end);
+    return { id, startMs, endMs };
   };
 
   /** Sums of a run's calls, from `match` (the run's calls, narrowed or not). */
-  const runCell = async (id: string, match: Filter<TraceDoc>): Promise<RunCell | undefined> => {
+  const runCell = async (id: string, match: Filter<TraceDoc>, longest: number): Promise<RunCell | undefined> => {
     const [calls, errors, costUsd, tokensIn, tokensOut, span] = await Promise.all([
       sumBy(match, {}, 1),
       sumBy({ $and: [match, { "meta.status": "error" }] }, {}, 1),
       sumBy(match, {}, "$costUsd"),
       sumBy(match, {}, "$tokensIn"),
       sumBy(match, {}, "$tokensOut"),
-      runSpan(id, match),
+      runSpan(id, match, longest),
     ]);
     const n = (rows: Row[]) => Number(rows[0]?.n ?? 0);
     if (n(calls) === 0 || !span) return undefined;
     return { ...span, calls: n(calls), errors: n(errors), costUsd: n(costUsd), tokensIn: n(tokensIn), tokensOut: n(tokensOut) };
   };
 
-  /** The longest latency of a call that says its call time (so ends after it is placed) since `fromMs`; 0 without one. */
-  const longestLatency = async (accountId: string, fromMs: number): Promise<number> => {
-    const match = { "meta.accountId": accountId, arrivedAt: { $exists: true }, receivedAt: { $gte: new Date(fromMs) } };
+  /**
+   * The longest latency of a call placed since `fromMs` (`timed`: of a call that says its call
+   * time, so ends after it is placed); 0 without one.
+   */
+  const longestLatency = async (accountId: string, fromMs: number, timed: boolean): Promise<number> => {
+    const match = { "meta.accountId": accountId, ...(timed ? { arrivedAt: { $exists: true } } : {}), receivedAt: { $gte: new Date(fromMs) } };
     const doc = await c.traces.find(match, { projection: { latencyMs: 1 } }).sort({ latencyMs: -1 }).limit(1).next();
     return doc?.latencyMs ?? 0;
   };
+
+  /** A project's calls of runs placed in `range`. */
+  const placed = (accountId: string, range: Filter<TraceDoc>["receivedAt"]): Filter<TraceDoc> => ({
+    $and: [{ "meta.accountId": accountId, receivedAt: range }, inRun],
+  });
 
   /**
    * Runs most recently ended first, after `after`, exactly as the embedded store lists them:
@@ -95,7 +116,7 @@ export function mongoErrorsAndRuns(
     after: RunsAfter | undefined,
     spanOf: (id: string) => Promise<RunSpan | undefined>,
   ): Promise<string[]> => {
-    const longest = await longestLatency(accountId, Math.max(filter.sinceMs - maxLatencyMs, cutoff().getTime()));
+    const longest = await longestLatency(accountId, Math.max(filter.sinceMs - maxLatencyMs, cutoff().getTime()), true);
     const highest = Math.min(filter.untilMs + longest, latestMs);
     const overlaps = (run: RunSpan) => narrowed !== undefined || (run.startMs < filter.untilMs && run.endMs >= filter.sinceMs);
     const runs: RunSpan[] = [];
@@ -109,12 +130,10 @@ export function mongoErrorsAndRuns(
     };
     let window = narrowed;
     if (!window) {
-      const runsOf = (rows: Row[]) => rows.flatMap((row) => runIdOf(row._id.o as string | undefined, row._id.s as string | undefined) ?? []);
-      const placed = (range: Filter<TraceDoc>["receivedAt"]) => ({ $and: [{ "meta.accountId": accountId, receivedAt: range }, inRun] });
-      const beyond = runsOf(await sumBy(placed({ $gte: new Date(highest) }), runGroup, 1));
+      const beyond = [...runSums(await sumBy(placed(accountId, { $gte: new Date(highest) }), runGroup, 1)).keys()];
       for (const id of beyond) seen.add(id);
       await add(beyond);
-      window = placed({ $gte: new Date(Math.max(filter.sinceMs - longest, cutoff().getTime())), $lt: new Date(highest) });
+      window = placed(accountId, { $gte: new Date(Math.max(filter.sinceMs - longest, cutoff().getTime())), $lt: new Date(highest) });
     }
     // A run after the cursor ended before the cursor's end, so its calls were all placed before it.
     const scan = after ? { $and: [window, { receivedAt: { $lte: new Date(after.endMs) } }] } : window;
@@ -212,24 +231,17 @@ export function mongoErrorsAndRuns(
         const own = runMatch(accountId, parseRunId(id)!);
         return narrowed ? { $and: [match, own] } : { ...own, receivedAt: { $gte: cutoff() } };
       };
-      const cellOf = (id: string) => runCell(id, callsOf(id));
+      const longest = await longestLatency(accountId, cutoff().getTime(), false);
+      const cellOf = (id: string) => runCell(id, callsOf(id), longest);
       const cells: RunCell[] = [];
       const keep = (found: (RunCell | undefined)[]) => {
         for (const cell of found) if (cell !== undefined && runIsAfter(cell, after)) cells.push(cell);
       };
       if (order === "cost") {
-        const costs = new Map<string, number>();
-        for (const row of await sumBy(match, runGroup, "$costUsd")) {
-          const id = runIdOf(row._id.o as string | undefined, row._id.s as string | undefined);
-          if (id !== undefined) costs.set(id, (costs.get(id) ?? 0) + Number(row.n ?? 0));
-        }
-        const found = [...costs]
-          .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))
-          .slice(0, limit)
-          .map(([id]) => id);
+        const found = byCost(runSums(await sumBy(match, runGroup, "$costUsd"))).slice(0, limit);
         keep(await Promise.all(found.map(cellOf)));
       } else {
-        const ids = await recentRuns(accountId, filter, narrowed ? match : undefined, limit, after, (id) => runSpan(id, callsOf(id)));
+        const ids = await recentRuns(accountId, filter, narrowed ? match : undefined, limit, after, (id) => runSpan(id, callsOf(id), longest));
         keep(await Promise.all(ids.map(cellOf)));
       }
       return sortRuns(cells, order).slice(0, limit).map(runSummary);
@@ -239,7 +251,7 @@ export function mongoErrorsAndRuns(
       const key = parseRunId(runId);
       if (!key) return undefined;
       const match = { ...runMatch(accountId, key), receivedAt: { $gte: cutoff(keptSinceMs) } };
-      const cell = await runCell(runId, match);
+      const cell = await runCell(runId, match, await longestLatency(accountId, cutoff(keptSinceMs).getTime(), false));
       if (!cell) return undefined;
       const docs = await c.traces
         .find(match)
@@ -256,6 +268,21 @@ export function mongoErrorsAndRuns(
 
 function callStart(trace: StoredTrace): number {
   return callSpanMs(timestampMs(trace.calledAt ?? trace.receivedAt!), trace.latencyMs, trace.calledAt !== undefined).start;
+}
+
+/** Run ids by their costs, dearest first, ties by id. */
+function byCost(costs: Map<string, number>): string[] {
+  return [...costs].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).map(([id]) => id);
+}
+
+/** A $group by run's sums, by run id (a call with both ids is its OTLP trace's). */
+function runSums(rows: Row[]): Map<string, number> {
+  const into = new Map<string, number>();
+  for (const row of rows) {
+    const id = runIdOf(row._id.o as string | undefined, row._id.s as string | undefined);
+    if (id !== undefined) into.set(id, (into.get(id) ?? 0) + Number(row.n ?? 0));
+  }
+  return into;
 }
 
 /** The calls whose error is one of `texts` (the empty text: calls without one). */
