@@ -119,7 +119,10 @@ export class BatchingWriter {
       this.timer = undefined;
       this.flush();
       let timer: NodeJS.Timeout | undefined;
-      await Promise.race([Promise.race(this.inFlight.keys()), new Promise((resolve) => (timer = setTimeout(resolve, left)))]);
+      const waits: Promise<unknown>[] = [Promise.race(this.inFlight.keys())];
+      // Node fires a timer past 2^31-1 ms after 1 ms, and this would spin: no limit (Infinity) waits on the commits alone, a long one in steps.
+      if (Number.isFinite(left)) waits.push(new Promise((resolve) => (timer = setTimeout(resolve, Math.min(left, maxTimerMs)))));
+      await Promise.race(waits);
       clearTimeout(timer);
     }
   }
@@ -199,3 +202,6 @@ export class BatchingWriter {
     }
   }
 }
+
+/** The longest delay a Node timer holds (2^31-1 ms, about 24.8 days). */
+const maxTimerMs = 2_147_483_647;

@@ -96,4 +96,29 @@ describe("batching writer (group commit, D13)", () => {
     expect(await later).toEqual({ kind: "stored" });
     await s.real.close();
   });
+
+  it("drains without a time limit by waiting on the commits alone, never on a timer Node cannot hold", async () => {
+    const s = await controlledStore();
+    let release!: () => void;
+    s.hold(new Promise<void>((r) => (release = r)));
+    const warnings: string[] = [];
+    const onWarning = (warning: Error) => warnings.push(`${warning.name}: ${warning.message}`);
+    process.on("warning", onWarning);
+    try {
+      const writer = new BatchingWriter(s.store, { maxWaitMs: 1000 });
+      const held = writer.write(write(1));
+      let drained = false;
+      const draining = writer.drain().then(() => (drained = true));
+      // A timer of Infinity ms fires after 1 ms (TimeoutOverflowWarning): drain would spin on it.
+      await new Promise((r) => setTimeout(r, 50));
+      expect(drained).toBe(false);
+      release();
+      await draining;
+      expect(await held).toEqual({ kind: "stored" });
+      expect(warnings).toEqual([]);
+    } finally {
+      process.off("warning", onWarning);
+      await s.real.close();
+    }
+  });
 });
