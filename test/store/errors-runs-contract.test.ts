@@ -334,6 +334,43 @@ describe.each(adapters)("errors and runs contract: %s", (_name, open) => {
     expect(opened!.calls.map((t) => t.latencyMs)).toEqual([35_000, 50_000, 1000]);
   });
 
+  it("ranks runs by cost as listed: the whole run's unfiltered (a run straddling the range's start too), the matching calls' filtered", async () => {
+    const now = Date.now();
+    const since = now - 6 * hour;
+    const at = (sessionId: string, placed: number, costUsd: number, latencyMs = 1000) =>
+      call({ accountId: "acc_cost", at: placed, latencyMs, sessionId, costUsd });
+    const calls = [
+      // Dear before the range, cheap inside it.
+      at("straddle", since - 2 * hour, 5),
+      at("straddle", since + hour, 0.01),
+      // Wholly inside the range.
+      at("inside", since + 2 * hour, 1),
+      // One call, placed (at its call time) before the range and running into it.
+      create(StoredTraceSchema, { ...at("long", since - hour, 3, 2 * hour), calledAt: timestampFromMs(since - hour) }),
+      // Before the range, and over before it.
+      at("before", since - 3 * hour, 9),
+    ];
+    await store.writeBatch(calls.map((trace) => ({ trace, idempotencyKey: undefined })));
+    const range = filter({ since: timestampFromMs(since), until: timestampFromMs(now + hour) });
+    const ranked = (runs: Awaited<ReturnType<typeof store.listRuns>>) => runs.map((r) => [r.id, Number(r.costUsd.toFixed(6))]);
+    const whole = [
+      ["session:straddle", 5.01],
+      ["session:long", 3],
+      ["session:inside", 1],
+    ];
+    expect(ranked(await store.listRuns("acc_cost", range, "cost", 50))).toEqual(whole);
+    for (const limit of [1, 2]) expect(ranked(await store.listRuns("acc_cost", range, "cost", limit))).toEqual(whole.slice(0, limit));
+    // The recent list shows the same runs with the same figures.
+    expect(ranked(await store.listRuns("acc_cost", range, "recent", 50)).sort()).toEqual([...whole].sort());
+    const filtered = filter({ ...range, model: "gpt-4o" });
+    const matching = [
+      ["session:inside", 1],
+      ["session:straddle", 0.01],
+    ];
+    expect(ranked(await store.listRuns("acc_cost", filtered, "cost", 50))).toEqual(matching);
+    expect(ranked(await store.listRuns("acc_cost", filtered, "cost", 1))).toEqual(matching.slice(0, 1));
+  });
+
   it("opens one run with its calls by start, and no other project's", async () => {
     const otlp = "a".repeat(32);
     const run = await store.getRun("acc_run", `otlp:${otlp}`);

@@ -100,6 +100,35 @@ export function mongoErrorsAndRuns(
   });
 
   /**
+   * The runs that may overlap the filter's range, dearest first by their whole cost. A run ending
+   * in the range or after has a call placed from its start less the longest latency of a call that
+   * says its call time; the runs of those calls are summed from there, and then over their calls
+   * placed earlier (their ids named, down the run indexes).
+   */
+  const wholeRunsByCost = async (accountId: string, filter: ResolvedTraceFilter): Promise<string[]> => {
+    const keptFrom = cutoff().getTime();
+    const longest = await longestLatency(accountId, Math.max(filter.sinceMs - maxLatencyMs, keptFrom), true);
+    const from = new Date(Math.max(filter.sinceMs - longest, keptFrom));
+    const costs = runSums(await sumBy(placed(accountId, { $gte: from }), runGroup, "$costUsd"));
+    const otlp: string[] = [];
+    const sessions: string[] = [];
+    for (const id of costs.keys()) {
+      const key = parseRunId(id)!;
+      if ("otlpTraceId" in key) otlp.push(key.otlpTraceId);
+      else sessions.push(key.sessionId);
+    }
+    const earlier = {
+      $and: [
+        { "meta.accountId": accountId, receivedAt: { $gte: new Date(keptFrom), $lt: from } },
+        { $or: [{ otlpTraceId: { $in: otlp } }, { sessionId: { $in: sessions } }] },
+      ],
+    };
+    const before = runSums(await sumBy(earlier, runGroup, "$costUsd"));
+    for (const [id, cost] of before) if (costs.has(id)) costs.set(id, costs.get(id)! + cost);
+    return byCost(costs);
+  };
+
+  /**
    * Runs most recently ended first, after `after`, exactly as the embedded store lists them:
    * filtered (`narrowed`), a run is its matching calls in the range; otherwise the whole run, when
    * it overlaps the range. Calls are scanned newest placed first; a call ends at most `longest`
@@ -237,9 +266,17 @@ export function mongoErrorsAndRuns(
       const keep = (found: (RunCell | undefined)[]) => {
         for (const cell of found) if (cell !== undefined && runIsAfter(cell, after)) cells.push(cell);
       };
-      if (order === "cost") {
+      if (order === "cost" && narrowed) {
+        // Filtered, a run is its matching calls in the range, and costs what they cost.
         const found = byCost(runSums(await sumBy(match, runGroup, "$costUsd"))).slice(0, limit);
         keep(await Promise.all(found.map(cellOf)));
+      } else if (order === "cost") {
+        // The whole runs that overlap the range, by their whole cost (D72): the runs met from
+        // where a call ending in the range may be placed, then summed over their earlier calls too.
+        for (const ids of chunks(await wholeRunsByCost(accountId, filter), limit)) {
+          for (const cell of await Promise.all(ids.map(cellOf))) if (cell && overlaps(cell, filter)) cells.push(cell);
+          if (cells.length >= limit) break;
+        }
       } else {
         const ids = await recentRuns(accountId, filter, narrowed ? match : undefined, limit, after, (id) => runSpan(id, callsOf(id), longest));
         keep(await Promise.all(ids.map(cellOf)));
@@ -266,8 +303,9 @@ export function mongoErrorsAndRuns(
   };
 }
 
-function callStart(trace: StoredTrace): number {
-  return callSpanMs(timestampMs(trace.calledAt ?? trace.receivedAt!), trace.latencyMs, trace.calledAt !== undefined).start;
+/** Whether a whole run overlaps the filter's range (the embedded store's roll-up read). */
+function overlaps(run: RunSpan, filter: ResolvedTraceFilter): boolean {
+  return run.startMs < filter.untilMs && run.endMs >= filter.sinceMs;
 }
 
 /** Run ids by their costs, dearest first, ties by id. */
@@ -283,6 +321,14 @@ function runSums(rows: Row[]): Map<string, number> {
     if (id !== undefined) into.set(id, (into.get(id) ?? 0) + Number(row.n ?? 0));
   }
   return into;
+}
+
+function* chunks<T>(items: T[], size: number): Generator<T[]> {
+  for (let i = 0; i < items.length; i += size) yield items.slice(i, i + size);
+}
+
+function callStart(trace: StoredTrace): number {
+  return callSpanMs(timestampMs(trace.calledAt ?? trace.receivedAt!), trace.latencyMs, trace.calledAt !== undefined).start;
 }
 
 /** The calls whose error is one of `texts` (the empty text: calls without one). */
