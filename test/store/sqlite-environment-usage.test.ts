@@ -118,7 +118,7 @@ describe("embedded store: usage per environment (D67)", () => {
     const db = new Database(join(oldDir, "calltrace.db"));
     const before = migrations.findIndex((m) => m.includes("CREATE TABLE usage_environment_daily"));
     expect(before).toBeGreaterThan(0);
-    db.exec("DROP TABLE usage_environment_daily");
+    db.exec("DROP TABLE usage_environment_daily; DROP TABLE usage_hourly");
     // Its traces named a provider and a model by text (D68 numbers them; its migration runs again on reopening).
     db.exec(`ALTER TABLE traces ADD COLUMN provider TEXT;
       ALTER TABLE traces ADD COLUMN model TEXT;

@@ -802,6 +802,42 @@ export const migrations: readonly string[] = [
      GROUP BY 1, 2, 3, 4, 5, 6, 7;
    DROP TABLE error_group_users;
    ALTER TABLE error_group_users_keyed RENAME TO error_group_users;`,
+  // The parts of a day at a range's ends and the hourly trends (D73): usage per UTC hour (hours
+  // since the epoch), environment, provider, model, status and key, with calls per latency bucket
+  // as usage_environment_daily keeps them. The environment is the one its day counts it under
+  // (D54): its own if group_daily tracks it, else other; '' for a trace without one.
+  `CREATE TABLE usage_hourly (
+     account_id TEXT NOT NULL,
+     hour INTEGER NOT NULL,
+     environment TEXT NOT NULL,
+     provider TEXT NOT NULL,
+     model TEXT NOT NULL,
+     status TEXT NOT NULL,
+     key_id TEXT NOT NULL,
+     calls INTEGER NOT NULL,
+     cost_usd REAL NOT NULL,
+     tokens_in INTEGER NOT NULL,
+     tokens_out INTEGER NOT NULL,
+     unpriced INTEGER NOT NULL,
+     mismatched INTEGER NOT NULL,
+     latency TEXT NOT NULL,
+     PRIMARY KEY (account_id, hour, environment, provider, model, status, key_id)
+   ) WITHOUT ROWID;
+   INSERT INTO usage_hourly
+     SELECT (SELECT id FROM id_numbers WHERE num = project_num), hour, environment, (SELECT id FROM id_numbers WHERE num = provider_num),
+       (SELECT id FROM id_numbers WHERE num = model_num), status, (SELECT id FROM id_numbers WHERE num = key_num),
+       SUM(calls), SUM(cost_usd), SUM(tokens_in), SUM(tokens_out), SUM(unpriced), SUM(mismatched), json_group_object(bucket, calls)
+     FROM (
+       SELECT project_num, received_at / 3600000 AS hour,
+         CASE WHEN COALESCE(environment, '') = '' THEN '' WHEN EXISTS (SELECT 1 FROM group_daily AS g WHERE g.project_num = t.project_num
+           AND g.dimension = 'environment' AND g.value = t.environment AND g.day = t.received_at / 86400000) THEN environment
+           ELSE char(0) || 'other' END AS environment,
+         provider_num, model_num, status, key_num, CAST(latency_bucket(latency_ms) AS INTEGER) AS bucket,
+         COUNT(*) AS calls, SUM(cost_usd) AS cost_usd, SUM(tokens_in) AS tokens_in, SUM(tokens_out) AS tokens_out,
+         SUM(price_check = ${PriceCheck.UNPRICED}) AS unpriced, SUM(price_check = ${PriceCheck.MISMATCH}) AS mismatched
+       FROM traces AS t
+       GROUP BY 1, 2, 3, 4, 5, 6, 7, 8)
+     GROUP BY 1, 2, 3, 4, 5, 6, 7;`,
 ];
 
 /** Brings the database to the current schema; safe to run from several processes at once. */

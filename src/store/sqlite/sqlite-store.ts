@@ -96,6 +96,8 @@ export function openSqliteStore(dataDir: string, options: RetentionOptions & Val
           : `DELETE FROM ${table} WHERE day < @day AND (@project IS NULL OR account_id = @project)`,
       ),
     ),
+    // Hours that lie wholly before the cut-off's day, as the daily roll-ups' days.
+    deleteExpiredHours: db.prepare(`DELETE FROM usage_hourly WHERE hour < @day * 24 AND (@project IS NULL OR account_id = @project)`),
     // Runs whose last call is past the cut-off (a run with calls either side keeps its sums).
     deleteExpiredRuns: db.prepare(`DELETE FROM runs WHERE end_ms < @cutoff AND ${expiringProjects}`),
     projectsKeepingLess: db.prepare(`SELECT id, retention_days FROM projects WHERE retention_days > 0`),
@@ -175,7 +177,7 @@ export function openSqliteStore(dataDir: string, options: RetentionOptions & Val
   const deleteBefore = (cutoff: number, project: string | null) => {
     statements.deleteExpiredTraces.run({ cutoff, project });
     statements.deleteExpiredRuns.run({ cutoff, project });
-    for (const statement of statements.deleteExpiredDays) statement.run({ day: Math.floor(cutoff / dayMs), project });
+    for (const statement of [...statements.deleteExpiredDays, statements.deleteExpiredHours]) statement.run({ day: Math.floor(cutoff / dayMs), project });
   };
   /** RETENTION_DAYS for every project, then the shorter retention some projects set (docs/teams.md). */
   const deleteExpired = db.transaction((now: number) => {

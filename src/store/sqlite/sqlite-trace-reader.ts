@@ -16,6 +16,7 @@ import { groupExpression, projectIs, traceConditions, tracesFor } from "./sqlite
 import { idOf, numberOf } from "./sqlite-id-numbers.js";
 import { traceFromRow, traceRowSql, type TraceRow } from "./sqlite-trace-row.js";
 import { dayMs } from "./sqlite-usage-rollup.js";
+import { bucketsSql, hoursSql, untrackedDaysSql } from "./sqlite-rollup-sql.js";
 
 /** The sort expressions of the orders other than time; each has an index (project_num, expression, seq). */
 const sortExpressions = { cost: "cost_usd", latency: "latency_ms", tokens: "(tokens_in + tokens_out)" } as const;
@@ -59,21 +60,11 @@ export const countedOtherSql = `SELECT 1 FROM group_daily WHERE ${projectIs} AND
   AND value = @otherValue AND day >= @fromDay AND day <= @lastDay LIMIT 1`;
 
 /**
- * Calls per latency bucket of the rows of `table` (group_daily or usage_environment_daily) `where`
- * selects, summed by `names`: each row keeps its buckets as a JSON object (D65), read here as
- * rows. `columns` are the inner select's (an alias each, as `names` call them).
- */
-function bucketsSql(table: string, columns: string[], names: string[], where: string): string {
-  return `SELECT ${[...names, "CAST(b.key AS INTEGER) AS bucket"].join(", ")}, SUM(b.value) AS calls
-    FROM (SELECT ${[...columns, "latency"].join(", ")} FROM ${table} ${where}) AS g, json_each(g.latency) AS b
-    GROUP BY ${[...names, "bucket"].join(", ")}`;
-}
-
-/**
  * The dashboard's reads on the embedded store. Pages use the (account, [filter column,]
  * received_at) indexes with a keyset cursor, so a deep page costs what the first one does; other
  * orders use the (account, cost | latency | tokens, seq) indexes the same way. Aggregates read
- * whole UTC days from the daily roll-ups and only the partial days at either end of the range
+ * whole UTC days from the daily roll-ups, the whole hours of the partial days at either end of the
+ * range (and hourly trends) from usage_hourly, and only the parts of an hour at the range's ends
  * from the traces themselves; a filter the roll-ups do not hold (user, tag, ...) reads traces.
  */
 export function sqliteTraceReader(db: Database.Database, retentionMs: number, ids: ReturnType<typeof sequenceIds>): TraceReader {
@@ -114,16 +105,23 @@ export function sqliteTraceReader(db: Database.Database, retentionMs: number, id
     const usageFiltered = filter.keyId !== undefined || filter.provider !== undefined || filter.model !== undefined;
     // An environment with the filters and groupings of usage_daily but the country: usage_environment_daily holds them (D67).
     const environmentRollup = filter.environment !== undefined && !grouping.country && (group === undefined || rollupColumn !== undefined);
-    // The roll-ups are daily: hours (of at most two days) are read from the traces. A model name
-    // match is a filter of the model, which the roll-ups of provider and model hold.
+    // A model name match is a filter of the model, which the roll-ups of provider and model hold.
+    const usageOnly = !filtersAttributes({ ...filter, modelContains: undefined, environment: undefined });
+    // usage_hourly (D73) holds what usage_environment_daily does, for every environment, per hour:
+    // the hourly trends and the parts of a day at the range's ends.
+    const hourlyRollup = usageOnly && !grouping.country && (group === undefined || rollupColumn !== undefined);
     const rollups =
       !grouping.hour &&
-      !filtersAttributes({ ...filter, modelContains: undefined, environment: undefined }) &&
+      usageOnly &&
       (filter.environment === undefined || environmentRollup) &&
       !(attributeRollup && (grouping.country || grouping.model || usageFiltered || filter.modelContains !== undefined));
 
     /** Whole days that counted the filter's environment under other (D54): the roll-ups do not hold it there. */
     let untracked: number[] = [];
+    const untrackedDays = (from: number, to: number) =>
+      prepare(untrackedDaysSql)
+        .pluck()
+        .all({ account: accountId, otherValue, environment: filter.environment, from, to }) as number[];
 
     /** Whole days, from the roll-ups. */
     const days = (from: number, to: number) => {
@@ -222,6 +220,37 @@ export function sqliteTraceReader(db: Database.Database, retentionMs: number, id
       }
     };
 
+    /** Whole hours [from, to) (hours since the epoch), from usage_hourly; under an environment, its untracked days from the traces. */
+    const hours = (from: number, to: number) => {
+      const params: Record<string, unknown> = { account: accountId, from, to };
+      let where = `WHERE account_id = @account AND hour >= @from AND hour < @to${traceConditions(filter, params, "rollup")}`;
+      if (filter.environment !== undefined) {
+        const skipped = untrackedDays(Math.floor(from / 24), Math.ceil(to / 24));
+        for (const day of skipped) traces(Math.max(day * dayMs, from * hourMs), Math.min((day + 1) * dayMs, to * hourMs));
+        Object.assign(params, { environment: filter.environment, untracked: JSON.stringify(skipped) });
+        where += " AND environment = @environment AND hour / 24 NOT IN (SELECT value FROM json_each(@untracked))";
+      }
+      const grp = rollupColumn ? [`${rollupColumn} AS "group"`] : [];
+      if (values && rollupColumn) {
+        params.values = JSON.stringify(values);
+        where += ` AND ${rollupColumn} IN (SELECT value FROM json_each(@values))`;
+      }
+      const sql = hoursSql(dims, grp, where, { sums: grouping.sums !== false, latency: grouping.latency === true });
+      if (sql.sums) append(out.sums, run<UsageCell>(sql.sums, params));
+      if (sql.latency) append(out.latency, run<LatencyCell>(sql.latency, params));
+    };
+
+    /** Part of a range: its whole hours from usage_hourly when it holds the filter, the rest from the traces. */
+    const part = (from: number, to: number) => {
+      const firstHour = Math.ceil(from / hourMs);
+      // No hour past the writer's clock bound holds a trace (D43's few minutes): the rest of an open range is read as traces, of which there are none.
+      const endHour = Math.floor(Math.min(to, Date.now() + dayMs) / hourMs);
+      if (!hourlyRollup || firstHour >= endHour) return traces(from, to);
+      traces(from, firstHour * hourMs);
+      hours(firstHour, endHour);
+      traces(endHour * hourMs, to);
+    };
+
     /** Part of a day (or any range, when the roll-ups cannot answer), from the traces. */
     const traces = (from: number, to: number) => {
       if (from >= to) return;
@@ -300,23 +329,17 @@ export function sqliteTraceReader(db: Database.Database, retentionMs: number, id
           to = Math.max(to, Math.ceil(end / dayMs));
           out.wholeDays = true;
         } else {
-          traces(start, end);
+          part(start, end);
         }
       }
       if (environmentRollup) {
         // Days whose environments passed the bound count this one under other if it was not tracked: those days come from the traces.
-        untracked = prepare(
-          `SELECT DISTINCT day FROM group_daily AS o WHERE ${projectIs} AND dimension = 'environment' AND value = @otherValue
-             AND day >= @from AND day < @to AND NOT EXISTS (SELECT 1 FROM group_daily AS t WHERE t.project_num = o.project_num
-             AND t.dimension = 'environment' AND t.value = @environment AND t.day = o.day)`,
-        )
-          .pluck()
-          .all({ account: accountId, otherValue, environment: filter.environment, from, to }) as number[];
+        untracked = untrackedDays(from, to);
         for (const day of untracked) traces(day * dayMs, (day + 1) * dayMs);
       }
       if (from < to) days(from, to);
     } else {
-      traces(filter.sinceMs, filter.untilMs);
+      part(filter.sinceMs, filter.untilMs);
     }
     if (grouping.day) {
       for (const cell of [...out.sums, ...out.latency]) cell.day = new Date(Number(cell.day) * dayMs).toISOString().slice(0, 10);

@@ -7,6 +7,7 @@ import type { TraceValues } from "./sqlite-trace-row.js";
 import { numberOf } from "./sqlite-id-numbers.js";
 
 export const dayMs = 86_400_000;
+export const hourMs = 3_600_000;
 
 interface Counts {
   calls: number;
@@ -135,14 +136,15 @@ export function addLatency(stored: string, added: string): string {
 }
 
 /**
- * Keeps the daily roll-ups (usage_daily, usage_country_daily, latency_daily, latency_daily_all,
- * group_daily and usage_environment_daily with their calls per latency bucket) in step with the
+ * Keeps the roll-ups (usage_daily, usage_country_daily, latency_daily, latency_daily_all, and
+ * group_daily, usage_environment_daily and usage_hourly with their calls per latency bucket) in step with the
  * traces. The returned function must run inside the transaction that inserts the traces, so a
  * roll-up never counts a trace that was not committed, or misses one that was. A batch is
  * summed in memory first: one upsert per distinct row, not one per trace. A trace is counted in
  * a usage_country_daily row (usage_daily, latency_daily and latency_daily_all are summed from
  * those, which are few) and in its attribute groups' group_daily rows, each with its latency
- * bucket, and, under an environment its day tracks, in a usage_environment_daily row (D67). Traces come in runs from the same client: a trace alike the one before it in the
+ * bucket, under an environment its day tracks, in a usage_environment_daily row (D67), and in
+ * its hour's usage_hourly row (D73). Traces come in runs from the same client: a trace alike the one before it in the
  * columns a row is keyed by counts in the same rows without a key or a lookup, so a plain trace
  * costs a comparison. A sign of -1 takes the traces out again: re-pricing takes out a trace's
  * old values and adds its new ones.
@@ -175,11 +177,17 @@ export function sqliteUsageRollup(db: Database.Database, keptValueOf: GroupValue
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
      ON CONFLICT DO UPDATE SET ${checkedSumsUpdate}, latency = add_latency(latency, excluded.latency)`,
   );
+  const hourly = db.prepare(
+    `INSERT INTO usage_hourly (account_id, hour, environment, provider, model, status, key_id, calls, cost_usd, tokens_in, tokens_out, unpriced, mismatched, latency)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+     ON CONFLICT DO UPDATE SET ${checkedSumsUpdate}, latency = add_latency(latency, excluded.latency)`,
+  );
 
   return (traces, sign = 1) => {
     const countryRows: Rows = new Map();
     const groupRows: GroupRows = { byContext: new Map(), all: [] };
     const environmentRows: Rows = new Map();
+    const hourlyRows: Rows = new Map();
     let usageOf: TraceValues | undefined;
     let usageDay = 0;
     let usageRow: Sums | undefined;
@@ -189,8 +197,11 @@ export function sqliteUsageRollup(db: Database.Database, keptValueOf: GroupValue
     // Keyed by both the usage row's columns and the environment's group: found again when either changes.
     let environmentRow: Sums | undefined;
     let environmentStale = true;
+    let hourlyRow: Sums | undefined;
+    let hourlyHour = 0;
     for (const t of traces) {
       const day = Math.floor(t[0] / dayMs);
+      const hour = Math.floor(t[0] / hourMs);
       if (!(usageOf && usageDay === day && alike(t, usageOf, usageColumns))) {
         const [, keyId, accountId, countryCode, provider, model, , , , , status] = t;
         usageRow = rowOf(countryRows, JSON.stringify([day, keyId, accountId, countryCode, provider, model, status]), () => [
@@ -212,14 +223,18 @@ export function sqliteUsageRollup(db: Database.Database, keptValueOf: GroupValue
         groupsDay = day;
         environmentStale = true;
       }
-      if (environmentStale) {
-        environmentRow = environmentRowOf(environmentRows, usageRow!, groupRowsOfTrace);
+      if (environmentStale || hour !== hourlyHour) {
+        const kept = keptEnvironment(groupRowsOfTrace);
+        if (environmentStale) environmentRow = environmentRowOf(environmentRows, usageRow!, kept);
+        hourlyRow = hourlyRowOf(hourlyRows, usageRow!, kept, hour);
+        hourlyHour = hour;
         environmentStale = false;
       }
       const bucket = latencyBucket(t[8]);
       count(usageRow!, t, bucket, sign);
       for (const row of groupRowsOfTrace) count(row, t, bucket, sign);
       if (environmentRow) count(environmentRow, t, bucket, sign);
+      count(hourlyRow!, t, bucket, sign);
     }
     // The few usage_country_daily rows give the other usage roll-ups' rows.
     const usageRows: Rows = new Map();
@@ -246,10 +261,11 @@ export function sqliteUsageRollup(db: Database.Database, keptValueOf: GroupValue
     for (const s of countryRows.values()) country.run(...s.params, s.calls, s.cost, s.tokensIn, s.tokensOut, s.unpriced, s.mismatched);
     for (const s of latencyRows.values()) latency.run(...s.params, s.calls);
     for (const s of latencyAllRows.values()) latencyAll.run(...s.params, s.calls);
-    // These two keep their calls per latency bucket on the row (D65).
+    // These keep their calls per latency bucket on the row (D65).
     for (const [statement, rows] of [
       [group, groupRows.all],
       [environment, environmentRows.values()],
+      [hourly, hourlyRows.values()],
     ] as const) {
       for (const s of rows)
         statement.run(...s.params, s.calls, s.cost, s.tokensIn, s.tokensOut, s.unpriced, s.mismatched, JSON.stringify(Object.fromEntries(s.buckets)));
@@ -257,16 +273,27 @@ export function sqliteUsageRollup(db: Database.Database, keptValueOf: GroupValue
   };
 }
 
+/** The environment a trace's day counts it under, from its group_daily rows: its own, other (D54), or '' for none. */
+function keptEnvironment(groupRows: Sums[]): string {
+  return (groupRows.find((row) => row.params[1] === "environment")?.params[2] as string | undefined) ?? "";
+}
+
 /**
- * The usage_environment_daily row of a trace counted in `usageRow` (usage_country_daily's) and
- * `groupRows` (its group_daily rows), or none: a trace without an environment, or one its day
- * counts under other (D54), is read from the traces.
+ * The usage_environment_daily row of a trace counted in `usageRow` (usage_country_daily's) under
+ * the environment `kept`, or none: a trace without an environment, or one its day counts under
+ * other (D54), is read from the traces.
  */
-function environmentRowOf(rows: Rows, usageRow: Sums, groupRows: Sums[]): Sums | undefined {
-  const kept = groupRows.find((row) => row.params[1] === "environment")?.params[2] as string | undefined;
-  if (kept === undefined || kept === "" || kept === otherValue) return undefined;
+function environmentRowOf(rows: Rows, usageRow: Sums, kept: string): Sums | undefined {
+  if (kept === "" || kept === otherValue) return undefined;
   const [accountId, day, , provider, model, status, keyId] = usageRow.params;
   const params = [accountId, kept, day, provider, model, status, keyId];
+  return rowOf(rows, JSON.stringify(params), () => params);
+}
+
+/** The usage_hourly row of a trace counted in `usageRow` under the environment `kept`, in `hour` (hours since the epoch). */
+function hourlyRowOf(rows: Rows, usageRow: Sums, kept: string, hour: number): Sums {
+  const [accountId, , , provider, model, status, keyId] = usageRow.params;
+  const params = [accountId, hour, kept, provider, model, status, keyId];
   return rowOf(rows, JSON.stringify(params), () => params);
 }
 
