@@ -9,7 +9,8 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ImportItem } from "../src/import/import-item.js";
-import { importBatchSize, importTraces } from "../src/import/trace-import.js";
+import { importTraces } from "../src/import/trace-import.js";
+import { commitTracesMax } from "../src/store/sqlite/sqlite-batch-commit.js";
 import { openSqliteStore } from "../src/store/sqlite/sqlite-store.js";
 import { dashboardTraffic } from "./support/dashboard-traffic.js";
 
@@ -42,7 +43,7 @@ function report(traces: number): void {
   );
   last = now;
 }
-console.log(`${total.toLocaleString("en-US")} traces of the project read and a tenth as many of nine others, ${importBatchSize.toLocaleString("en-US")} a transaction; load average ${loadavg()[0]!.toFixed(1)}`);
+console.log(`${total.toLocaleString("en-US")} traces of the project read and a tenth as many of nine others, ${commitTracesMax.toLocaleString("en-US")} a transaction; load average ${loadavg()[0]!.toFixed(1)}`);
 console.log("| traces | s | traces/s | user µs/trace | kernel µs/trace | KB read/trace | KB written/trace | load |");
 try {
   const counts = await importTraces(

@@ -13,9 +13,9 @@ import { join } from "node:path";
 import { downloadLines } from "../src/download/trace-lines.js";
 import { csvItems, jsonLinesItems } from "../src/import/export-files.js";
 import type { ImportContext, ImportItem } from "../src/import/import-item.js";
-import { importBatchSize, importTraces } from "../src/import/trace-import.js";
+import { importTraces } from "../src/import/trace-import.js";
 import { PriceBook } from "../src/pricing/price-match.js";
-import { type CommitPart, commitParts, type RowBatch, sqliteBatchCommit } from "../src/store/sqlite/sqlite-batch-commit.js";
+import { type CommitPart, commitParts, commitTracesMax, type RowBatch, sqliteBatchCommit } from "../src/store/sqlite/sqlite-batch-commit.js";
 import { openSqliteWriter } from "../src/store/sqlite/sqlite-database.js";
 import { openSqliteStore } from "../src/store/sqlite/sqlite-store.js";
 import { type TraceValues, writeToRow } from "../src/store/sqlite/sqlite-trace-row.js";
@@ -130,9 +130,9 @@ async function commitSplit(): Promise<{ parts: Record<CommitPart | "commit", num
   });
   const rows: TraceValues[] = [];
   try {
-    for (let i = 0; i < n; i += importBatchSize) {
+    for (let i = 0; i < n; i += commitTracesMax) {
       const batch: RowBatch = { traces: [], idempotencyKeys: [], quotaRemaining: [] };
-      for (const write of writes.slice(i, i + importBatchSize)) {
+      for (const write of writes.slice(i, i + commitTracesMax)) {
         const { values, claimKey } = writeToRow(write);
         batch.traces.push(values);
         batch.idempotencyKeys.push(claimKey);
@@ -151,7 +151,7 @@ async function commitSplit(): Promise<{ parts: Record<CommitPart | "commit", num
   return { parts, storeFile, rows };
 }
 const split = await commitSplit();
-const indexes = traceIndexCosts(split.storeFile, split.rows, importBatchSize);
+const indexes = traceIndexCosts(split.storeFile, split.rows, commitTracesMax);
 rmSync(work, { recursive: true, force: true });
 const loadAfter = loadavg()[0]!;
 
@@ -179,7 +179,7 @@ writeResultsSection(
   "import",
   `## \`traces import\` into the embedded store (\`BENCH_ONLY=import npm run bench\`, bench/import.ts)
 
-${machineLine()}; ${n.toLocaleString("en-US")} traces of a team's history over ${days} days (bench/support/dashboard-traffic.ts: runs, skewed users of 10,000, 2 of 50 tags, 2 metadata keys, failures), in time order as an export holds them, each run into a fresh store, in process, ${importBatchSize.toLocaleString("en-US")} traces a transaction. Load average ${loadBefore.toFixed(1)} before and ${loadAfter.toFixed(1)} after, on 2 cores shared with other work: traces/s moves with it; the CPU per trace much less.
+${machineLine()}; ${n.toLocaleString("en-US")} traces of a team's history over ${days} days (bench/support/dashboard-traffic.ts: runs, skewed users of 10,000, 2 of 50 tags, 2 metadata keys, failures), in time order as an export holds them, each run into a fresh store, in process, ${commitTracesMax.toLocaleString("en-US")} traces a transaction. Load average ${loadBefore.toFixed(1)} before and ${loadAfter.toFixed(1)} after, on 2 cores shared with other work: traces/s moves with it; the CPU per trace much less.
 
 ${table(
   [

@@ -16,20 +16,23 @@ export interface Rejection {
 }
 
 /**
- * Traces per batch: one transaction each in the embedded store. Larger than a live batch (D13):
- * a commit writes each page it dirtied once however many rows changed it, and a trace's user,
- * session, cost, latency, tokens and run put it on a page of its own in each of those indexes, so
- * past half a million traces nearly every one dirtied pages of their own: 50,000 a commit write a
- * quarter of the bytes 10,000 did (bench/RESULTS.md, D66). A commit holds the write lock for
- * 2-3 s on a quiet machine, within the 5 s a server sharing the file waits for it (sqlite-write-worker.ts).
+ * Traces per hand-over to the store: small, so the store's writer starts on the first while the
+ * file is still being read, and reading never waits for a commit while the writer has work queued.
  */
-export const importBatchSize = 50_000;
+export const importChunkSize = 5_000;
+/**
+ * Traces handed over and not yet stored, at most: the embedded store's writer commits the
+ * hand-overs queued behind its last commit together, up to `commitTracesMax` (50,000, D66), so
+ * this keeps one such commit running and the next one queued.
+ */
+const inFlightMax = 100_000;
 
 /**
- * Writes the items' traces into the store through its batch path, not over HTTP: batches of
- * `importBatchSize`, the next one read while the last is committed. A batch the store cannot
- * take stops the import with its error; what was committed stays, and importing again stores
- * only the rest (every imported trace has a key that makes it a duplicate the second time).
+ * Writes the items' traces into the store through its batch path, not over HTTP, in hand-overs of
+ * `importChunkSize` with up to `inFlightMax` traces in flight: reading, checking and converting go
+ * on while the store commits (D72). A hand-over the store cannot take stops the import with its
+ * error; what was committed stays, and importing again stores only the rest (every imported trace
+ * has a key that makes it a duplicate the second time).
  */
 export async function importTraces(
   items: AsyncIterable<ImportItem>,
@@ -38,15 +41,20 @@ export async function importTraces(
   onProgress: (counts: ImportCounts) => void = () => {},
 ): Promise<ImportCounts> {
   const counts: ImportCounts = { read: 0, stored: 0, duplicates: 0, rejected: 0 };
-  let batch: TraceWrite[] = [];
-  let committing: Promise<void> = Promise.resolve();
-  const commit = async (writes: TraceWrite[]) => {
-    const outcomes = await store.writeBatch(writes);
-    for (const outcome of outcomes) {
-      if (outcome.kind === "failed") throw outcome.error;
-      counts[outcome.kind === "stored" ? "stored" : "duplicates"]++;
-    }
-    onProgress(counts);
+  const inFlight: Promise<void>[] = [];
+  let chunk: TraceWrite[] = [];
+  const handOver = () => {
+    const writing = store.writeBatch(chunk).then((outcomes) => {
+      for (const outcome of outcomes) {
+        if (outcome.kind === "failed") throw outcome.error;
+        counts[outcome.kind === "stored" ? "stored" : "duplicates"]++;
+      }
+      onProgress(counts);
+    });
+    // A failure surfaces when this hand-over is awaited, in order.
+    writing.catch(() => {});
+    inFlight.push(writing);
+    chunk = [];
   };
   for await (const item of items) {
     counts.read++;
@@ -55,17 +63,14 @@ export async function importTraces(
       onRejected({ where: item.where, reason: item.rejected });
       continue;
     }
-    batch.push(item.write);
-    if (batch.length >= importBatchSize) {
-      await committing;
-      committing = commit(batch);
-      // Reading goes on while this batch commits; its failure surfaces at the next await.
-      committing.catch(() => {});
-      batch = [];
+    chunk.push(item.write);
+    if (chunk.length >= importChunkSize) {
+      if (inFlight.length * importChunkSize >= inFlightMax) await inFlight.shift();
+      handOver();
     }
   }
-  await committing;
-  if (batch.length > 0) await commit(batch);
+  if (chunk.length > 0) handOver();
+  for (const writing of inFlight) await writing;
   onProgress(counts);
   return counts;
 }

@@ -27,6 +27,17 @@ export interface Duplicates {
   quotaRemaining: (number | null)[];
 }
 
+/**
+ * Traces a commit takes at most of the batches queued behind the last one (sqlite-write-worker.ts).
+ * An import hands over more than this in flight (src/import/trace-import.ts), so its commits are
+ * this large: a commit writes each page it dirtied once however many rows changed it, and a
+ * trace's user, session, cost, latency, tokens and run put it on a page of its own in each of
+ * those indexes, so past half a million traces 50,000 a commit write a quarter of the bytes
+ * 10,000 did (bench/RESULTS.md, D66). Such a commit holds the write lock 2-3 s on a quiet machine,
+ * within the 5 s a server sharing the file waits for it. Live batches are far smaller (D13).
+ */
+export const commitTracesMax = 50_000;
+
 /** The parts of a batch's commit, in order, as `sqliteBatchCommit` reports them to a benchmark (bench/import.ts). */
 export const commitParts = ["rows", "rollups", "errorGroups", "runs", "scopeCells"] as const;
 export type CommitPart = (typeof commitParts)[number];
@@ -126,9 +137,14 @@ export function sqliteBatchCommit(
     return duplicates;
   });
   return (batch, now) => {
-    for (const values of batch.traces) for (const i of numberedIndexes) ids.number(values[i] as string);
+    ids.number(batchIds(batch.traces));
     return commit(batch, now);
   };
+}
+
+/** The ids a batch's rows name by number. */
+function* batchIds(traces: TraceValues[]): Generator<string> {
+  for (const values of traces) for (const i of numberedIndexes) yield values[i] as string;
 }
 
 /** A row's values as the traces table stores them: its key, project, provider and model as numbers. */

@@ -15,20 +15,31 @@ export const numberOf = (param: string): string => `(SELECT num FROM id_numbers 
 export const idOf = (column: string): string => `(SELECT id FROM id_numbers WHERE num = ${column})`;
 
 /**
- * The writer's side: `number` gives a new id its number in a statement of its own, before the
- * batch's transaction, so a number cached here is always committed (a rolled-back batch cannot
- * leave one behind that another id then takes); `numberOf` answers from the cache.
+ * The writer's side: `number` gives new ids their numbers in a transaction of their own, before
+ * the batch's, so a number cached here is always committed (a rolled-back batch cannot leave one
+ * behind that another id then takes); `numberOf` answers from the cache. A batch's new ids share
+ * that transaction: one sync for the dozen ids a fresh store's first import meets, not one each.
  */
-export function idNumbering(db: Database.Database): { number: (id: string) => void; numberOf: (id: string) => number } {
+export function idNumbering(db: Database.Database): { number: (ids: Iterable<string>) => void; numberOf: (id: string) => number } {
   const insert = db.prepare(`INSERT INTO id_numbers (id) VALUES (?) ON CONFLICT DO NOTHING`);
   const select = db.prepare(`SELECT num FROM id_numbers WHERE id = ?`).pluck();
   const numbers = new Map<string, number>();
-  return {
-    number(id) {
-      if (numbers.has(id)) return;
-      if (db.inTransaction) throw new Error("ids are numbered outside a transaction");
+  const numberAll = db.transaction((fresh: Set<string>) => {
+    const given = new Map<string, number>();
+    for (const id of fresh) {
       insert.run(id);
-      numbers.set(id, select.get(id) as number);
+      given.set(id, select.get(id) as number);
+    }
+    return given;
+  });
+  return {
+    number(ids) {
+      const fresh = new Set<string>();
+      for (const id of ids) if (!numbers.has(id)) fresh.add(id);
+      if (fresh.size === 0) return;
+      if (db.inTransaction) throw new Error("ids are numbered outside a transaction");
+      // Cached only once committed.
+      for (const [id, num] of numberAll(fresh)) numbers.set(id, num);
     },
     numberOf(id) {
       const num = numbers.get(id);

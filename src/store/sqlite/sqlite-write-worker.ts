@@ -1,7 +1,7 @@
 // Runs in a worker thread: owns the write connection, so fsyncs never block the event loop that
 // serves requests, and the next batch gathers while this one is being committed.
 import { parentPort, receiveMessageOnPort, workerData } from "node:worker_threads";
-import { type Duplicates, type RowBatch, sqliteBatchCommit } from "./sqlite-batch-commit.js";
+import { commitTracesMax, type Duplicates, type RowBatch, sqliteBatchCommit } from "./sqlite-batch-commit.js";
 import { openSqliteWriter } from "./sqlite-database.js";
 import { valueCap } from "../value-cap.js";
 import type { WriterThreadData } from "./sqlite-writer-thread.js";
@@ -50,7 +50,8 @@ function take(message: WriteRequest | CloseRequest): void {
 
 /**
  * Group commit across batches: the batches that queued up while the last commit ran go together
- * in the next one, with one fsync; each batch gets its own outcomes back.
+ * in the next one, with one fsync, up to `commitTracesMax` traces (the rest wait for the next);
+ * each batch gets its own outcomes back.
  */
 function commitQueued(): void {
   for (let next = receiveMessageOnPort(port); next; next = receiveMessageOnPort(port)) take(next.message as WriteRequest | CloseRequest);
@@ -58,7 +59,10 @@ function commitQueued(): void {
     if (closing) close();
     return;
   }
-  const requests = queued.splice(0);
+  let taken = 0;
+  for (let traces = 0; taken < queued.length && (taken === 0 || traces + queued[taken]!.traces.length <= commitTracesMax); taken++)
+    traces += queued[taken]!.traces.length;
+  const requests = queued.splice(0, taken);
   const merged: RowBatch =
     requests.length === 1
       ? requests[0]!
