@@ -29,23 +29,31 @@ export async function* jsonLinesItems(input: Readable, context: ImportContext): 
   }
 }
 
-/** The traces of a CSV file as `traces export --format csv` writes it: a header row of StoredTrace's field names, then one row per trace. */
+/**
+ * The traces of a CSV file as `traces export --format csv` writes it: a header row of StoredTrace's
+ * field names, then one row per trace. Rows are read as arrays, each cell read by its column's
+ * field found once from the header (csv-parse's `columns` builds an object per row: about a third
+ * of its time, bench/RESULTS.md); csv-parse still refuses a row of another length than the header.
+ */
 export async function* csvItems(input: Readable, context: ImportContext): AsyncGenerator<ImportItem> {
-  const parser = input.pipe(parse({ columns: true, info: true, bom: true, skip_empty_lines: true }));
-  for await (const { record, info } of parser as AsyncIterable<{ record: Record<string, string>; info: { lines: number } }>) {
-    yield item(`line ${info.lines}`, exportedRowWrite(jsonOfCsvRecord(record), context));
+  const parser = input.pipe(parse({ info: true, bom: true, skip_empty_lines: true }));
+  let columns: (DescField | undefined)[] | undefined;
+  for await (const { record, info } of parser as AsyncIterable<{ record: string[]; info: { lines: number } }>) {
+    if (columns === undefined) columns = record.map((name) => fieldsByName.get(name));
+    else yield item(`line ${info.lines}`, exportedRowWrite(jsonOfCsvRow(columns, record), context));
   }
 }
 
 const fieldsByName = new Map(StoredTraceSchema.fields.map((f) => [f.name, f]));
 
-/** A CSV row as the JSON row it was written from: empty cells unset, numbers, tags and metadata read back, spreadsheet guards taken off. */
-export function jsonOfCsvRecord(record: Record<string, string>): JsonObject {
+/** A CSV row as the JSON row it was written from: empty cells and unknown columns unset, numbers, tags and metadata read back, spreadsheet guards taken off. */
+function jsonOfCsvRow(columns: (DescField | undefined)[], cells: string[]): JsonObject {
   const row: JsonObject = {};
-  for (const [name, cell] of Object.entries(record)) {
-    const field = fieldsByName.get(name);
+  for (let i = 0; i < cells.length; i++) {
+    const field = columns[i];
+    const cell = cells[i]!;
     if (field === undefined || cell === "") continue;
-    row[name] = cellValue(field, cell);
+    row[field.name] = cellValue(field, cell);
   }
   return row;
 }
