@@ -30,7 +30,7 @@ const inFlightMax = 100_000;
 /**
  * Writes the items' traces into the store through its batch path, not over HTTP, in hand-overs of
  * `importChunkSize` with up to `inFlightMax` traces in flight: reading, checking and converting go
- * on while the store commits (D72). A hand-over the store cannot take stops the import with its
+ * on while the store commits (D74). A hand-over the store cannot take stops the import with its
  * error; what was committed stays, and importing again stores only the rest (every imported trace
  * has a key that makes it a duplicate the second time).
  */

@@ -14,7 +14,7 @@ import type { Store } from "../../src/store/store.js";
 import type { TraceWrite } from "../../src/store/trace-store.js";
 import { tempDir } from "../support/temp-dir.js";
 
-/** How `traces import` hands traces to the embedded store's writer (D72): read ahead of the commits, commits capped, nothing lost. */
+/** How `traces import` hands traces to the embedded store's writer (D74): read ahead of the commits, commits capped, nothing lost. */
 const now = Date.now();
 const opened: Store[] = [];
 afterEach(async () => {
