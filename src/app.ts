@@ -59,7 +59,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     maxInFlight: store.handover?.maxInFlight ?? 1,
   });
   metrics.gauge("calltrace_writer_queue_depth", "Traces waiting for a group commit", () => writer.depth);
-  const limits = openLimits(config, store, logger);
+  const limits = openLimits(config, store, logger, { metrics });
   const verifier = createKeyVerifier(store.keys);
   const prices = projectPrices(store.prices);
   // Re-price jobs left running by a stopped instance are taken up again, now and now and then.

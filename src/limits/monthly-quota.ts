@@ -57,6 +57,11 @@ export interface MonthlyQuotaOptions {
   countTimeoutMs: number;
   /** The clock (injectable so tests can cross a month boundary). */
   now?: () => number;
+  /**
+   * `traces` of key `keyId` were not given back: the shared counter (or, with the commit's outcome
+   * unknown, the month) still counts them. Told rather than thrown: the request is answered already.
+   */
+  giveBackLost?: (keyId: string, traces: number, error: unknown) => void;
 }
 
 /** A month's counter could not be rebuilt from the stored traces in time (or at all): the request cannot be counted now. */
@@ -86,7 +91,7 @@ const counterTtlSeconds = 20 * 24 * 3600;
  * Nor against one that lacks its traces in flight: a counter rebuilt while they were (Redis
  * emptied mid-load) is of a new generation, and each process adds them to it (Outstanding).
  */
-export function createMonthlyQuota({ backend, countStored, countTimeoutMs, now = Date.now }: MonthlyQuotaOptions): MonthlyQuota {
+export function createMonthlyQuota({ backend, countStored, countTimeoutMs, now = Date.now, giveBackLost = () => {} }: MonthlyQuotaOptions): MonthlyQuota {
   // The reservations of one event-loop turn on the same counter are one add to it, its take-backs one take-back (coalescedCounters).
   const counters = coalescedCounters(backend.counters({ keyPrefix: "ct:quota", ttlSeconds: counterTtlSeconds }));
   let month = calendarMonth(now());
@@ -238,7 +243,7 @@ export function createMonthlyQuota({ backend, countStored, countTimeoutMs, now =
           try {
             consumed = await settled(counter, answer);
           } catch (error) {
-            await giveBack(counters, counter, tally, count);
+            await giveBack(counters, counter, tally, count, (lost) => giveBackLost(key.id, count, lost));
             throw error;
           }
         }
@@ -253,7 +258,7 @@ export function createMonthlyQuota({ backend, countStored, countTimeoutMs, now =
         resetAt: Math.floor(nextMonth / 1000),
         retryAfter: Math.max(1, Math.ceil((nextMonth - at) / 1000)),
       };
-      const reservation = new Reservation(decision, counters, counter, count, tally);
+      const reservation = new Reservation(decision, counters, counter, count, tally, (traces, error) => giveBackLost(key.id, traces, error));
       if (granted < count) await reservation.release(count - granted);
       return reservation;
     },
@@ -301,12 +306,26 @@ class Outstanding {
   }
 }
 
-/** Takes `count` held traces off `counter`; with a tally, only from the generation they were added to (a counter rebuilt since did not count them). */
-async function giveBack(counters: SeededCounters, counter: string, tally: Outstanding | undefined, count: number): Promise<void> {
-  if (!tally) return counters.takeBack(counter, count);
-  tally.held -= count;
-  tally.forgetIfIdle();
-  await counters.takeBack(counter, count, tally.generation);
+/**
+ * Takes `count` held traces off `counter`; with a tally, only from the generation they were added
+ * to (a counter rebuilt since did not count them). A take-back that fails is told to `lost`.
+ */
+async function giveBack(
+  counters: SeededCounters,
+  counter: string,
+  tally: Outstanding | undefined,
+  count: number,
+  lost: (error: unknown) => void,
+): Promise<void> {
+  if (tally) {
+    tally.held -= count;
+    tally.forgetIfIdle();
+  }
+  try {
+    await counters.takeBack(counter, count, tally?.generation);
+  } catch (error) {
+    lost(error);
+  }
 }
 
 /** A class rather than a closure per trace: the hot path allocates one object, not a function too. */
@@ -318,13 +337,14 @@ class Reservation implements QuotaReservation {
     private held: number,
     /** Where its traces are kept track of; undefined when the insurance counted them. */
     private readonly tally: Outstanding | undefined,
+    private readonly lost: (traces: number, error: unknown) => void,
   ) {}
 
   async release(count = this.held): Promise<void> {
     const given = Math.min(count, this.held);
     if (given <= 0) return;
     this.held -= given;
-    await giveBack(this.counters, this.counter, this.tally, given);
+    await giveBack(this.counters, this.counter, this.tally, given, (error) => this.lost(given, error));
   }
 
   stored(count = this.held): void {
@@ -339,9 +359,14 @@ class Reservation implements QuotaReservation {
     if (pending <= 0) return;
     // No longer held by this reservation: a release() meanwhile must not give them back.
     this.held -= pending;
-    void stored
-      .then((was) => (was ? this.counted(pending) : giveBack(this.counters, this.counter, this.tally, pending)))
-      .catch(() => {});
+    void stored.then(
+      (was) => (was ? this.counted(pending) : giveBack(this.counters, this.counter, this.tally, pending, (error) => this.lost(pending, error))),
+      (error: unknown) => {
+        // The commit's outcome is not known: counted as stored, so the month never counts fewer than were stored.
+        this.counted(pending);
+        this.lost(pending, error);
+      },
+    );
   }
 
   /** `count` traces taken off this reservation's hold are stored. */

@@ -3,6 +3,7 @@ import { once } from "node:events";
 import { Redis } from "ioredis";
 import type { Config } from "../config/config.js";
 import type { Logger } from "../log/logger.js";
+import type { Metrics } from "../observability/metrics.js";
 import type { TraceReader } from "../store/trace-reader.js";
 import { createAuthFailureLimiter, type AuthFailureLimiter } from "./auth-failure-limiter.js";
 import { clusterBackend, memoryBackend, redisBackend } from "./limiter-backend.js";
@@ -33,7 +34,7 @@ export function openLimits(
   config: Pick<Config, "redisUrl" | "redisTimeoutMs" | "writeTimeoutMs">,
   store: Pick<TraceReader, "usageTotals" | "monthlyTraceCount">,
   logger: Logger,
-  now?: () => number,
+  { now, metrics }: { now?: () => number; metrics?: Pick<Metrics, "quotaGiveBackLost"> } = {},
 ): Limits {
   let redis: Redis | undefined;
   let degradation = (): string | undefined => undefined;
@@ -53,7 +54,13 @@ export function openLimits(
     limiter: createPerMinuteLimiter(backend),
     authFailures: createAuthFailureLimiter(backend),
     // A count that takes longer than a write may is answered as a store that cannot take the write.
-    quota: createMonthlyQuota({ backend, countStored, countTimeoutMs: config.writeTimeoutMs, ...(now ? { now } : {}) }),
+    quota: createMonthlyQuota({
+      backend,
+      countStored,
+      countTimeoutMs: config.writeTimeoutMs,
+      giveBackLost: giveBackLostLog(logger, metrics),
+      ...(now ? { now } : {}),
+    }),
     degradation: () => degradation(),
     async connected(timeoutMs) {
       if (!redis || redis.status === "ready") return;
@@ -65,5 +72,28 @@ export function openLimits(
     async close() {
       redis?.disconnect();
     },
+  };
+}
+
+/** How often, at most, lost give-backs are logged (each is counted in /metrics). */
+const lostLogIntervalMs = 60_000;
+
+/**
+ * Logs the quota's lost give-backs (by key id, never the key), at most once a minute with how many
+ * were lost since: an outage loses one per refused or duplicate trace, which must not flood the log.
+ */
+function giveBackLostLog(logger: Logger, metrics: Pick<Metrics, "quotaGiveBackLost"> | undefined) {
+  let lastLogged = Number.NEGATIVE_INFINITY;
+  let unlogged = 0;
+  return (keyId: string, traces: number, error: unknown) => {
+    metrics?.quotaGiveBackLost(traces);
+    unlogged += traces;
+    if (Date.now() - lastLogged < lostLogIntervalMs) return;
+    lastLogged = Date.now();
+    logger.warn(
+      { keyId, traces: unlogged, err: error },
+      "monthly quota: traces not given back (Redis did not take them back, or their commit's outcome is unknown): the month counts them",
+    );
+    unlogged = 0;
   };
 }

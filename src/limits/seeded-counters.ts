@@ -31,7 +31,8 @@ export interface SeededCounters {
   seed(key: string, value: number, token?: string): Promise<void>;
   /**
    * Takes `points` off the counter, if it exists and, given `generation`, is still of it: a
-   * counter seeded since was counted from the store, which does not hold them either.
+   * counter seeded since was counted from the store, which does not hold them either. Insured
+   * counters take them off their own when the shared one fails, and reject (SharedTakeBackError).
    */
   takeBack(key: string, points: number, generation?: string): Promise<void>;
 }
@@ -222,6 +223,9 @@ export function coalescedCounters(counters: SeededCounters): SeededCounters {
   };
 }
 
+/** A take-back that reached only the insurance counter in this process: the shared counter still counts the points. */
+export class SharedTakeBackError extends Error {}
+
 /** Counters whose last shared value is remembered for the insurance; past this many the memory starts over. */
 export const rememberedKeys = 100_000;
 
@@ -269,9 +273,11 @@ export function insuredCounters(shared: SeededCounters, ttlSeconds: number, time
     async takeBack(key, points, generation) {
       try {
         await limited(() => shared.takeBack(key, points, generation));
-      } catch {
+      } catch (error) {
         insuranceUsed();
         await local.takeBack(key, points);
+        // Taken back here only: the shared counter still counts them, which the caller is told.
+        throw new SharedTakeBackError(`the shared counter did not take back ${points}`, { cause: error });
       }
     },
   };

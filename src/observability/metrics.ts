@@ -19,6 +19,8 @@ export interface Metrics {
   /** The store failed an operation (a batch write that threw or answered `failed`). */
   storeError(operation: string): void;
   limiterDecision(limiter: LimiterName, decision: "allowed" | "refused"): void;
+  /** `traces` of the monthly quota were not given back to the shared counter (it still counts them). */
+  quotaGiveBackLost(traces: number): void;
   /** Reads a gauge's value at scrape time. */
   gauge(name: string, help: string, read: () => number): void;
   /** The exposition text and its content type. */
@@ -65,6 +67,11 @@ export function createMetrics(): Metrics {
     labelNames: ["limiter", "decision"],
     registers: [registry],
   });
+  const quotaGiveBacksLost = new Counter({
+    name: "calltrace_quota_give_backs_lost_total",
+    help: "Traces the monthly quota could not give back to the shared counter (Redis down or slow): it counts them though they were not stored",
+    registers: [registry],
+  });
 
   return {
     registry,
@@ -81,6 +88,9 @@ export function createMetrics(): Metrics {
     },
     limiterDecision(name, decision) {
       limiter(name, decision);
+    },
+    quotaGiveBackLost(traces) {
+      quotaGiveBacksLost.inc(traces);
     },
     gauge(name, help, read) {
       new Gauge({

@@ -1,8 +1,12 @@
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
+import { pino } from "pino";
 import { memoryBackend, redisBackend } from "../../src/limits/limiter-backend.js";
 import { createMonthlyQuota, QuotaUnavailableError } from "../../src/limits/monthly-quota.js";
+import { openLimits } from "../../src/limits/open-limits.js";
+import { createMetrics } from "../../src/observability/metrics.js";
+import { openSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import type { RedisHealth } from "../../src/limits/redis-health.js";
 import { type RedisTestServer, startRedis } from "../support/redis-server.js";
 import { postTrace, startTestService, traceBody } from "../support/test-service.js";
@@ -130,6 +134,32 @@ describe("monthly quota counters (D11)", () => {
       expect(await remaining()).toBe("refused");
       expect(stored).toBe(10);
     } finally {
+      await redis.close();
+    }
+  });
+
+  it("a give-back Redis cannot take (Redis stopped) is logged by the key's id and counted in /metrics, not lost silently", async () => {
+    const redis = await startRedis();
+    const store = openSqliteStore(tempDir());
+    const lines: string[] = [];
+    const logger = pino({ level: "info" }, { write: (line: string) => void lines.push(line) });
+    const metrics = createMetrics();
+    const limits = openLimits({ redisUrl: redis.url, redisTimeoutMs: 200, writeTimeoutMs: 1000 }, store, logger, { metrics });
+    try {
+      await limits.connected(5000);
+      const reservation = await limits.quota.reserve(key, { ...plan, perMonth: 10 });
+      expect(reservation.decision).toMatchObject({ allowed: true, remaining: 9 });
+      await redis.kill();
+      // The write was answered before its commit, which then did not store the trace: its reservation goes back.
+      reservation.whenCommitted(Promise.resolve(false));
+      const lost = () => lines.map((line) => JSON.parse(line)).find((entry) => String(entry.msg).startsWith("monthly quota: traces not given back"));
+      for (const until = Date.now() + 5000; !lost() && Date.now() < until; ) await new Promise((r) => setTimeout(r, 20));
+      expect(lost()).toMatchObject({ level: 40, keyId: key.id, traces: 1 });
+      expect(lost().err.message).toContain("the shared counter did not take back 1");
+      expect((await metrics.scrape()).body).toMatch(/^calltrace_quota_give_backs_lost_total 1$/m);
+    } finally {
+      await limits.close();
+      await store.close();
       await redis.close();
     }
   });

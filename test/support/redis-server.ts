@@ -45,7 +45,8 @@ export async function startRedis(): Promise<RedisTestServer> {
   };
   const kill = async () => {
     const running = child;
-    if (!running || running.exitCode !== null) return;
+    // Killed before (by a signal: no exit code), it will not exit again.
+    if (!running || running.exitCode !== null || running.signalCode !== null) return;
     const exited = new Promise((r) => running.once("exit", r));
     running.kill("SIGKILL");
     await exited;
