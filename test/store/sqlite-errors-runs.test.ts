@@ -6,6 +6,8 @@ import { describe, expect, it } from "vitest";
 import { TraceFilterSchema } from "../../gen/calltrace/v1/query_pb.js";
 import { latencyBucket } from "../../src/store/latency-bucket.js";
 import { sqliteErrorReader } from "../../src/store/sqlite/sqlite-error-reader.js";
+import { sqliteRunReader } from "../../src/store/sqlite/sqlite-run-reader.js";
+import { sequenceIds } from "../../src/store/trace-id.js";
 import { migrations } from "../../src/store/sqlite/sqlite-schema.js";
 import { openSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import { traceColumns } from "../../src/store/sqlite/sqlite-trace-row.js";
@@ -113,6 +115,38 @@ describe("embedded store: error groups", () => {
       db.close();
       const { fromRollups, fromCalls } = await bothPaths(dir, store, "acc_c", now);
       expect(fromRollups).toEqual(fromCalls);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+describe("embedded store: runs by cost (D75)", () => {
+  it("lists the same dearest runs from the (project, end, cost) index as from every run of the range, ties at the limit by id", async () => {
+    const dir = tempDir();
+    const store = openSqliteStore(dir);
+    try {
+      const now = Date.now();
+      // 40 runs over five days (24 of them in the range), three costs, so many ties (as free and flat-priced runs make them), and one run that ended before the range.
+      const traces = Array.from({ length: 120 }, (_, i) =>
+        call({ accountId: "acc_rc", at: now - (i % 5) * day - 1000 * i, sessionId: `s-${i % 40}`, costUsd: i < 40 ? [0, 0.25, 0.5][i % 3]! : 0 }),
+      );
+      traces.push(call({ accountId: "acc_rc", at: now - 20 * day, sessionId: "old", costUsd: 99 }));
+      await stored(store, traces);
+      const db = new Database(join(dir, "calltrace.db"), { readonly: true });
+      try {
+        const ids = sequenceIds(db.prepare(`SELECT value FROM store_secrets WHERE name = 'trace_id_key'`).pluck().get() as Buffer);
+        const everyRun = sqliteRunReader(db, 0, ids, { costIndex: false });
+        const since = create(TraceFilterSchema, { since: timestampFromMs(now - 3 * day) });
+        for (const limit of [1, 7, 13, 40, 50]) {
+          const fromIndex = await store.listRuns("acc_rc", since, "cost", limit);
+          expect(fromIndex, `limit ${limit}`).toEqual(await everyRun.listRuns("acc_rc", since, "cost", limit));
+          expect(fromIndex.length).toBe(Math.min(limit, 24));
+          expect(fromIndex.map((r) => r.id)).not.toContain("session:old");
+        }
+      } finally {
+        db.close();
+      }
     } finally {
       await store.close();
     }

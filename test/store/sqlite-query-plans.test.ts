@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { resolveTraceFilter } from "../../src/store/trace-filter.js";
 import { groupExpression, projectIs, traceConditions, tracesFor } from "../../src/store/sqlite/sqlite-trace-filter.js";
 import { traceRowSql } from "../../src/store/sqlite/sqlite-trace-row.js";
-import { runCallsWhere } from "../../src/store/sqlite/sqlite-run-reader.js";
+import { dearRunsSql, runCallsWhere, runCostRankSql } from "../../src/store/sqlite/sqlite-run-reader.js";
 import { errorRollupWhere, failedCallsWhere } from "../../src/store/sqlite/sqlite-error-reader.js";
 import { expiringProjects, openSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import { cappedExpression, countedOtherSql } from "../../src/store/sqlite/sqlite-trace-reader.js";
@@ -88,6 +88,13 @@ describe("embedded store query plans after the index cuts (D65)", () => {
         /USING INDEX traces_account_error_received \(project_num=\? AND received_at>\? AND received_at<\?\)/,
       );
     expect(await errorsUnder({ userId: "user-0" })).toMatch(/USING INDEX traces_account_user_received \(project_num=\? AND user_id=\?/);
+  });
+
+  it("runs by cost are ranked in the (project, end, cost) index alone, then only the dearest rows read (D75)", async () => {
+    expect(await planOf(runCostRankSql)).toMatch(/SEARCH runs USING COVERING INDEX runs_account_end \(project_num=\? AND end_ms>\?\)/);
+    const plan = await planOf(`SELECT * FROM runs WHERE (project_num, otlp, run_key) IN (${dearRunsSql})`);
+    expect(plan).toMatch(/SEARCH runs USING PRIMARY KEY \(project_num=\? AND otlp=\? AND run_key=\?\)/);
+    expect(plan).toMatch(/SEARCH runs USING COVERING INDEX runs_account_end \(project_num=\? AND end_ms>\?\)/);
   });
 
   it("the Errors view's whole days under a model name read the error roll-ups by (project, day), never the calls (D70)", async () => {

@@ -35,16 +35,27 @@ export const runCallsWhere = {
   session: `${projectIs} AND session_id = @value AND otlp_trace_id IS NULL AND received_at >= @cutoff`,
 } as const;
 
+/** The runs ending since @since whose cost is at least @threshold, found in the (project, end, cost) index alone (D75). */
+export const dearRunsSql = `SELECT project_num, otlp, run_key FROM runs INDEXED BY runs_account_end
+  WHERE ${projectIs} AND end_ms >= @since AND cost_usd >= @threshold`;
+
+/** The cost of the @offset-th dearest run (from 0) ending since @since, from the same index. */
+export const runCostRankSql = `SELECT cost_usd FROM runs INDEXED BY runs_account_end
+  WHERE ${projectIs} AND end_ms >= @since ORDER BY cost_usd DESC LIMIT 1 OFFSET @offset`;
+
 /**
  * The Runs view's reads on the embedded store. An unfiltered list reads the runs roll-up through
- * its (project, end) index: the runs that overlap the range, whole. A filtered list sums the
- * matching calls of the range per run, from the traces. A run's calls come through the
- * (project, OTLP trace id) and (project, session) indexes.
+ * its (project, end, cost) index: the runs that overlap the range, whole. By cost over a range
+ * without an end, the index alone names the runs at least as dear as the limit-th, and only those
+ * rows are read (D75; `costIndex: false` reads every run of the range, the path it is tested
+ * against). A filtered list sums the matching calls of the range per run, from the traces. A
+ * run's calls come through the (project, OTLP trace id) and (project, session) indexes.
  */
 export function sqliteRunReader(
   db: Database.Database,
   retentionMs: number,
   ids: ReturnType<typeof sequenceIds>,
+  options = { costIndex: true },
 ): Pick<TraceReader, "listRuns" | "getRun"> {
   const statements = new Map<string, Database.Statement>();
   const prepare = (sql: string) => {
@@ -64,7 +75,14 @@ export function sqliteRunReader(
       const afterRun = (end: string, id: string) => (after ? `(${end} < @afterEnd OR (${end} = @afterEnd AND ${id} > @afterId))` : "1");
       if (after) Object.assign(params, { afterEnd: after.endMs, afterId: after.id });
       let cells: RunCell[];
-      if (!filtersCalls(filter)) {
+      if (!filtersCalls(filter) && order === "cost" && options.costIndex && traceFilter.until === undefined) {
+        // Every run starts before a range without an end. Ties at the limit-th cost are all read,
+        // so the order by id among them is exact.
+        const threshold = prepare(runCostRankSql).pluck().get({ ...params, offset: Math.max(limit - 1, 0) }) ?? Number.NEGATIVE_INFINITY;
+        cells = prepare(
+          `SELECT ${columns} FROM runs WHERE (project_num, otlp, run_key) IN (${dearRunsSql}) ORDER BY ${by}, id LIMIT @limit`,
+        ).all({ ...params, threshold }) as RunCell[];
+      } else if (!filtersCalls(filter)) {
         cells = prepare(
           `SELECT ${columns} FROM runs WHERE ${projectIs} AND end_ms >= @since AND start_ms < @until
              AND ${afterRun("end_ms", storedRunIdSql)} ORDER BY ${by}, id LIMIT @limit`,
