@@ -387,6 +387,8 @@ export async function prepareMongoCollections(db: Db, options: PrepareOptions): 
     { key: { "meta.accountId": 1, userId: 1, receivedAt: -1 }, name: "account_user_received" },
     { key: { "meta.accountId": 1, sessionId: 1, receivedAt: -1 }, name: "account_session_received" },
     { key: { "meta.accountId": 1, costUsd: -1 }, name: "account_cost" },
+    // A project's longest latency (the Runs view bounds how far a call reaches from where it is placed).
+    { key: { "meta.accountId": 1, latencyMs: -1 }, name: "account_latency" },
     ...(timeSeries ? [{ key: { receivedAt: 1 }, name: "received" }] : []),
   ]);
 

@@ -84,15 +84,8 @@ export function mongoErrorsAndRuns(
     return { ...span, calls: n(calls), errors: n(errors), costUsd: n(costUsd), tokensIn: n(tokensIn), tokensOut: n(tokensOut) };
   };
 
-  /**
-   * The longest latency of a call placed since `fromMs` (`timed`: of a call that says its call
-   * time, so ends after it is placed); 0 without one.
-   */
-  const longestLatency = async (accountId: string, fromMs: number, timed: boolean): Promise<number> => {
-    const match = { "meta.accountId": accountId, ...(timed ? { arrivedAt: { $exists: true } } : {}), receivedAt: { $gte: new Date(fromMs) } };
-    const doc = await c.traces.find(match, { projection: { latencyMs: 1 } }).sort({ latencyMs: -1 }).limit(1).next();
-    return doc?.latencyMs ?? 0;
-  };
+  const longestLatency = async (accountId: string, fromMs: number, timed: boolean): Promise<number> =>
+    (await longestLatencyFind(c, accountId, fromMs, timed).next())?.latencyMs ?? 0;
 
   /** A project's calls of runs placed in `range`. */
   const placed = (accountId: string, range: Filter<TraceDoc>["receivedAt"]): Filter<TraceDoc> => ({
@@ -301,6 +294,15 @@ export function mongoErrorsAndRuns(
       return { run: runSummary(cell), calls, truncated };
     },
   };
+}
+
+/**
+ * The call with the longest latency placed since `fromMs` (`timed`: of the calls that say their call
+ * time, so end after they are placed), read down the (project, latency) index.
+ */
+export function longestLatencyFind(c: MongoCollections, accountId: string, fromMs: number, timed: boolean) {
+  const match = { "meta.accountId": accountId, ...(timed ? { arrivedAt: { $exists: true } } : {}), receivedAt: { $gte: new Date(fromMs) } };
+  return c.traces.find(match, { projection: { latencyMs: 1 } }).sort({ latencyMs: -1 }).limit(1);
 }
 
 /** Whether a whole run overlaps the filter's range (the embedded store's roll-up read). */
