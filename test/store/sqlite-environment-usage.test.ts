@@ -73,7 +73,11 @@ const stored = (store: Store) => store.writeBatch(traces.map((trace) => ({ trace
 const tableRows = (dir: string) => {
   const db = new Database(join(dir, "calltrace.db"), { readonly: true });
   try {
-    return db.prepare(`SELECT * FROM usage_environment_daily ORDER BY account_id, environment, day, provider, model, status, key_id`).all();
+    return [
+      ...db.prepare(`SELECT * FROM usage_environment_daily ORDER BY account_id, environment, day, provider, model, status, key_id`).all(),
+      // Its latency per bucket over keys and statuses (D76).
+      ...db.prepare(`SELECT * FROM latency_environment_daily ORDER BY account_id, environment, day, provider, model, bucket`).all(),
+    ];
   } finally {
     db.close();
   }
@@ -118,7 +122,7 @@ describe("embedded store: usage per environment (D67)", () => {
     const db = new Database(join(oldDir, "calltrace.db"));
     const before = migrations.findIndex((m) => m.includes("CREATE TABLE usage_environment_daily"));
     expect(before).toBeGreaterThan(0);
-    db.exec("DROP TABLE usage_environment_daily; DROP TABLE usage_hourly");
+    db.exec("DROP TABLE usage_environment_daily; DROP TABLE usage_hourly; DROP TABLE latency_environment_daily");
     // Its traces named a provider and a model by text (D68 numbers them; its migration runs again on reopening).
     db.exec(`ALTER TABLE traces ADD COLUMN provider TEXT;
       ALTER TABLE traces ADD COLUMN model TEXT;

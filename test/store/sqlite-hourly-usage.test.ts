@@ -131,7 +131,7 @@ describe("embedded store: usage per hour (D73)", () => {
     const db = new Database(join(oldDir, "calltrace.db"));
     const before = migrations.findIndex((m) => m.includes("CREATE TABLE usage_hourly"));
     expect(before).toBeGreaterThan(0);
-    db.exec("DROP TABLE usage_hourly");
+    db.exec("DROP TABLE usage_hourly; DROP TABLE latency_environment_daily");
     db.pragma(`user_version = ${before}`);
     db.close();
     const upgraded = openSqliteStore(oldDir, { groupValuesPerDay });

@@ -842,6 +842,22 @@ export const migrations: readonly string[] = [
   // ending in a range are found in the index alone, and only they are read from the table.
   `DROP INDEX runs_account_end;
    CREATE INDEX runs_account_end ON runs(project_num, end_ms, cost_usd);`,
+  // The Overview's latency under an environment (D76): calls per latency bucket per environment,
+  // day, provider and model, summed over keys and statuses as latency_daily_all is, one row per
+  // bucket: read as rows, not by unpacking each usage_environment_daily row's JSON (json_each).
+  `CREATE TABLE latency_environment_daily (
+     account_id TEXT NOT NULL,
+     environment TEXT NOT NULL,
+     day INTEGER NOT NULL,
+     provider TEXT NOT NULL,
+     model TEXT NOT NULL,
+     bucket INTEGER NOT NULL,
+     calls INTEGER NOT NULL,
+     PRIMARY KEY (account_id, environment, day, provider, model, bucket)
+   ) WITHOUT ROWID;
+   INSERT INTO latency_environment_daily
+     SELECT account_id, environment, day, provider, model, CAST(b.key AS INTEGER), SUM(b.value)
+     FROM usage_environment_daily, json_each(latency) AS b GROUP BY 1, 2, 3, 4, 5, 6;`,
 ];
 
 /** Brings the database to the current schema; safe to run from several processes at once. */

@@ -30,6 +30,7 @@ const rollupTables = [
   "usage_daily",
   "usage_country_daily",
   "usage_environment_daily",
+  "latency_environment_daily",
   "latency_daily",
   "latency_daily_all",
   "group_daily",

@@ -159,14 +159,15 @@ export function sqliteTraceReader(db: Database.Database, retentionMs: number, id
           ),
         );
       }
-      // Without a key or status filter, the table summed over them answers with a sixth of the rows.
-      const latencyTable =
-        filter.keyId === undefined && filter.status === undefined && group?.kind !== "key" ? "latency_daily_all" : "latency_daily";
+      // Without a key or status filter, the tables summed over them answer with a sixth of the rows,
+      // a row per bucket (D76): under an environment too.
+      const overKeysAndStatuses = filter.keyId === undefined && filter.status === undefined && group?.kind !== "key";
+      const latencyTable = !overKeysAndStatuses ? "latency_daily" : environmentRollup ? "latency_environment_daily" : "latency_daily_all";
       if (grouping.latency) {
         append(
           out.latency,
           run<LatencyCell>(
-            bucketsTable
+            bucketsTable && !(environmentRollup && overKeysAndStatuses)
               ? bucketsSql(bucketsTable, [...dims, ...grp], [...dims, ...grp.map(() => `"group"`)], range)
               : `SELECT ${select("bucket")}, SUM(calls) AS calls FROM ${latencyTable} ${range}${groupBy(keys("bucket"))}`,
             params,

@@ -137,7 +137,8 @@ export function addLatency(stored: string, added: string): string {
 
 /**
  * Keeps the roll-ups (usage_daily, usage_country_daily, latency_daily, latency_daily_all, and
- * group_daily, usage_environment_daily and usage_hourly with their calls per latency bucket) in step with the
+ * group_daily, usage_environment_daily and usage_hourly with their calls per latency bucket, and
+ * latency_environment_daily from usage_environment_daily's) in step with the
  * traces. The returned function must run inside the transaction that inserts the traces, so a
  * roll-up never counts a trace that was not committed, or misses one that was. A batch is
  * summed in memory first: one upsert per distinct row, not one per trace. A trace is counted in
@@ -176,6 +177,10 @@ export function sqliteUsageRollup(db: Database.Database, keptValueOf: GroupValue
     `INSERT INTO usage_environment_daily (account_id, environment, day, provider, model, status, key_id, calls, cost_usd, tokens_in, tokens_out, unpriced, mismatched, latency)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
      ON CONFLICT DO UPDATE SET ${checkedSumsUpdate}, latency = add_latency(latency, excluded.latency)`,
+  );
+  const latencyEnvironment = db.prepare(
+    `INSERT INTO latency_environment_daily (account_id, environment, day, provider, model, bucket, calls)
+     VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET calls = calls + excluded.calls`,
   );
   const hourly = db.prepare(
     `INSERT INTO usage_hourly (account_id, hour, environment, provider, model, status, key_id, calls, cost_usd, tokens_in, tokens_out, unpriced, mismatched, latency)
@@ -257,10 +262,17 @@ export function sqliteUsageRollup(db: Database.Database, keptValueOf: GroupValue
         addCalls(latencyAllRows, [accountId, day, provider, model, bucket], calls);
       }
     }
+    // usage_environment_daily's few rows give latency_environment_daily's, summed over keys and statuses.
+    const latencyEnvironmentRows: typeof latencyRows = new Map();
+    for (const row of environmentRows.values()) {
+      const [accountId, environmentName, day, provider, model] = row.params;
+      for (const [bucket, calls] of row.buckets) addCalls(latencyEnvironmentRows, [accountId, environmentName, day, provider, model, bucket], calls);
+    }
     for (const s of usageRows.values()) usage.run(...s.params, s.calls, s.cost, s.tokensIn, s.tokensOut, s.unpriced, s.mismatched);
     for (const s of countryRows.values()) country.run(...s.params, s.calls, s.cost, s.tokensIn, s.tokensOut, s.unpriced, s.mismatched);
     for (const s of latencyRows.values()) latency.run(...s.params, s.calls);
     for (const s of latencyAllRows.values()) latencyAll.run(...s.params, s.calls);
+    for (const s of latencyEnvironmentRows.values()) latencyEnvironment.run(...s.params, s.calls);
     // These keep their calls per latency bucket on the row (D65).
     for (const [statement, rows] of [
       [group, groupRows.all],
