@@ -2,6 +2,7 @@ import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { chromium, type BrowserContext, type Page } from "playwright-core";
 import { startServiceProcess, type ServiceProcess } from "./cli.js";
+import { atFileEnd } from "./file-end.js";
 import { tempDir } from "./temp-dir.js";
 
 /** Debian's chromium, installed by .ci/run; never a downloaded browser. */
@@ -12,7 +13,7 @@ export async function launchBrowser(viewport = { width: 1400, height: 900 }): Pr
   if (!existsSync(chromiumPath)) {
     throw new Error(`${chromiumPath} is missing: the browser tests need Debian's chromium. Install it with: apt-get install -y chromium`);
   }
-  return chromium.launchPersistentContext(tempDir("calltrace-chromium-"), {
+  const context = await chromium.launchPersistentContext(tempDir("calltrace-chromium-"), {
     executablePath: chromiumPath,
     headless: true,
     args: [
@@ -28,6 +29,10 @@ export async function launchBrowser(viewport = { width: 1400, height: 900 }): Pr
     acceptDownloads: true,
     viewport,
   });
+  // Closed when its file ends should the file not close it (closing twice is a no-op): where a
+  // worker runs many files (isolate: false) a browser left open would outlive its file.
+  atFileEnd(() => context.close());
+  return context;
 }
 
 /** Where the README's screenshots are written when CALLTRACE_SCREENSHOTS is set (e.g. to docs). */

@@ -1,6 +1,7 @@
 import { spawn, spawnSync, type ChildProcessByStdio } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import type { Readable } from "node:stream";
+import { atFileEnd } from "./file-end.js";
 
 export const repoRoot = fileURLToPath(new URL("../..", import.meta.url));
 /** The command as a source checkout runs it: bin/calltrace.js, which compiles src/ through tsx at each start. */
@@ -68,6 +69,12 @@ export async function startServiceProcess(args: string[], env: NodeJS.ProcessEnv
       }
     });
     void exited.then((code) => reject(new Error(`calltrace serve exited (${code}) before listening: ${stderr}`)));
+  });
+  // Where a worker runs many files (isolate: false) a service left running would slow the next ones.
+  atFileEnd(async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    child.kill("SIGKILL");
+    await exited;
   });
   return { port, url: `http://127.0.0.1:${port}`, child, exited, lines };
 }

@@ -5,6 +5,7 @@ import { createConnection } from "node:net";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
+import { atFileEnd } from "./file-end.js";
 
 /** How to get the test server when it is missing. */
 export const ferretdbInstall =
@@ -31,6 +32,15 @@ export function withDatabase(uri: string, database: string): string {
   if (!match) throw new Error(`not a MongoDB URI: ${uri}`);
   return `${match[1]}/${database}${match[2] ?? ""}`;
 }
+
+/**
+ * Under vitest, FerretDB's garbage collector is made lazier than Go's default (GOGC=100): its
+ * SQLite backend decodes every document of a collection for each $group, and collecting after
+ * each few scans was a fifth of its CPU in the attribution contract (bench/RESULTS.md, "Test
+ * suite"). GOMEMLIMIT caps the heap that lets grow; GOGC and GOMEMLIMIT in the environment win.
+ * The benches (bench/) measure FerretDB as it ships.
+ */
+const ferretdbGc = process.env.VITEST ? { GOGC: process.env.GOGC ?? "400", GOMEMLIMIT: process.env.GOMEMLIMIT ?? "512MiB" } : {};
 
 function ferretdbBinary(): string | undefined {
   if (process.env.FERRETDB_BIN) return process.env.FERRETDB_BIN;
@@ -105,7 +115,7 @@ export async function startMongoTestServer(options: { managed?: boolean } = {}):
         "--debug-addr=-",
         "--log-level=ERROR",
       ],
-      { stdio: ["ignore", "ignore", "pipe"] },
+      { stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, ...ferretdbGc } },
     );
     let stderr = "";
     proc.stderr!.on("data", (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-4000)));
@@ -127,7 +137,14 @@ export async function startMongoTestServer(options: { managed?: boolean } = {}):
     await exited;
     child = undefined;
   };
+  const close = async () => {
+    await kill();
+    rmSync(dir, { recursive: true, force: true });
+  };
   await start();
+  // Stopped when its file ends should the file not close it: where a worker runs many files
+  // (vitest.config.ts, isolate: false) a server left running would outlive its file.
+  atFileEnd(close);
 
   return {
     managed: true,
@@ -136,9 +153,6 @@ export async function startMongoTestServer(options: { managed?: boolean } = {}):
     start,
     pause: () => child?.kill("SIGSTOP"),
     resume: () => child?.kill("SIGCONT"),
-    async close() {
-      await kill();
-      rmSync(dir, { recursive: true, force: true });
-    },
+    close,
   };
 }
