@@ -30,7 +30,7 @@ export default defineConfig({
     hookTimeout: 60_000,
     // expect.poll waits on real servers and a real browser; on 2 busy cores 1 s (the default) is too short.
     expect: { poll: { timeout: 10_000 } },
-    // One worker process runs every file of a tier (but interop), each importing the service's modules (and
+    // One worker process runs every file of a tier, each importing the service's modules (and
     // playwright, the MongoDB driver) once, not once per file: about 1 s of CPU a file
     // (bench/RESULTS.md, "Test suite"). Files keep no state between them: none mocks a module or
     // changes process.env, the one fake clock is restored, and what a file starts (services,
@@ -40,9 +40,7 @@ export default defineConfig({
       ...Object.entries(tiers).map(([name, include], i) => ({
         extends: true as const,
         // Files matched by an earlier tier stay there.
-        // interop's files have not yet been shown to run in one process; they are mostly child
-        // processes (Python, Go, the Collector), so there is about 9 s to save there.
-        test: { name, include: [...include], exclude: Object.values(tiers).slice(0, i).flat(), isolate: name === "interop" },
+        test: { name, include: [...include], exclude: Object.values(tiers).slice(0, i).flat() },
       })),
       { extends: true as const, test: { name: "unit", include: ["test/**/*.test.ts"], exclude: claimed } },
     ],
