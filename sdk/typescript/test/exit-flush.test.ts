@@ -33,7 +33,10 @@ async function lingerAfterWork(env: Record<string, string> = {}) {
     packedSdk().app,
   );
   expect(run.code).toBe(0);
-  const [{ doneAt }, { exitAt }] = run.stdout.trim().split("\n").map((line) => JSON.parse(line));
+  const [{ doneAt }, { exitAt }] = run.stdout
+    .trim()
+    .split("\n")
+    .map((line) => JSON.parse(line));
   expect(run.exitedAt).toBeGreaterThanOrEqual(exitAt);
   return exitAt - doneAt;
 }
