@@ -5,6 +5,7 @@ import { describe, expect, it } from "vitest";
 import { runCli, startServiceProcess } from "../support/cli.js";
 import { tempDir } from "../support/temp-dir.js";
 import { postTrace, traceBody } from "../support/test-service.js";
+import { waitFor } from "../support/webhook-receiver.js";
 
 /** Fills the file system under `dir` with a file until it has no room left. */
 function fill(file: string): void {
@@ -41,14 +42,17 @@ describe("a full disk", () => {
       const notReady = await fetch(`${server.url}/readyz`);
       expect(notReady.status).toBe(503);
       expect(((await notReady.json()) as { reason: string }).reason).toMatch(/store writes are failing: .*full/i);
-      const logged = server.lines.filter((l) => l.includes('"msg":"store write failed"'));
+      // The log comes through the child's stdout pipe, which may deliver it after the answers.
+      const failedLines = () => server.lines.filter((l) => l.includes('"msg":"store write failed"'));
+      await waitFor(() => failedLines().length > 0, "the failed write's log line");
+      const logged = failedLines();
       expect(logged.length).toBeGreaterThanOrEqual(1);
       expect(logged.length).toBeLessThan(statuses.filter((s) => s === 503).length);
 
       rmSync(filler);
       expect((await postTrace(server.url, traceBody(key), { key })).status).toBe(202);
       expect((await fetch(`${server.url}/readyz`)).status).toBe(200);
-      expect(server.lines.some((l) => l.includes('"msg":"store writes succeed again"'))).toBe(true);
+      await waitFor(() => server.lines.some((l) => l.includes('"msg":"store writes succeed again"')), "the log line of writes succeeding again");
     } finally {
       server.child.kill("SIGTERM");
       await server.exited;
