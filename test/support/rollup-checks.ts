@@ -1,0 +1,144 @@
+import Database from "better-sqlite3";
+import { join } from "node:path";
+import type { TraceFilter } from "../../gen/calltrace/v1/query_pb.js";
+import { PriceCheck, type StoredTrace } from "../../gen/calltrace/v1/trace_pb.js";
+import { migrations } from "../../src/store/sqlite/sqlite-schema.js";
+import type { Store } from "../../src/store/store.js";
+import { call } from "./stored-call.js";
+import { tempDir } from "./temp-dir.js";
+
+// What the embedded store's roll-up tests share: the Overview's reads, a store left as an older
+// release left it, and the rows of its tables.
+
+/**
+ * `count` calls at `at(n)` in three environments (and none, every fourth), varied in key, model,
+ * status, latency and price check.
+ */
+export function variedCalls(count: number, at: (n: number) => number): StoredTrace[] {
+  const models = [
+    ["openai", "gpt-4o"],
+    ["anthropic", "claude-sonnet-4"],
+    ["openai", "o3"],
+  ] as const;
+  return Array.from({ length: count }, (_, n) => {
+    const [provider, model] = models[(n % 5) % 3]!;
+    return call({
+      at: at(n),
+      keyId: ["key_a", "key_b"][n % 2]!,
+      provider,
+      model,
+      status: n % 7 === 0 ? "error" : "success",
+      latencyMs: 40 + ((n * 37) % 900),
+      costUsd: (n % 11) / 1000,
+      tokensIn: n,
+      priceCheck: [PriceCheck.MATCH, PriceCheck.UNPRICED, PriceCheck.MISMATCH][n % 3]!,
+      ...(n % 4 === 3 ? {} : { environment: ["production", "staging", "dev"][Math.floor(n / 9) % 3] }),
+    });
+  });
+}
+
+/** Sums of costs in another order differ in their last bits: numbers compared to 12 significant digits. */
+export const rounded = (value: unknown): unknown =>
+  typeof value === "number"
+    ? Number(value.toPrecision(12))
+    : Array.isArray(value)
+      ? value.map(rounded)
+      : value !== null && typeof value === "object"
+        ? Object.fromEntries(Object.entries(value).map(([k, v]) => [k, rounded(v)]))
+        : value;
+
+/** Writes the traces through the store's batch path. */
+export const storeAll = (store: Store, traces: StoredTrace[]) =>
+  store.writeBatch(traces.map((trace) => ({ trace, idempotencyKey: undefined })));
+
+/** Every row the queries select, in turn, from the embedded store in `dir`. */
+export function tableRows(dir: string, ...queries: string[]): unknown[] {
+  const db = new Database(join(dir, "calltrace.db"), { readonly: true });
+  try {
+    return queries.flatMap((sql) => db.prepare(sql).all());
+  } finally {
+    db.close();
+  }
+}
+
+/** Deletes every trace from under the embedded store in `dir`, so that what still answers comes from its roll-ups; answers how many. */
+export function deleteTraces(dir: string): number {
+  const db = new Database(join(dir, "calltrace.db"));
+  try {
+    return db.prepare("DELETE FROM traces").run().changes;
+  } finally {
+    db.close();
+  }
+}
+
+/** The Overview's reads of one account and filter, as its page makes them; the trends per hour if `hourly` (else an empty place). */
+export async function overviewReads(store: Store, accountId: string, filter: TraceFilter, hourly: boolean): Promise<unknown[]> {
+  return [
+    await store.usageTotals(accountId, filter),
+    await store.usageByModel(accountId, filter),
+    await store.usageByDay(accountId, filter),
+    await store.usageByDayTotals(accountId, filter),
+    hourly ? await store.usageByHourTotals(accountId, filter) : [],
+    await store.latencyHistogram(accountId, filter),
+    await store.usageByGroup(accountId, filter, { kind: "key" }, 10),
+    await store.usageByGroup(accountId, filter, { kind: "provider" }, 10),
+  ];
+}
+
+/**
+ * Leaves the embedded store in `dir` as the release before the migration that creates `table`
+ * left it: drops the tables `drop` (that one's and later ones'), runs `sql`, and sets its schema
+ * version back, so that opening it runs those migrations again.
+ */
+export function rollBackBefore(dir: string, table: string, drop: string[], sql = ""): void {
+  const db = new Database(join(dir, "calltrace.db"));
+  try {
+    const before = migrations.findIndex((m) => m.includes(`CREATE TABLE ${table}`));
+    if (before <= 0) throw new Error(`no migration creates ${table}`);
+    db.exec(drop.map((name) => `DROP TABLE ${name};`).join("\n") + sql);
+    db.pragma(`user_version = ${before}`);
+  } finally {
+    db.close();
+  }
+}
+
+/** The two stores `withUpgradedStore` compares, and their directories. */
+export interface UpgradedStores {
+  upgraded: Store;
+  upgradedDir: string;
+  written: Store;
+  writtenDir: string;
+}
+
+/**
+ * Two embedded stores holding the same traces: one as the writer keeps it, the other rolled back
+ * by `rollBack` (rollBackBefore) and opened again, which upgrades it; `check` compares them.
+ */
+export async function withUpgradedStore(
+  open: (dir: string) => Store,
+  traces: StoredTrace[],
+  rollBack: (dir: string) => void,
+  check: (stores: UpgradedStores) => Promise<void>,
+): Promise<void> {
+  const writtenDir = tempDir();
+  const written = open(writtenDir);
+  try {
+    const upgradedDir = tempDir();
+    const old = open(upgradedDir);
+    try {
+      await storeAll(written, traces);
+      await storeAll(old, traces);
+    } finally {
+      await old.close();
+    }
+    rollBack(upgradedDir);
+    const upgraded = open(upgradedDir);
+    try {
+      await check({ upgraded, upgradedDir, written, writtenDir });
+    } finally {
+      await upgraded.close();
+    }
+  } finally {
+    await written.close();
+  }
+}
