@@ -140,14 +140,15 @@ export function mongoErrorsAndRuns(
   ): Promise<string[]> => {
     const longest = await longestLatency(accountId, Math.max(filter.sinceMs - maxLatencyMs, cutoff().getTime()), true);
     const highest = Math.min(filter.untilMs + longest, latestMs);
-    const overlaps = (run: RunSpan) => narrowed !== undefined || (run.startMs < filter.untilMs && run.endMs >= filter.sinceMs);
+    // Narrowed, a run is its matching calls, all in the range.
+    const listed = (run: RunSpan) => narrowed !== undefined || overlaps(run, filter);
     const runs: RunSpan[] = [];
     const seen = new Set<string>();
     /** The end of the limit-th run found so far, in order; none before `limit` are found. */
     let pageEndMs = Number.NEGATIVE_INFINITY;
     // Spans only (two sorted finds a run): the figures are summed for the runs of the page alone.
     const add = async (ids: string[]) => {
-      for (const run of await Promise.all(ids.map(spanOf))) if (run && overlaps(run) && runIsAfter(run, after)) runs.push(run);
+      for (const run of await Promise.all(ids.map(spanOf))) if (run && listed(run) && runIsAfter(run, after)) runs.push(run);
       if (runs.length >= limit) pageEndMs = runs.sort(endedLaterFirst)[limit - 1]!.endMs;
     };
     let window = narrowed;
