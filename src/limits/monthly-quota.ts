@@ -258,7 +258,7 @@ export function createMonthlyQuota({ backend, countStored, countTimeoutMs, now =
         resetAt: Math.floor(nextMonth / 1000),
         retryAfter: Math.max(1, Math.ceil((nextMonth - at) / 1000)),
       };
-      const reservation = new Reservation(decision, counters, counter, count, tally, (traces, error) => giveBackLost(key.id, traces, error));
+      const reservation = new Reservation(decision, counters, counter, count, tally, key.id, giveBackLost);
       if (granted < count) await reservation.release(count - granted);
       return reservation;
     },
@@ -337,8 +337,14 @@ class Reservation implements QuotaReservation {
     private held: number,
     /** Where its traces are kept track of; undefined when the insurance counted them. */
     private readonly tally: Outstanding | undefined,
-    private readonly lost: (traces: number, error: unknown) => void,
+    /** The key whose traces these are, and where a give-back that failed is told (MonthlyQuotaOptions). */
+    private readonly keyId: string,
+    private readonly giveBackLost: (keyId: string, traces: number, error: unknown) => void,
   ) {}
+
+  private lost(traces: number, error: unknown): void {
+    this.giveBackLost(this.keyId, traces, error);
+  }
 
   async release(count = this.held): Promise<void> {
     const given = Math.min(count, this.held);
