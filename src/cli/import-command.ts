@@ -7,6 +7,7 @@ import { keptDays } from "../ingest/call-time.js";
 import { csvItems, jsonLinesItems } from "../import/export-files.js";
 import { type ForeignSource, foreignItems, foreignSources } from "../import/foreign-files.js";
 import type { ImportContext, ImportItem } from "../import/import-item.js";
+import { type IndexDeferral, bytesPerTrace, indexDeferrals, withIndexesDeferred } from "../import/deferred-indexes.js";
 import { ImportProgress, summary } from "../import/import-progress.js";
 import { otlpFileItems } from "../import/otlp-file.js";
 import { type ImportCounts, importTraces, type Rejection } from "../import/trace-import.js";
@@ -27,6 +28,8 @@ export interface ImportOptions {
   /** Another tool's export: langfuse or helicone. */
   from?: string | undefined;
   json?: boolean | undefined;
+  /** auto, on or off: build the traces' scattered indexes after the rows (D77). */
+  deferIndexes?: string | undefined;
 }
 
 /**
@@ -42,6 +45,8 @@ export async function importCommand(store: Store, config: Config, options: Impor
   if (options.from !== undefined && !foreignSources.includes(options.from)) {
     throw new UsageError(`--from must be one of ${foreignSources.join(", ")}`);
   }
+  const deferral = (options.deferIndexes ?? "auto") as IndexDeferral;
+  if (!indexDeferrals.includes(deferral)) throw new UsageError(`--defer-indexes must be one of ${indexDeferrals.join(", ")}`);
   const files = options.files.map((file) => ({ file, format: (options.format as ImportFormat | undefined) ?? (options.from ? "jsonl" : formatOf(file)) }));
   const project = await keyProject(store, loadPlans(config.plansFile), options.project, options.plan, "traces import");
   const context: ImportContext = {
@@ -55,21 +60,24 @@ export async function importCommand(store: Store, config: Config, options: Impor
   const progress = new ImportProgress(process.stderr);
   const total: ImportCounts = { read: 0, stored: 0, duplicates: 0, rejected: 0 };
   const rejections: (Rejection & { file: string })[] = [];
-  for (const { file, format } of files) {
-    progress.startFile(file);
-    const size = Math.max(1, statSync(file).size);
-    const input = createReadStream(file);
-    const items = options.from ? foreignItems(file, options.from as ForeignSource, context) : itemsOf(format, file, input, context, store);
-    const before = { ...total };
-    const counts = await importTraces(
-      items,
-      store,
-      (rejection) => rejections.push({ file, ...rejection }),
-      (counts) => progress.update(added(before, counts), input.bytesRead / size),
-    );
-    input.destroy();
-    Object.assign(total, added(before, counts));
-  }
+  const traces = files.reduce((sum, { file }) => sum + statSync(file).size, 0) / bytesPerTrace;
+  await withIndexesDeferred(store, deferral, traces, (line) => progress.note(line), async () => {
+    for (const { file, format } of files) {
+      progress.startFile(file);
+      const size = Math.max(1, statSync(file).size);
+      const input = createReadStream(file);
+      const items = options.from ? foreignItems(file, options.from as ForeignSource, context) : itemsOf(format, file, input, context, store);
+      const before = { ...total };
+      const counts = await importTraces(
+        items,
+        store,
+        (rejection) => rejections.push({ file, ...rejection }),
+        (counts) => progress.update(added(before, counts), input.bytesRead / size),
+      );
+      input.destroy();
+      Object.assign(total, added(before, counts));
+    }
+  });
   progress.finish();
   if (options.json) {
     console.log(JSON.stringify({ project: project.id, ...total, rejections }));

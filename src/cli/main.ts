@@ -9,7 +9,7 @@ Usage:
   calltrace keys list [--json]
   calltrace keys revoke <id|prefix>
   calltrace traces export [--since ISO] [--until ISO] [--format jsonl|csv]
-  calltrace traces import FILE... [--project ID | --plan PLAN] [--format jsonl|csv|otlp | --from langfuse|helicone] [--json]
+  calltrace traces import FILE... [--project ID | --plan PLAN] [--format jsonl|csv|otlp | --from langfuse|helicone] [--defer-indexes auto|on|off] [--json]
   calltrace accounts list [--json]
   calltrace accounts set-plan <account-id> <plan>
   calltrace accounts create --email EMAIL [--plan PLAN] --password-stdin

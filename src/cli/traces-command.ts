@@ -14,12 +14,13 @@ export async function tracesCommand(argv: string[]): Promise<void> {
     plan: { type: "string" },
     from: { type: "string" },
     json: { type: "boolean" },
+    "defer-indexes": { type: "string" },
   });
   if (positionals[0] === "import") {
     const config = resolveConfig(values);
     const store = await openStore(config);
     try {
-      return await importCommand(store, config, { ...values, files: positionals.slice(1) });
+      return await importCommand(store, config, { ...values, deferIndexes: values["defer-indexes"], files: positionals.slice(1) });
     } finally {
       await store.close();
     }

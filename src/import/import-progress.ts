@@ -38,6 +38,11 @@ export class ImportProgress {
     }
   }
 
+  /** A line of its own, above the progress line on a terminal. */
+  note(line: string): void {
+    this.out.write(this.out.isTTY ? `\r\x1b[K${line}\n` : `${line}\n`);
+  }
+
   /** Leaves the progress line, so the report starts on a line of its own. */
   finish(): void {
     if (this.out.isTTY) this.out.write("\n");

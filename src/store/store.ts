@@ -20,7 +20,19 @@ export interface Store extends TraceStore, TraceReader {
   readonly prices: PriceStore;
   /** Counters of the scopes alert rules watch, kept as batches commit. */
   readonly scopeCounters: ScopeCounters;
+  /** Indexes a large import may build after its rows (the embedded store only, D77). */
+  readonly deferrableIndexes?: DeferrableIndexes;
   /** Resolves when the store can take writes; rejects with the reason otherwise. */
   ping(): Promise<void>;
   close(): Promise<void>;
+}
+
+/** Secondary indexes of the traces that a large import drops first and builds again after its rows (D77). */
+export interface DeferrableIndexes {
+  /** Traces stored, at most (the last sequence number). */
+  storedTraces(): number;
+  /** Marks the store as importing (this process) and drops the indexes; returns their names. */
+  drop(): string[];
+  /** Builds every one the store lacks, calling onBuilt after each, then clears the mark. */
+  rebuild(onBuilt?: (name: string, ms: number) => void): void;
 }

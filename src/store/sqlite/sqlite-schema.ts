@@ -868,3 +868,19 @@ export function migrate(db: Database.Database): void {
     if (version < migrations.length) db.pragma(`user_version = ${migrations.length}`);
   }).immediate();
 }
+
+/**
+ * The traces table's indexes a large import builds after its rows rather than with them (D77,
+ * sqlite-deferred-indexes.ts), by name, each as `CREATE INDEX name ON` what follows: those whose
+ * key puts consecutive traces on pages all over the index (a user, a session, a cost, a latency, a
+ * token count). The unique indexes an import's duplicate checks read stay, and so do those ordered
+ * by time, which a time-ordered import appends to. Each reads as the latest migration leaves it
+ * (test/store/sqlite-deferred-indexes.test.ts checks), so a store that lacks one builds it at open.
+ */
+export const deferrableTraceIndexes: Readonly<Record<string, string>> = {
+  traces_account_user_received: "traces(project_num, user_id, received_at) WHERE user_id IS NOT NULL",
+  traces_account_session_received: "traces(project_num, session_id, received_at) WHERE session_id IS NOT NULL",
+  traces_account_cost: "traces(project_num, cost_usd, seq)",
+  traces_account_latency: "traces(project_num, latency_ms, seq)",
+  traces_account_tokens: "traces(project_num, (tokens_in + tokens_out), seq)",
+};

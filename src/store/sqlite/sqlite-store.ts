@@ -10,6 +10,7 @@ import { errorGroupOf } from "../error-group.js";
 import { retentionMs, type RetentionOptions } from "../retention.js";
 import { sequenceIds } from "../trace-id.js";
 import { migrate } from "./sqlite-schema.js";
+import { sqliteDeferredIndexes } from "./sqlite-deferred-indexes.js";
 import { sqliteOtlpSpans } from "./sqlite-otlp-spans.js";
 import { sqliteScopeCounters } from "./sqlite-scope-counters.js";
 import { sqliteTraceReader } from "./sqlite-trace-reader.js";
@@ -84,6 +85,9 @@ export function openSqliteStore(dataDir: string, options: RetentionOptions & Val
   db.function("values_per_day", { deterministic: true }, () => valuesPerDay);
   db.function("error_users_per_group", { deterministic: true }, () => errorUsersPerGroup);
   migrate(db);
+  // Indexes a killed import left dropped are built before anything reads or writes (D77).
+  const deferrableIndexes = sqliteDeferredIndexes(db, `${file}-import`);
+  deferrableIndexes.rebuildUnlessImporting();
   const writer = sqliteWriterThread({ file, groupValuesPerDay: valuesPerDay });
   const ids = sequenceIds(db.prepare(`SELECT value FROM store_secrets WHERE name = 'trace_id_key'`).pluck().get() as Buffer);
 
@@ -236,6 +240,7 @@ export function openSqliteStore(dataDir: string, options: RetentionOptions & Val
       }
       return [...calls.values()];
     },
+    deferrableIndexes,
     async ping() {
       db.prepare("SELECT 1").get();
     },

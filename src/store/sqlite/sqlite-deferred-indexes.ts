@@ -1,0 +1,85 @@
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
+import { hostname } from "node:os";
+import type Database from "better-sqlite3";
+import type { DeferrableIndexes } from "../store.js";
+import { deferrableTraceIndexes } from "./sqlite-schema.js";
+
+/** Sort memory of an index build, in KiB: SQLite's sorter spills to temporary files past the page cache. */
+const buildCacheKiB = 256 * 1024;
+/** How long a build waits for the write lock: another process may be building the same index. */
+const buildBusyTimeoutMs = 10 * 60_000;
+
+/** Who dropped the indexes: a process on a host. */
+interface ImportMark {
+  pid: number;
+  host: string;
+}
+
+/**
+ * The traces' deferrable indexes (D77) on the store's connection. `markFile` beside the database
+ * says which process dropped them: while it runs, other processes opening the store leave them
+ * missing (reads stay correct, slower); once it is gone (killed, crashed), the next open builds them.
+ */
+export function sqliteDeferredIndexes(db: Database.Database, markFile: string): DeferrableIndexes & { rebuildUnlessImporting(): void } {
+  const storedTraces = db.prepare("SELECT COALESCE(MAX(seq), 0) FROM traces").pluck();
+  const presentIndexes = db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'traces'").pluck();
+  const names = Object.keys(deferrableTraceIndexes);
+  const missing = () => {
+    const present = new Set(presentIndexes.all() as string[]);
+    return names.filter((name) => !present.has(name));
+  };
+  const rebuild = (onBuilt?: (name: string, ms: number) => void) => {
+    const lacking = missing();
+    if (lacking.length > 0) {
+      const cacheSize = db.pragma("cache_size", { simple: true }) as number;
+      const busyTimeout = db.pragma("busy_timeout", { simple: true }) as number;
+      db.pragma(`cache_size = -${buildCacheKiB}`);
+      db.pragma(`busy_timeout = ${buildBusyTimeoutMs}`);
+      try {
+        for (const name of lacking) {
+          const started = performance.now();
+          // IF NOT EXISTS: another process may have built it while this one waited for the lock.
+          db.exec(`CREATE INDEX IF NOT EXISTS ${name} ON ${deferrableTraceIndexes[name]}`);
+          onBuilt?.(name, performance.now() - started);
+        }
+      } finally {
+        db.pragma(`cache_size = ${cacheSize}`);
+        db.pragma(`busy_timeout = ${busyTimeout}`);
+      }
+    }
+    rmSync(markFile, { force: true });
+  };
+  return {
+    storedTraces: () => storedTraces.get() as number,
+    drop() {
+      // The mark first: a crash between the two leaves a mark and every index, which open clears.
+      writeFileSync(markFile, JSON.stringify({ pid: process.pid, host: hostname() } satisfies ImportMark));
+      db.transaction(() => {
+        for (const name of names) db.exec(`DROP INDEX IF EXISTS ${name}`);
+      }).immediate();
+      return names;
+    },
+    rebuild,
+    rebuildUnlessImporting() {
+      if (missing().length > 0 && !importing(markFile)) rebuild();
+    },
+  };
+}
+
+/** Whether the mark names another process alive on this host (a restarted container has another host name). */
+function importing(markFile: string): boolean {
+  let mark: ImportMark;
+  try {
+    mark = JSON.parse(readFileSync(markFile, "utf8")) as ImportMark;
+  } catch {
+    return false;
+  }
+  if (mark.host !== hostname() || mark.pid === process.pid) return false;
+  try {
+    process.kill(mark.pid, 0);
+    return true;
+  } catch (error) {
+    // EPERM: alive, under another user.
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+}

@@ -1,0 +1,95 @@
+import { spawn } from "node:child_process";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import { describe, expect, it } from "vitest";
+import { defersIndexes } from "../../src/import/deferred-indexes.js";
+import { deferrableTraceIndexes } from "../../src/store/sqlite/sqlite-schema.js";
+import { openSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
+import { tempDir } from "../support/temp-dir.js";
+
+/** The deferrable indexes a database file has now, read on a connection of its own. */
+function presentDeferrable(dir: string): string[] {
+  const db = new Database(join(dir, "calltrace.db"), { readonly: true });
+  try {
+    const names = db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'traces'").pluck().all() as string[];
+    return names.filter((name) => name in deferrableTraceIndexes).sort();
+  } finally {
+    db.close();
+  }
+}
+
+const all = Object.keys(deferrableTraceIndexes).sort();
+
+describe("the traces' deferrable indexes (D77)", () => {
+  it("are written as the latest migration leaves them", async () => {
+    const dir = tempDir();
+    await openSqliteStore(dir).close();
+    const db = new Database(join(dir, "calltrace.db"), { readonly: true });
+    const sql = db.prepare("SELECT sql FROM sqlite_master WHERE type = 'index' AND name = ?").pluck();
+    for (const [name, definition] of Object.entries(deferrableTraceIndexes))
+      expect(sql.get(name)).toBe(`CREATE INDEX ${name} ON ${definition}`);
+    db.close();
+  });
+
+  it("are dropped under a mark naming this process, and built again when asked", async () => {
+    const dir = tempDir();
+    const store = openSqliteStore(dir);
+    const mark = join(dir, "calltrace.db-import");
+    expect(store.deferrableIndexes!.drop().sort()).toEqual(all);
+    expect(presentDeferrable(dir)).toEqual([]);
+    expect(existsSync(mark)).toBe(true);
+    const built: string[] = [];
+    store.deferrableIndexes!.rebuild((name) => built.push(name));
+    expect(built.sort()).toEqual(all);
+    expect(presentDeferrable(dir)).toEqual(all);
+    expect(existsSync(mark)).toBe(false);
+    await store.close();
+  });
+
+  it("stay missing when another process opens the store while the importing one lives, and are built at open once it is gone", async () => {
+    const dir = tempDir();
+    // The "importer": a live process of this host whose id the mark names.
+    const importer = spawn("sleep", ["60"], { stdio: "ignore" });
+    const exited = new Promise((resolve) => importer.once("exit", resolve));
+    try {
+      const store = openSqliteStore(dir);
+      store.deferrableIndexes!.drop();
+      await store.close();
+      const markFile = join(dir, "calltrace.db-import");
+      const mark = JSON.parse(readFileSync(markFile, "utf8")) as { pid: number; host: string };
+      expect(mark.pid).toBe(process.pid);
+      writeFileSync(markFile, JSON.stringify({ ...mark, pid: importer.pid }));
+
+      await openSqliteStore(dir).close();
+      expect(presentDeferrable(dir)).toEqual([]);
+
+      importer.kill("SIGKILL");
+      await exited;
+      await openSqliteStore(dir).close();
+      expect(presentDeferrable(dir)).toEqual(all);
+      expect(existsSync(markFile)).toBe(false);
+    } finally {
+      importer.kill("SIGKILL");
+    }
+  });
+
+  it("are built at open when missing with no mark at all", async () => {
+    const dir = tempDir();
+    await openSqliteStore(dir).close();
+    const db = new Database(join(dir, "calltrace.db"));
+    db.exec("DROP INDEX traces_account_cost; DROP INDEX traces_account_user_received");
+    db.close();
+    await openSqliteStore(dir).close();
+    expect(presentDeferrable(dir)).toEqual(all);
+  });
+
+  it("are deferred on auto for an import of at least 100,000 traces that at least doubles the store; on and off force it", () => {
+    expect(defersIndexes("auto", 100_000, 0)).toBe(true);
+    expect(defersIndexes("auto", 99_999, 0)).toBe(false);
+    expect(defersIndexes("auto", 2_000_000, 2_000_000)).toBe(true);
+    expect(defersIndexes("auto", 2_000_000, 2_000_001)).toBe(false);
+    expect(defersIndexes("on", 1, 10_000_000)).toBe(true);
+    expect(defersIndexes("off", 10_000_000, 0)).toBe(false);
+  });
+});
