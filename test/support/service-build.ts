@@ -9,7 +9,8 @@ import { build } from "esbuild";
  * ships them (dist/src, dist/gen, with web/ and node_modules beside dist/), for the `calltrace`
  * child processes the tests start (test/support/cli.ts). Through bin/calltrace.js from the source
  * checkout each child would compile the sources again with tsx, about a second of CPU per start,
- * and the suite starts a few hundred. One test still runs bin/calltrace.js from the source
+ * and the suite starts a few hundred. The TypeScript SDK's end-to-end tests run it too (a global
+ * setup of sdk/typescript's suite). One test still runs bin/calltrace.js from the source
  * (test/cli/cli.test.ts); the package test runs the tsc-compiled package.
  */
 const root = fileURLToPath(new URL("../..", import.meta.url));

@@ -6,7 +6,10 @@ import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 
 const repoRoot = fileURLToPath(new URL("../../../../", import.meta.url));
-const cli = join(repoRoot, "bin", "calltrace.js");
+// The build the service's tests compile once per run (../../test/support/service-build.ts, a
+// global setup of this suite too): through bin/calltrace.js each `calltrace` start would compile
+// the sources again with tsx, about a second of CPU more, and these tests start a few dozen.
+const cli = process.env.CALLTRACE_TEST_BUILD ?? join(repoRoot, "bin", "calltrace.js");
 
 /**
  * The real calltrace server from this repository, run through its CLI
