@@ -8,7 +8,15 @@ import { defineConfig } from "vitest/config";
  */
 export const tiers = {
   // The store adapters and everything run against FerretDB (or MONGODB_URI's server).
-  store: ["test/store/**/*.test.ts", "test/mongo/**/*.test.ts", "test/**/*mongo*.test.ts"],
+  store: [
+    "test/store/**/*.test.ts",
+    "test/mongo/**/*.test.ts",
+    "test/**/*mongo*.test.ts",
+    // Each case on FerretDB too (traces import), or the quota's count rebuilt from MongoDB's traces.
+    "test/cli/traces-import.test.ts",
+    "test/cli/traces-import-otlp-live.test.ts",
+    "test/limits/quota-restart.test.ts",
+  ],
   // Debian's chromium driven by playwright-core.
   browser: ["test/**/*browser*.test.ts"],
   // Other programs talking to the service: OpenTelemetry SDKs, generated Go and Python clients, schemathesis.
