@@ -24,15 +24,24 @@ const sumsUpdate = `calls = calls + excluded.calls, cost_usd = cost_usd + exclud
 const checkedSumsUpdate = `${sumsUpdate}, unpriced = unpriced + excluded.unpriced, mismatched = mismatched + excluded.mismatched`;
 
 /** The attribute groups a trace counts in (see the group_daily migration in sqlite-schema.ts and trace-groups.ts). */
-export function traceGroups(values: TraceValues): [dimension: string, value: string][] {
+export function traceGroups(values: TraceValues, parsed: ParsedTexts = new Map()): [dimension: string, value: string][] {
   return attributeGroups({
     serviceName: values[21],
     userId: values[22],
     sessionId: values[23],
-    tags: values[24] === null ? [] : (JSON.parse(values[24]) as string[]),
-    metadata: values[25] === null ? [] : Object.entries(JSON.parse(values[25]) as Record<string, string>),
+    tags: values[24] === null ? [] : parsedOf(parsed, values[24], (text) => JSON.parse(text) as string[]),
+    metadata: values[25] === null ? [] : parsedOf(parsed, values[25], (text) => Object.entries(JSON.parse(text) as Record<string, string>)),
     environment: values[26],
   });
+}
+
+/** JSON texts of tags and metadata, parsed once per batch: a batch's traces repeat a few of them. Read only. */
+type ParsedTexts = Map<string, unknown>;
+
+function parsedOf<T>(parsed: ParsedTexts, text: string, parse: (text: string) => T): T {
+  let value = parsed.get(text) as T | undefined;
+  if (value === undefined) parsed.set(text, (value = parse(text)));
+  return value;
 }
 
 /** The value a roll-up counts a trace's value under: itself, or the other value (D54). */
@@ -44,8 +53,13 @@ export function admittedValues(db: Database.Database, cap: ValueCap): GroupValue
   // whose key starts with the value.
   const dayHasRows = db.prepare(`SELECT 1 FROM usage_daily WHERE account_id = ? AND day = ? LIMIT 1`).pluck();
   const dayValues = db.prepare(`SELECT DISTINCT value FROM group_daily WHERE project_num = ${numberOf("?")} AND dimension = ? AND day = ?`).pluck();
+  // Each scope's key is built once per project and day, not per group of every trace: hashing a
+  // new string per look-up was a tenth of a batch's summing.
+  let scopes = { accountId: "", day: Number.NaN, byDimension: new Map<string, string>() };
   return (accountId, dimension, day, value) => {
-    const scope = capScope(accountId, dimension, day);
+    if (scopes.accountId !== accountId || scopes.day !== day) scopes = { accountId, day, byDimension: new Map() };
+    let scope = scopes.byDimension.get(dimension);
+    if (scope === undefined) scopes.byDimension.set(dimension, (scope = capScope(accountId, dimension, day)));
     if (!cap.has(scope)) cap.seed(scope, dayHasRows.get(accountId, day) === undefined ? [] : (dayValues.all(accountId, dimension, day) as string[]));
     return cap.admit(scope, value);
   };
@@ -112,6 +126,19 @@ function addRow(into: Sums, row: Sums): void {
   into.unpriced += row.unpriced;
   into.mismatched += row.mismatched;
   for (const [bucket, calls] of row.buckets) into.buckets.set(bucket, (into.buckets.get(bucket) ?? 0) + calls);
+}
+
+/** `rows` summed (with their buckets) into rows keyed by the params `keyOf` keeps of theirs. */
+function summedRows(rows: Iterable<Sums>, keyOf: (params: unknown[]) => unknown[]): Rows {
+  const summed: Rows = new Map();
+  for (const row of rows) {
+    const params = keyOf(row.params);
+    addRow(
+      rowOf(summed, JSON.stringify(params), () => params),
+      row,
+    );
+  }
+  return summed;
 }
 
 /** The columns of a trace that usage_country_daily groups by (with its day): the key id, project, country, provider, model and status. */
@@ -193,6 +220,7 @@ export function sqliteUsageRollup(db: Database.Database, keptValueOf: GroupValue
     const groupRows: GroupRows = { byContext: new Map(), all: [] };
     const environmentRows: Rows = new Map();
     const hourlyRows: Rows = new Map();
+    const parsed: ParsedTexts = new Map();
     let usageOf: TraceValues | undefined;
     let usageDay = 0;
     let usageRow: Sums | undefined;
@@ -223,7 +251,7 @@ export function sqliteUsageRollup(db: Database.Database, keptValueOf: GroupValue
         environmentStale = true;
       }
       if (!(groupsOf && groupsDay === day && alike(t, groupsOf, attributionColumns))) {
-        groupRowsOfTrace = attributeRows(groupRows, t, day, keptValueOf);
+        groupRowsOfTrace = attributeRows(groupRows, t, day, keptValueOf, parsed);
         groupsOf = t;
         groupsDay = day;
         environmentStale = true;
@@ -241,38 +269,35 @@ export function sqliteUsageRollup(db: Database.Database, keptValueOf: GroupValue
       if (environmentRow) count(environmentRow, t, bucket, sign);
       count(hourlyRow!, t, bucket, sign);
     }
-    // The few usage_country_daily rows give the other usage roll-ups' rows.
-    const usageRows: Rows = new Map();
-    const latencyRows = new Map<string, { params: unknown[]; calls: number }>();
-    const latencyAllRows = new Map<string, { params: unknown[]; calls: number }>();
-    const addCalls = (rows: typeof latencyRows, params: unknown[], calls: number) => {
-      const key = JSON.stringify(params);
-      const row = rows.get(key);
-      if (row) row.calls += calls;
-      else rows.set(key, { params, calls });
-    };
-    for (const row of countryRows.values()) {
-      const [accountId, day, , provider, model, status, keyId] = row.params;
-      addRow(
-        rowOf(usageRows, JSON.stringify([accountId, day, provider, model, status, keyId]), () => [accountId, day, provider, model, status, keyId]),
-        row,
-      );
-      for (const [bucket, calls] of row.buckets) {
-        addCalls(latencyRows, [accountId, day, provider, model, bucket, status, keyId], calls);
-        addCalls(latencyAllRows, [accountId, day, provider, model, bucket], calls);
-      }
-    }
-    // usage_environment_daily's few rows give latency_environment_daily's, summed over keys and statuses.
-    const latencyEnvironmentRows: typeof latencyRows = new Map();
-    for (const row of environmentRows.values()) {
-      const [accountId, environmentName, day, provider, model] = row.params;
-      for (const [bucket, calls] of row.buckets) addCalls(latencyEnvironmentRows, [accountId, environmentName, day, provider, model, bucket], calls);
-    }
+    // The few usage_country_daily rows give the other usage roll-ups' rows, each summed over what
+    // its key leaves out; the latency roll-ups take a row per bucket of those rows' buckets, so no
+    // key is built per bucket.
+    const usageRows = summedRows(countryRows.values(), ([accountId, day, , provider, model, status, keyId]) => [
+      accountId,
+      day,
+      provider,
+      model,
+      status,
+      keyId,
+    ]);
+    const modelRows = summedRows(usageRows.values(), ([accountId, day, provider, model]) => [accountId, day, provider, model]);
+    // latency_environment_daily's from usage_environment_daily's, summed over keys and statuses.
+    const environmentModelRows = summedRows(environmentRows.values(), ([accountId, environmentName, day, provider, model]) => [
+      accountId,
+      environmentName,
+      day,
+      provider,
+      model,
+    ]);
     for (const s of usageRows.values()) usage.run(...s.params, s.calls, s.cost, s.tokensIn, s.tokensOut, s.unpriced, s.mismatched);
     for (const s of countryRows.values()) country.run(...s.params, s.calls, s.cost, s.tokensIn, s.tokensOut, s.unpriced, s.mismatched);
-    for (const s of latencyRows.values()) latency.run(...s.params, s.calls);
-    for (const s of latencyAllRows.values()) latencyAll.run(...s.params, s.calls);
-    for (const s of latencyEnvironmentRows.values()) latencyEnvironment.run(...s.params, s.calls);
+    for (const { params, buckets } of usageRows.values()) {
+      const [accountId, day, provider, model, status, keyId] = params;
+      for (const [bucket, calls] of buckets) latency.run(accountId, day, provider, model, bucket, status, keyId, calls);
+    }
+    for (const { params, buckets } of modelRows.values()) for (const [bucket, calls] of buckets) latencyAll.run(...params, bucket, calls);
+    for (const { params, buckets } of environmentModelRows.values())
+      for (const [bucket, calls] of buckets) latencyEnvironment.run(...params, bucket, calls);
     // These keep their calls per latency bucket on the row (D65).
     for (const [statement, rows] of [
       [group, groupRows.all],
@@ -280,7 +305,16 @@ export function sqliteUsageRollup(db: Database.Database, keptValueOf: GroupValue
       [hourly, hourlyRows.values()],
     ] as const) {
       for (const s of rows)
-        statement.run(...s.params, s.calls, s.cost, s.tokensIn, s.tokensOut, s.unpriced, s.mismatched, JSON.stringify(Object.fromEntries(s.buckets)));
+        statement.run(
+          ...s.params,
+          s.calls,
+          s.cost,
+          s.tokensIn,
+          s.tokensOut,
+          s.unpriced,
+          s.mismatched,
+          JSON.stringify(Object.fromEntries(s.buckets)),
+        );
     }
   };
 }
@@ -310,21 +344,23 @@ function hourlyRowOf(rows: Rows, usageRow: Sums, kept: string, hour: number): Su
 }
 
 /** The group_daily rows a trace counts in on `day`, each once, its values past the bound as other (D54, trace-groups.ts). */
-function attributeRows(rows: GroupRows, t: TraceValues, day: number, keptValueOf: GroupValueOf): Sums[] {
+function attributeRows(rows: GroupRows, t: TraceValues, day: number, keptValueOf: GroupValueOf, parsed: ParsedTexts): Sums[] {
   const accountId = t[2];
   const status = t[10];
   // The day and the status's length are numbers, each ended by a space: no other params spell it.
   const context = `${day} ${status.length} ${status}${accountId}`;
   let byDimension = rows.byContext.get(context);
   if (!byDimension) rows.byContext.set(context, (byDimension = new Map()));
-  return cappedGroups(traceGroups(t), (dimension, value) => keptValueOf(accountId, dimension, day, value)).map(([dimension, kept]) => {
-    let byValue = byDimension.get(dimension);
-    if (!byValue) byDimension.set(dimension, (byValue = new Map()));
-    let row = byValue.get(kept);
-    if (!row) {
-      byValue.set(kept, (row = emptySums([accountId, dimension, kept, day, status])));
-      rows.all.push(row);
-    }
-    return row;
-  });
+  return cappedGroups(traceGroups(t, parsed), (dimension, value) => keptValueOf(accountId, dimension, day, value)).map(
+    ([dimension, kept]) => {
+      let byValue = byDimension.get(dimension);
+      if (!byValue) byDimension.set(dimension, (byValue = new Map()));
+      let row = byValue.get(kept);
+      if (!row) {
+        byValue.set(kept, (row = emptySums([accountId, dimension, kept, day, status])));
+        rows.all.push(row);
+      }
+      return row;
+    },
+  );
 }
