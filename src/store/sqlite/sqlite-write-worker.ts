@@ -29,7 +29,7 @@ const busyTimeoutMs = 20;
 const busyRetryMs = 20;
 const busyPatienceMs = 5000;
 
-const { file, groupValuesPerDay } = workerData as WriterThreadData;
+const { file, groupValuesPerDay, commitTracesMax: tracesMax = commitTracesMax } = workerData as WriterThreadData;
 const db = openSqliteWriter(file, busyTimeoutMs);
 const commit = sqliteBatchCommit(db, valueCap(groupValuesPerDay));
 
@@ -60,7 +60,7 @@ function commitQueued(): void {
     return;
   }
   let taken = 0;
-  for (let traces = 0; taken < queued.length && (taken === 0 || traces + queued[taken]!.traces.length <= commitTracesMax); taken++)
+  for (let traces = 0; taken < queued.length && (taken === 0 || traces + queued[taken]!.traces.length <= tracesMax); taken++)
     traces += queued[taken]!.traces.length;
   const requests = queued.splice(0, taken);
   const merged: RowBatch =

@@ -1,4 +1,4 @@
-import { Worker } from "node:worker_threads";
+import { type ResourceLimits, Worker } from "node:worker_threads";
 import type { TraceWrite, WriteOutcome } from "../trace-store.js";
 import { writeToRow } from "./sqlite-trace-row.js";
 import type { CloseRequest, WriteReply, WriteRequest } from "./sqlite-write-worker.js";
@@ -19,6 +19,12 @@ function workerEntry(): { entry: string | URL; eval: boolean } {
   return { entry: bootstrap, eval: true };
 }
 
+/** Starts the writer thread on `data`'s store; it answers WriteRequests (sqlite-write-worker.ts). */
+export function startWriterWorker(data: WriterThreadData, resourceLimits?: ResourceLimits): Worker {
+  const { entry, eval: evaluated } = workerEntry();
+  return new Worker(entry, { eval: evaluated, workerData: data, resourceLimits });
+}
+
 const stored: WriteOutcome = { kind: "stored" };
 
 /** What the writer thread is started with. */
@@ -26,6 +32,8 @@ export interface WriterThreadData {
   file: string;
   /** The value cap's bound (value-cap.ts). */
   groupValuesPerDay: number;
+  /** Traces a commit takes at most of the queued batches; `commitTracesMax` unless a test wants many small commits. */
+  commitTracesMax?: number;
 }
 
 export interface SqliteWriterThread {
@@ -49,8 +57,7 @@ export function sqliteWriterThread(data: WriterThreadData): SqliteWriterThread {
   };
 
   const start = (): Worker => {
-    const { entry, eval: evaluated } = workerEntry();
-    const started = new Worker(entry, { eval: evaluated, workerData: data });
+    const started = startWriterWorker(data);
     started.on("message", (reply: WriteReply) => {
       const waiting = pending.get(reply.id);
       if (!waiting) return;
