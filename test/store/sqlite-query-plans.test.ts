@@ -8,6 +8,7 @@ import { dearRunsSql, runCallsWhere, runCostRankSql } from "../../src/store/sqli
 import { errorRollupWhere, failedCallsWhere } from "../../src/store/sqlite/sqlite-error-reader.js";
 import { expiringProjects, openSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import { cappedExpression, countedOtherSql } from "../../src/store/sqlite/sqlite-trace-reader.js";
+import { dayIn, untrackedDaysSql } from "../../src/store/sqlite/sqlite-rollup-sql.js";
 import { create } from "@bufbuild/protobuf";
 import { TraceFilterSchema } from "../../gen/calltrace/v1/query_pb.js";
 import { tempDir } from "../support/temp-dir.js";
@@ -127,9 +128,28 @@ describe("embedded store query plans after the index cuts (D65)", () => {
        WHERE ${projectIs} AND received_at >= @from AND received_at < @to AND user_id = @user GROUP BY 1`,
     );
     expect(plan).toMatch(/USING INDEX traces_account_user_received \(project_num=\? AND user_id=\? AND received_at>\? AND received_at<\?\)/);
-    expect(plan).toMatch(/SEARCH tracked USING PRIMARY KEY \(project_num=\? AND dimension=\? AND value=\? AND status=\? AND day=\?\)/);
-    // Whether the range's days counted any value as other, which the lookup is needed for: a range of group_daily's key.
-    expect(await planOf(countedOtherSql)).toMatch(/SEARCH group_daily USING PRIMARY KEY \(project_num=\? AND dimension=\? AND value=\?/);
+    expect(plan).toMatch(/SEARCH tracked USING PRIMARY KEY \(project_num=\? AND dimension=\? AND day=\? AND value=\? AND status=\?\)/);
+    // Whether the range's days counted any value as other, which the lookup is needed for: a point of group_daily's key per day (D78).
+    expect(await planOf(countedOtherSql)).toMatch(/SEARCH group_daily USING PRIMARY KEY \(project_num=\? AND dimension=\? AND day=\? AND value=\?\)/);
+  });
+
+  it("group_daily is keyed by day before value (D78): a range's group-by reads its days only, a value's reads seek each day", async () => {
+    const rangeOf = (where: string) => `SELECT value, status, SUM(calls) FROM group_daily WHERE ${projectIs} AND ${where} AND dimension = @dimension GROUP BY value, status`;
+    expect(await planOf(rangeOf("day >= @from AND day < @to"))).toMatch(
+      /SEARCH group_daily USING PRIMARY KEY \(project_num=\? AND dimension=\? AND day>\? AND day<\?\)/,
+    );
+    const point = /SEARCH (group_daily|o) USING PRIMARY KEY \(project_num=\? AND dimension=\? AND day=\? AND value=\?\)/;
+    // The latency of the top values, and the calls that carry a metadata key.
+    expect(await planOf(rangeOf(`${dayIn("@from", "@to")} AND value IN (SELECT value FROM json_each(@values))`))).toMatch(point);
+    expect(await planOf(`SELECT SUM(calls) FROM group_daily WHERE ${projectIs} AND ${dayIn("@from", "@to")} AND dimension = 'metadataKey' AND value = @key`)).toMatch(point);
+    const untracked = await planOf(untrackedDaysSql);
+    expect(untracked).toMatch(point);
+    expect(untracked).toMatch(/SEARCH t USING PRIMARY KEY \(project_num=\? AND dimension=\? AND day=\? AND value=\?\)/);
+    // The writer's reads: a day's values when the cap's set is seeded, one value's row when re-pricing.
+    const dayPlan = await planOf(`SELECT DISTINCT value FROM group_daily WHERE project_num = @p AND dimension = @d AND day = @day`);
+    expect(dayPlan).toMatch(/SEARCH group_daily USING PRIMARY KEY \(project_num=\? AND dimension=\? AND day=\?\)/);
+    expect(await planOf(`SELECT 1 FROM group_daily WHERE project_num = @p AND dimension = @d AND value = @v AND day = @day LIMIT 1`)).toMatch(point);
+    expect([untracked, dayPlan].join("\n")).not.toMatch(/SCAN group_daily/);
   });
 
   it("the traces table has no index that no read uses: no global time index, no status index of successes", async () => {

@@ -12,11 +12,24 @@ export function bucketsSql(table: string, columns: string[], names: string[], wh
 }
 
 /**
+ * `day` is one of the days in [from, to) that @account has usage on, as a list: group_daily's key
+ * puts the day before the value (D78), so a read of one value (or a few) seeks each day's entry,
+ * where a range of days would walk every value of those days. The list runs from the first stored
+ * day to the last (each a seek of usage_daily's key), so a range without bounds stays short.
+ */
+export function dayIn(from: string, to: string): string {
+  return `day IN (WITH RECURSIVE b(lo, hi) AS (SELECT max(${from}, (SELECT MIN(day) FROM usage_daily WHERE account_id = @account)),
+      min(${to}, (SELECT MAX(day) FROM usage_daily WHERE account_id = @account) + 1)),
+    d(n) AS (SELECT lo FROM b WHERE lo < hi UNION ALL SELECT n + 1 FROM d, b WHERE n + 1 < hi)
+    SELECT n FROM d)`;
+}
+
+/**
  * The days in [@from, @to) whose environments passed the bound (D54) without tracking
  * @environment: they counted it under other, so the roll-ups do not hold it there.
  */
 export const untrackedDaysSql = `SELECT DISTINCT day FROM group_daily AS o WHERE ${projectIs} AND dimension = 'environment' AND value = @otherValue
-  AND day >= @from AND day < @to AND NOT EXISTS (SELECT 1 FROM group_daily AS t WHERE t.project_num = o.project_num
+  AND ${dayIn("@from", "@to")} AND NOT EXISTS (SELECT 1 FROM group_daily AS t WHERE t.project_num = o.project_num
   AND t.dimension = 'environment' AND t.value = @environment AND t.day = o.day)`;
 
 /** usage_hourly's columns of the dimensions a usage query groups by (usage-reader.ts's UsageGrouping). */

@@ -858,6 +858,28 @@ export const migrations: readonly string[] = [
    INSERT INTO latency_environment_daily
      SELECT account_id, environment, day, provider, model, CAST(b.key AS INTEGER), SUM(b.value)
      FROM usage_environment_daily, json_each(latency) AS b GROUP BY 1, 2, 3, 4, 5, 6;`,
+  // group_daily keyed day before value (D78): a range's group-by reads only its days' values, not
+  // every value of the retention; a value's point reads name its days (dayIn in sqlite-rollup-sql.ts).
+  `CREATE TABLE group_daily_by_day (
+     project_num INTEGER NOT NULL,
+     dimension TEXT NOT NULL,
+     value TEXT NOT NULL,
+     day INTEGER NOT NULL,
+     status TEXT NOT NULL,
+     calls INTEGER NOT NULL,
+     cost_usd REAL NOT NULL,
+     tokens_in INTEGER NOT NULL,
+     tokens_out INTEGER NOT NULL,
+     unpriced INTEGER NOT NULL DEFAULT 0,
+     mismatched INTEGER NOT NULL DEFAULT 0,
+     latency TEXT NOT NULL DEFAULT '{}',
+     PRIMARY KEY (project_num, dimension, day, value, status)
+   ) WITHOUT ROWID;
+   INSERT INTO group_daily_by_day
+     SELECT project_num, dimension, value, day, status, calls, cost_usd, tokens_in, tokens_out, unpriced, mismatched, latency
+     FROM group_daily ORDER BY project_num, dimension, day, value, status;
+   DROP TABLE group_daily;
+   ALTER TABLE group_daily_by_day RENAME TO group_daily;`,
 ];
 
 /** Brings the database to the current schema; safe to run from several processes at once. */

@@ -16,7 +16,7 @@ import { groupExpression, projectIs, traceConditions, tracesFor } from "./sqlite
 import { idOf, numberOf } from "./sqlite-id-numbers.js";
 import { traceFromRow, traceRowSql, type TraceRow } from "./sqlite-trace-row.js";
 import { dayMs } from "./sqlite-usage-rollup.js";
-import { bucketsSql, hoursSql, untrackedDaysSql } from "./sqlite-rollup-sql.js";
+import { bucketsSql, dayIn, hoursSql, untrackedDaysSql } from "./sqlite-rollup-sql.js";
 
 /** The sort expressions of the orders other than time; each has an index (project_num, expression, seq). */
 const sortExpressions = { cost: "cost_usd", latency: "latency_ms", tokens: "(tokens_in + tokens_out)" } as const;
@@ -57,7 +57,7 @@ export function cappedExpression(value: string, dimension: string, params: Recor
  * not, every trace's value is its own and needs no lookup.
  */
 export const countedOtherSql = `SELECT 1 FROM group_daily WHERE ${projectIs} AND dimension IN (SELECT value FROM json_each(@dimensions))
-  AND value = @otherValue AND day >= @fromDay AND day <= @lastDay LIMIT 1`;
+  AND value = @otherValue AND ${dayIn("@fromDay", "@lastDay + 1")} LIMIT 1`;
 
 /**
  * The dashboard's reads on the embedded store. Pages use the (account, [filter column,]
@@ -128,7 +128,9 @@ export function sqliteTraceReader(db: Database.Database, retentionMs: number, id
       const params: Record<string, unknown> = { account: accountId, from, to };
       // group_daily names the project by number, the other roll-ups by id.
       const project = attributeRollup ? projectIs : "account_id = @account";
-      let range = `WHERE ${project} AND day >= @from AND day < @to${traceConditions(filter, params, "rollup")}`;
+      // A few values of group_daily are read day by day (its key: day, then value); else a range of days.
+      const inDays = attributeRollup && values ? dayIn("@from", "@to") : "day >= @from AND day < @to";
+      let range = `WHERE ${project} AND ${inDays}${traceConditions(filter, params, "rollup")}`;
       let grp: string[] = [];
       if (environmentRollup) {
         Object.assign(params, { environment: filter.environment, untracked: JSON.stringify(untracked) });
@@ -186,7 +188,7 @@ export function sqliteTraceReader(db: Database.Database, retentionMs: number, id
       const conditions = traceConditions(filter, params, "rollup");
       const inRange = `day >= @from AND day < @to${conditions}`;
       const range = `WHERE account_id = @account AND ${inRange}`;
-      const having = `WHERE ${projectIs} AND ${inRange} AND dimension = 'metadataKey' AND value = @key`;
+      const having = `WHERE ${projectIs} AND ${dayIn("@from", "@to")}${conditions} AND dimension = 'metadataKey' AND value = @key`;
       const subtract = <T extends UsageCell | LatencyCell>(all: T[], present: T[], extra: "status" | "bucket", fields: (keyof T)[]) => {
         const id = (c: T) => JSON.stringify([...dims.map((d) => c[d as keyof T]), c[extra as keyof T]]);
         const less = new Map(present.map((c) => [id(c), c]));

@@ -49,8 +49,7 @@ export type GroupValueOf = (accountId: string, dimension: string, day: number, v
 
 /** For new traces: values admitted under the cap, whose sets are seeded from group_daily. */
 export function admittedValues(db: Database.Database, cap: ValueCap): GroupValueOf {
-  // A day without usage rows has no groups yet: the common case needs no scan of group_daily,
-  // whose key starts with the value.
+  // A day without usage rows has no groups yet: the common case needs no read of group_daily.
   const dayHasRows = db.prepare(`SELECT 1 FROM usage_daily WHERE account_id = ? AND day = ? LIMIT 1`).pluck();
   const dayValues = db.prepare(`SELECT DISTINCT value FROM group_daily WHERE project_num = ${numberOf("?")} AND dimension = ? AND day = ?`).pluck();
   // Each scope's key is built once per project and day, not per group of every trace: hashing a
