@@ -22,9 +22,6 @@ export async function launchBrowser(viewport = { width: 1400, height: 900 }): Pr
       "--disable-gpu",
       "--disable-quic",
       "--no-first-run",
-      // Renderers forked by a zygote outlive the browser process and are reaped by init, so their
-      // CPU escaped CALLTRACE_TEST_CPU (test/support/cpu-record.ts): more than half of a file's.
-      "--no-zygote",
       "--disable-background-networking",
       "--disable-component-update",
       "--disable-sync",
