@@ -1,5 +1,6 @@
 import { spawn } from "node:child_process";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
+import { hostname } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
@@ -32,13 +33,16 @@ describe("the traces' deferrable indexes (D77)", () => {
     db.close();
   });
 
-  it("are dropped under a mark naming this process, and built again when asked", async () => {
+  it("are dropped under a mark naming this process, left missing by another open in it, and built again when asked", async () => {
     const dir = tempDir();
     const store = openSqliteStore(dir);
     const mark = join(dir, "calltrace.db-import");
     expect(store.deferrableIndexes!.drop().sort()).toEqual(all);
     expect(presentDeferrable(dir)).toEqual([]);
     expect(existsSync(mark)).toBe(true);
+    // Another store this process opens on the same file meanwhile leaves them to the import.
+    await openSqliteStore(dir).close();
+    expect(presentDeferrable(dir)).toEqual([]);
     const built: string[] = [];
     store.deferrableIndexes!.rebuild((name) => built.push(name));
     expect(built.sort()).toEqual(all);
@@ -53,13 +57,13 @@ describe("the traces' deferrable indexes (D77)", () => {
     const importer = spawn("sleep", ["60"], { stdio: "ignore" });
     const exited = new Promise((resolve) => importer.once("exit", resolve));
     try {
-      const store = openSqliteStore(dir);
-      store.deferrableIndexes!.drop();
-      await store.close();
+      // What the importer did: its mark, then the drop.
+      await openSqliteStore(dir).close();
       const markFile = join(dir, "calltrace.db-import");
-      const mark = JSON.parse(readFileSync(markFile, "utf8")) as { pid: number; host: string };
-      expect(mark.pid).toBe(process.pid);
-      writeFileSync(markFile, JSON.stringify({ ...mark, pid: importer.pid }));
+      writeFileSync(markFile, JSON.stringify({ pid: importer.pid, host: hostname() }));
+      const db = new Database(join(dir, "calltrace.db"));
+      for (const name of all) db.exec(`DROP INDEX ${name}`);
+      db.close();
 
       await openSqliteStore(dir).close();
       expect(presentDeferrable(dir)).toEqual([]);
@@ -82,6 +86,18 @@ describe("the traces' deferrable indexes (D77)", () => {
     db.close();
     await openSqliteStore(dir).close();
     expect(presentDeferrable(dir)).toEqual(all);
+  });
+
+  it("are built at open when the mark names this process's id but this process holds no mark (a restarted container's reused id)", async () => {
+    const dir = tempDir();
+    await openSqliteStore(dir).close();
+    writeFileSync(join(dir, "calltrace.db-import"), JSON.stringify({ pid: process.pid, host: hostname() }));
+    const db = new Database(join(dir, "calltrace.db"));
+    db.exec("DROP INDEX traces_account_tokens");
+    db.close();
+    await openSqliteStore(dir).close();
+    expect(presentDeferrable(dir)).toEqual(all);
+    expect(existsSync(join(dir, "calltrace.db-import"))).toBe(false);
   });
 
   it("are deferred on auto for an import of at least 100,000 traces that at least doubles the store; on and off force it", () => {

@@ -9,6 +9,9 @@ const buildCacheKiB = 256 * 1024;
 /** How long a build waits for the write lock: another process may be building the same index. */
 const buildBusyTimeoutMs = 10 * 60_000;
 
+/** The marks this process wrote: another store it opens on the same file must not build the indexes. */
+const marksHeld = new Set<string>();
+
 /** Who dropped the indexes: a process on a host. */
 interface ImportMark {
   pid: number;
@@ -48,12 +51,14 @@ export function sqliteDeferredIndexes(db: Database.Database, markFile: string): 
       }
     }
     rmSync(markFile, { force: true });
+    marksHeld.delete(markFile);
   };
   return {
     storedTraces: () => storedTraces.get() as number,
     drop() {
       // The mark first: a crash between the two leaves a mark and every index, which open clears.
       writeFileSync(markFile, JSON.stringify({ pid: process.pid, host: hostname() } satisfies ImportMark));
+      marksHeld.add(markFile);
       db.transaction(() => {
         for (const name of names) db.exec(`DROP INDEX IF EXISTS ${name}`);
       }).immediate();
@@ -66,8 +71,12 @@ export function sqliteDeferredIndexes(db: Database.Database, markFile: string): 
   };
 }
 
-/** Whether the mark names another process alive on this host (a restarted container has another host name). */
+/**
+ * Whether an import still runs: this process's, or the one the mark names, alive on this host (a
+ * mark naming this process's id but not held by it is a dead process's, as in a restarted container).
+ */
 function importing(markFile: string): boolean {
+  if (marksHeld.has(markFile)) return true;
   let mark: ImportMark;
   try {
     mark = JSON.parse(readFileSync(markFile, "utf8")) as ImportMark;
