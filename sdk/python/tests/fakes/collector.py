@@ -1,19 +1,20 @@
 """A fake calltrace service: records each POST /v1/traces and answers as scripted.
 
 Answers default to the contract's 202 {"status":"ok"}. `script` queues other
-answers (status, body, headers, delay seconds), used one per request;
-`default` answers the rest.
+answers (status, body, headers, delay), used one per request; `default`
+answers the rest. A delay is seconds, or a threading.Event the answer waits for
+(a test that holds an answer until its calls are done, however busy the machine).
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Tuple, Union
 
 from .server import Handler, Server
 
-Answer = Tuple[int, Any, Dict[str, str], float]
+Answer = Tuple[int, Any, Dict[str, str], Union[float, threading.Event]]
 
 ACCEPTED: Answer = (202, {"status": "ok"}, {}, 0.0)
 
@@ -39,6 +40,14 @@ UNAUTHORIZED: Answer = (401, {"error": "Unauthorized", "message": "Invalid API k
 NO_BUDGETS: Answer = (200, {"projectId": "p_fake", "budgets": []}, {}, 0.0)
 
 
+def pause(delay: Union[float, threading.Event]) -> None:
+    """Waits an answer's delay: its seconds, or until the test sets its Event (a minute at most)."""
+    if isinstance(delay, threading.Event):
+        delay.wait(60)
+    elif delay:
+        time.sleep(delay)
+
+
 class Received:
     def __init__(self, headers: Dict[str, str], body: Any, path: str) -> None:
         self.headers = headers
@@ -56,8 +65,7 @@ class CollectorHandler(Handler):
             fake.budget_requests.append(dict(self.headers))
             status, answer, headers, delay = fake.budget
             fake.cond.notify_all()
-        if delay:
-            time.sleep(delay)
+        pause(delay)
         if status == DROP[0]:
             self.close_connection = True
             return
@@ -76,8 +84,7 @@ class CollectorHandler(Handler):
         with fake.cond:
             fake.requests.append(Received(dict(self.headers), body, self.path))
             fake.cond.notify_all()
-        if delay:
-            time.sleep(delay)
+        pause(delay)
         if status == DROP[0]:
             self.close_connection = True  # no answer at all: a network error for the client
             return
