@@ -472,7 +472,8 @@ describe("string bounds (docs/otlp.md): stored bytes follow the calls, not the p
   });
 
   it("a padded Export (15 MiB of long service name, scope, error, provider and attributes) stores at most a bounded row per call", async () => {
-    const padded = await startTestService({ otlpMetadataAttributes: "app.feature" });
+    // Committing 15 MiB of rows took longer than the default 5 s wait at load 15-25 (a 503): this test is about the bytes stored.
+    const padded = await startTestService({ otlpMetadataAttributes: "app.feature", writeTimeoutMs: 60_000 });
     const { key: paddedKey, accountId: paddedAccount } = await padded.createKey("pro");
     const pad = "p".repeat(31_000);
     const spans = Array.from({ length: 100 }, (_, i) =>
