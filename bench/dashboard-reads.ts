@@ -14,6 +14,7 @@
 //   --store mongo   the MongoDB adapter on FerretDB (test/support/ferretdb.ts), or the server of MONGODB_URI
 //   --runs 21       timed runs per row      --data-dir DIR   seed into DIR and keep it; a later run with the same DIR reuses it
 //   --only REGEX    time only the rows whose "page address" matches (and the baseline); prints them, writes nothing to RESULTS.md
+//   --group-rank-in-sql false   group-bys read every group's sums into JavaScript (GROUP_RANK_IN_SQL, D80), to compare
 // Each store and size has its own block in bench/RESULTS.md.
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
@@ -46,6 +47,7 @@ const { values: args } = parseArgs({
     runs: { type: "string", default: "21" },
     "data-dir": { type: "string" },
     only: { type: "string" },
+    "group-rank-in-sql": { type: "string", default: "true" },
   },
 });
 const only = args.only === undefined ? undefined : new RegExp(args.only);
@@ -370,7 +372,14 @@ async function main(): Promise<void> {
     mongo = await startMongoTestServer();
     uri = mongo.freshUri();
   }
-  const config = { ...resolveConfig({}, {}), port: 0, dataDir, logLevel: "silent", ...(uri ? { mongodbUri: uri } : {}) };
+  const config = {
+    ...resolveConfig({}, {}),
+    port: 0,
+    dataDir,
+    logLevel: "silent",
+    groupRankInSql: args["group-rank-in-sql"] !== "false",
+    ...(uri ? { mongodbUri: uri } : {}),
+  };
   const reuse = join(dataDir, "seeded.json");
   let seeded: Seeded;
   if (!uri && existsSync(reuse)) {

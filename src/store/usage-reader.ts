@@ -35,6 +35,11 @@ export interface UsageGrouping {
   group?: GroupDimension;
   /** With `group`: only these values of it (the empty string: traces without one). */
   groupValues?: string[];
+  /**
+   * With `group` alone: the adapter may answer the sums of only the groups that can rank among the
+   * top `top` by cost (ties by value), counting every group in `totalGroups`.
+   */
+  top?: number;
 }
 
 /** The dimensions of one group of traces; those not grouped by are absent. */
@@ -75,6 +80,8 @@ export interface UsageCells {
   latency: LatencyCell[];
   /** An attribute's groups were read over whole UTC days around the range's ends: too many traces there to group in time. */
   wholeDays?: boolean;
+  /** The groups there were, when the adapter answered only the top ones (UsageGrouping's `top`). */
+  totalGroups?: number;
 }
 
 /**
@@ -165,7 +172,7 @@ export function usageReader(
     },
     async usageByGroup(accountId, filter, dimension, limit) {
       const key = (c: UsageGroup) => [c.group ?? ""];
-      const answer = await query(accountId, filter, { group: dimension });
+      const answer = await query(accountId, filter, { group: dimension, top: limit });
       const ranked = [...groupBy(answer.sums, key).values()]
         .map((group) => ({ value: group[0]!.group ?? "", cells: group, cost: sum(group, (c) => c.costUsd) }))
         .sort((a, b) => b.cost - a.cost || compare(a.value, b.value));
@@ -184,7 +191,7 @@ export function usageReader(
             totals: totalsOf(g.cells, latencies.get(JSON.stringify([g.value])) ?? []),
           }),
         ),
-        totalGroups: ranked.length,
+        totalGroups: answer.totalGroups ?? ranked.length,
         wholeDays: answer.wholeDays ?? false,
       };
     },

@@ -8,7 +8,7 @@ import { dearRunsSql, runCallsWhere, runCostRankSql } from "../../src/store/sqli
 import { errorRollupWhere, failedCallsWhere } from "../../src/store/sqlite/sqlite-error-reader.js";
 import { expiringProjects, openSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import { cappedExpression, countedOtherSql } from "../../src/store/sqlite/sqlite-trace-reader.js";
-import { dayIn, untrackedDaysSql } from "../../src/store/sqlite/sqlite-rollup-sql.js";
+import { dayIn, rankedGroupsSql, untrackedDaysSql } from "../../src/store/sqlite/sqlite-rollup-sql.js";
 import { create } from "@bufbuild/protobuf";
 import { TraceFilterSchema } from "../../gen/calltrace/v1/query_pb.js";
 import { tempDir } from "../support/temp-dir.js";
@@ -150,6 +150,15 @@ describe("embedded store query plans after the index cuts (D65)", () => {
     expect(dayPlan).toMatch(/SEARCH group_daily USING PRIMARY KEY \(project_num=\? AND dimension=\? AND day=\?\)/);
     expect(await planOf(`SELECT 1 FROM group_daily WHERE project_num = @p AND dimension = @d AND value = @v AND day = @day LIMIT 1`)).toMatch(point);
     expect([untracked, dayPlan].join("\n")).not.toMatch(/SCAN group_daily/);
+  });
+
+  it("a group-by's top groups are ranked from a range of days' rows by the roll-up's key, never a scan (D80)", async () => {
+    const days = "day >= @from AND day < @to";
+    const attribute = await planOf(rankedGroupsSql("group_daily", "value", `WHERE ${projectIs} AND ${days} AND dimension = @dimension`));
+    expect(attribute).toMatch(/SEARCH group_daily USING PRIMARY KEY \(project_num=\? AND dimension=\? AND day>\? AND day<\?\)/);
+    const key = await planOf(rankedGroupsSql("usage_daily", "key_id", `WHERE account_id = @account AND ${days}`));
+    expect(key).toMatch(/SEARCH usage_daily USING PRIMARY KEY \(account_id=\? AND day>\? AND day<\?\)/);
+    expect([attribute, key].join("\n")).not.toMatch(/SCAN (group_daily|usage_daily)/);
   });
 
   it("the traces table has no index that no read uses: no global time index, no status index of successes", async () => {

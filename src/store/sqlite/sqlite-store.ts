@@ -13,7 +13,7 @@ import { migrate } from "./sqlite-schema.js";
 import { sqliteDeferredIndexes } from "./sqlite-deferred-indexes.js";
 import { sqliteOtlpSpans } from "./sqlite-otlp-spans.js";
 import { sqliteScopeCounters } from "./sqlite-scope-counters.js";
-import { sqliteTraceReader } from "./sqlite-trace-reader.js";
+import { type GroupRankOptions, sqliteTraceReader } from "./sqlite-trace-reader.js";
 import { openSqliteDatabase } from "./sqlite-database.js";
 import { errorUsersPerGroup } from "./sqlite-error-rollup.js";
 import { traceFromRow, traceRowSql, type TraceRow } from "./sqlite-trace-row.js";
@@ -71,7 +71,7 @@ interface KeyRow {
  * processes (the server and the CLI) may open the same file. Trace batches are committed on a
  * writer thread; reads and key management use this thread's connection.
  */
-export function openSqliteStore(dataDir: string, options: RetentionOptions & ValueCapOptions = {}): Store {
+export function openSqliteStore(dataDir: string, options: RetentionOptions & ValueCapOptions & GroupRankOptions = {}): Store {
   const keepMs = retentionMs(options);
   mkdirSync(dataDir, { recursive: true });
   const file = join(dataDir, "calltrace.db");
@@ -195,7 +195,7 @@ export function openSqliteStore(dataDir: string, options: RetentionOptions & Val
   const sweeper = setInterval(() => deleteExpired(Date.now()), sweepIntervalMs).unref();
 
   return {
-    ...sqliteTraceReader(db, keepMs, ids),
+    ...sqliteTraceReader(db, keepMs, ids, options),
     keys,
     users: createSqliteUserStore(db),
     teams: createSqliteTeamStore(db),

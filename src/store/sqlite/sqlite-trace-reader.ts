@@ -16,7 +16,7 @@ import { groupExpression, projectIs, traceConditions, tracesFor } from "./sqlite
 import { idOf, numberOf } from "./sqlite-id-numbers.js";
 import { traceFromRow, traceRowSql, type TraceRow } from "./sqlite-trace-row.js";
 import { dayMs } from "./sqlite-usage-rollup.js";
-import { bucketsSql, dayIn, hoursSql, untrackedDaysSql } from "./sqlite-rollup-sql.js";
+import { bucketsSql, dayIn, hoursSql, rankedGroupsSql, untrackedDaysSql } from "./sqlite-rollup-sql.js";
 
 /** The sort expressions of the orders other than time; each has an index (project_num, expression, seq). */
 const sortExpressions = { cost: "cost_usd", latency: "latency_ms", tokens: "(tokens_in + tokens_out)" } as const;
@@ -28,6 +28,12 @@ const sortExpressions = { cost: "cost_usd", latency: "latency_ms", tokens: "(tok
  * JSON join: 15,000 traces of 8 tags took 3 s at load 20, their users 0.2 s (bench/storage.ts).
  */
 export const maxPartTraces = { single: 20_000, list: 2_500 } as const;
+
+/**
+ * Most values of group_daily read by a seek per day each; more (a ranking's candidates, when the
+ * partial days hold thousands of values: a seek per value and day) read the range's rows instead.
+ */
+const seekValuesMax = 1_000;
 
 /** The traces table's columns of the dimensions it stores by number (D68). */
 const numberedDims: Partial<Record<string, string>> = { provider: "provider_num", model: "model_num" };
@@ -59,6 +65,11 @@ export function cappedExpression(value: string, dimension: string, params: Recor
 export const countedOtherSql = `SELECT 1 FROM group_daily WHERE ${projectIs} AND dimension IN (SELECT value FROM json_each(@dimensions))
   AND value = @otherValue AND ${dayIn("@fromDay", "@lastDay + 1")} LIMIT 1`;
 
+/** GROUP_RANK_IN_SQL: false reads every group's sums into JavaScript, which ranks them. */
+export interface GroupRankOptions {
+  groupRankInSql?: boolean;
+}
+
 /**
  * The dashboard's reads on the embedded store. Pages use the (account, [filter column,]
  * received_at) indexes with a keyset cursor, so a deep page costs what the first one does; other
@@ -67,7 +78,12 @@ export const countedOtherSql = `SELECT 1 FROM group_daily WHERE ${projectIs} AND
  * range (and hourly trends) from usage_hourly, and only the parts of an hour at the range's ends
  * from the traces themselves; a filter the roll-ups do not hold (user, tag, ...) reads traces.
  */
-export function sqliteTraceReader(db: Database.Database, retentionMs: number, ids: ReturnType<typeof sequenceIds>): TraceReader {
+export function sqliteTraceReader(
+  db: Database.Database,
+  retentionMs: number,
+  ids: ReturnType<typeof sequenceIds>,
+  options: GroupRankOptions = {},
+): TraceReader {
   const statements = new Map<string, Database.Statement>();
   /** Statements are built per combination of filters, so SQLite picks the index for the filters given. */
   const prepare = (sql: string) => {
@@ -110,6 +126,15 @@ export function sqliteTraceReader(db: Database.Database, retentionMs: number, id
     // usage_hourly (D73) holds what usage_environment_daily does, for every environment, per hour:
     // the hourly trends and the parts of a day at the range's ends.
     const hourlyRollup = usageOnly && !grouping.country && (group === undefined || rollupColumn !== undefined);
+    // The top groups ranked in SQL (UsageGrouping's `top`): sums of a group and its statuses only.
+    const ranking =
+      options.groupRankInSql !== false &&
+      grouping.top !== undefined &&
+      grouping.top > 0 &&
+      values === undefined &&
+      dims.length === 0 &&
+      !grouping.latency &&
+      grouping.sums !== false;
     const rollups =
       !grouping.hour &&
       usageOnly &&
@@ -128,30 +153,44 @@ export function sqliteTraceReader(db: Database.Database, retentionMs: number, id
       const params: Record<string, unknown> = { account: accountId, from, to };
       // group_daily names the project by number, the other roll-ups by id.
       const project = attributeRollup ? projectIs : "account_id = @account";
-      // A few values of group_daily are read day by day (its key: day, then value); else a range of days.
-      const inDays = attributeRollup && values ? dayIn("@from", "@to") : "day >= @from AND day < @to";
-      let range = `WHERE ${project} AND ${inDays}${traceConditions(filter, params, "rollup")}`;
+      let conditions = traceConditions(filter, params, "rollup");
       let grp: string[] = [];
       if (environmentRollup) {
         Object.assign(params, { environment: filter.environment, untracked: JSON.stringify(untracked) });
-        range += " AND environment = @environment AND day NOT IN (SELECT value FROM json_each(@untracked))";
+        conditions += " AND environment = @environment AND day NOT IN (SELECT value FROM json_each(@untracked))";
       }
+      const column = attributeRollup ? "value" : rollupColumn;
       if (group && attributeRollup) {
         params.dimension = dimensionName(group);
-        range += " AND dimension = @dimension";
-        grp = ['value AS "group"'];
-      } else if (rollupColumn) {
-        grp = [`${rollupColumn} AS "group"`];
+        conditions += " AND dimension = @dimension";
       }
-      if (values && grp.length > 0) {
-        params.values = JSON.stringify(values);
-        range += ` AND ${attributeRollup ? "value" : rollupColumn} IN (SELECT value FROM json_each(@values))`;
-      }
-      const keys = (extra: string) => [...dims, ...grp.map(() => `"group"`), extra];
-      const select = (extra: string) => [...dims, ...grp, extra].join(", ");
+      if (group && column) grp = [`${column} AS "group"`];
       // The two roll-ups that keep calls per latency bucket on the row, else usage_daily's kin.
       const bucketsTable = attributeRollup ? "group_daily" : environmentRollup ? "usage_environment_daily" : undefined;
       const usageTable = bucketsTable ?? (grouping.country ? "usage_country_daily" : "usage_daily");
+      let wanted = values;
+      const ranked = ranking && column !== undefined;
+      if (ranking && column) {
+        // Exact (D80): a value in neither the whole days' top nor the partial days' values costs
+        // no more than each of the top ones, and ranks after them on a tie.
+        if (group?.kind === "metadata") withoutMetadataKey(group.key, from, to);
+        const seen = [...new Set(out.sums.map((c) => c.group ?? ""))];
+        const top = run<{ group: string; groups: number }>(
+          rankedGroupsSql(usageTable, column, `WHERE ${project} AND day >= @from AND day < @to${conditions}`),
+          { ...params, seen: JSON.stringify(seen), top: grouping.top },
+        );
+        out.totalGroups = top[0]?.groups ?? 0;
+        wanted = [...new Set([...top.map((g) => g.group), ...seen])];
+      }
+      // A few values of group_daily are read day by day (its key: day, then value); else a range of days.
+      const inDays = attributeRollup && wanted && wanted.length <= seekValuesMax ? dayIn("@from", "@to") : "day >= @from AND day < @to";
+      let range = `WHERE ${project} AND ${inDays}${conditions}`;
+      if (wanted && column) {
+        params.values = JSON.stringify(wanted);
+        range += ` AND ${column} IN (SELECT value FROM json_each(@values))`;
+      }
+      const keys = (extra: string) => [...dims, ...grp.map(() => `"group"`), extra];
+      const select = (extra: string) => [...dims, ...grp, extra].join(", ");
       if (grouping.sums !== false) {
         append(
           out.sums,
@@ -176,7 +215,7 @@ export function sqliteTraceReader(db: Database.Database, retentionMs: number, id
           ),
         );
       }
-      if (group?.kind === "metadata" && (!values || values.includes(""))) withoutMetadataKey(group.key, from, to);
+      if (group?.kind === "metadata" && !ranked && (!values || values.includes(""))) withoutMetadataKey(group.key, from, to);
     };
 
     /**
