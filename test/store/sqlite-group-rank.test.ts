@@ -113,4 +113,28 @@ describe("embedded store: a group-by's top groups ranked in SQL (D80)", () => {
       await store.close();
     }
   });
+
+  it("answers as JavaScript does when the partial days hold more values than are read by seeks", async () => {
+    // No bound on values: 1,500 users in the partial first day, more than the candidates read a seek per value and day.
+    const wide = tempDir();
+    const many = [
+      ...Array.from({ length: 1_500 }, (_, n) => call({ at: partStart + 1_000 + n, userId: `part-${n}`, costUsd: (n % 13) / 1000 })),
+      ...Array.from({ length: 300 }, (_, n) => call({ at: now - 2 * day + n * 60_000, userId: `whole-${n % 40}`, costUsd: (n % 7) / 100 })),
+    ];
+    const seeded = openSqliteStore(wide, { groupValuesPerDay: 0 });
+    await storeAll(seeded, many);
+    await seeded.close();
+    const read = async (groupRankInSql: boolean) => {
+      const store = openSqliteStore(wide, { groupValuesPerDay: 0, groupRankInSql });
+      try {
+        const filter = create(TraceFilterSchema, { since: timestampFromMs(partStart) });
+        return await Promise.all([1, 10, 50].map((limit) => store.usageByGroup("acc_a", filter, { kind: "user" }, limit)));
+      } finally {
+        await store.close();
+      }
+    };
+    const inJs = await read(false);
+    expect(inJs[2]!.totalGroups).toBe(1_540);
+    expect(await read(true)).toEqual(inJs);
+  });
 });
