@@ -69,7 +69,9 @@ describe.each(adapters)("price store contract: %s", (_name, open) => {
     expect(created.effectiveUntil).toBeUndefined();
     const tiered = { input: 3, output: 15, cache_write_1h: 6, tiers: [{ above_input_tokens: 200_000, input: 6, output: 22.5 }], service_tiers: { batch: { input: 1.5, output: 7.5 } } };
     const regex = await store.prices.createPrice(project.id, { ...discount, provider: "anthropic", matchKind: "regex", pattern: "^claude-.*-custom$", price: tiered, effectiveFrom: undefined });
-    expect(await store.prices.listPrices(project.id)).toEqual([created, regex]);
+    // Listed by creation time, then id: the two may share a millisecond.
+    const listed = [created, regex].sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || (a.id < b.id ? -1 : 1));
+    expect(await store.prices.listPrices(project.id)).toEqual(listed);
     expect(await store.prices.listPrices(other.id)).toEqual([]);
 
     const until = new Date(today + day);
@@ -77,7 +79,7 @@ describe.each(adapters)("price store contract: %s", (_name, open) => {
     expect(updated).toMatchObject({ id: created.id, price: { input: 0.5, output: 1 }, effectiveUntil: until, createdAt: created.createdAt });
     expect(await store.prices.updatePrice(other.id, created.id, discount)).toBeUndefined();
     expect(await store.prices.deletePrice(other.id, created.id)).toBe(false);
-    expect((await store.prices.listPrices(project.id)).map((p) => p.price)).toEqual([{ input: 0.5, output: 1 }, tiered]);
+    expect((await store.prices.listPrices(project.id)).map((p) => p.price)).toEqual(listed.map((p) => (p === created ? { input: 0.5, output: 1 } : tiered)));
     expect(await store.prices.deletePrice(project.id, created.id)).toBe(true);
     expect(await store.prices.listPrices(project.id)).toEqual([regex]);
 
