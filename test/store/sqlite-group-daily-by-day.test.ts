@@ -2,10 +2,9 @@ import { create } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { describe, expect, it } from "vitest";
 import { TraceFilterSchema } from "../../gen/calltrace/v1/query_pb.js";
-import type { GroupDimension } from "../../src/store/group-dimension.js";
 import { openSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import type { Store } from "../../src/store/store.js";
-import { rollBackBefore, rounded, tableRows, withUpgradedStore } from "../support/rollup-checks.js";
+import { groupDailyDimensions, rollBackBefore, rounded, tableRows, withUpgradedStore } from "../support/rollup-checks.js";
 import { call } from "../support/stored-call.js";
 
 /**
@@ -31,14 +30,7 @@ const traces = Array.from({ length: 180 }, (_, n) =>
   }),
 );
 
-const dimensions: GroupDimension[] = [
-  { kind: "user" },
-  { kind: "session" },
-  { kind: "tag" },
-  { kind: "metadata", key: "feature" },
-  { kind: "metadataKey" },
-  { kind: "environment" },
-];
+const dimensions = groupDailyDimensions;
 
 /** Every group-by of the Attribution page (top groups with latency, and by day), over whole and partial days, under filters. */
 async function attribution(store: Store): Promise<unknown[]> {
@@ -48,7 +40,16 @@ async function attribution(store: Store): Promise<unknown[]> {
       const filter = create(TraceFilterSchema, { since: timestampFromMs(since), ...f });
       for (const dimension of dimensions) {
         const top = await store.usageByGroup("acc_a", filter, dimension, 3);
-        answers.push(top, await store.usageByGroupAndDay("acc_a", filter, dimension, top.groups.map((g) => g.value), true));
+        answers.push(
+          top,
+          await store.usageByGroupAndDay(
+            "acc_a",
+            filter,
+            dimension,
+            top.groups.map((g) => g.value),
+            true,
+          ),
+        );
       }
       answers.push(await store.usageTotals("acc_a", filter), await store.latencyHistogram("acc_a", filter));
     }

@@ -5,7 +5,7 @@ import { TraceFilterSchema } from "../../gen/calltrace/v1/query_pb.js";
 import type { GroupDimension } from "../../src/store/group-dimension.js";
 import { openSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import type { Store } from "../../src/store/store.js";
-import { storeAll } from "../support/rollup-checks.js";
+import { groupDailyDimensions, storeAll } from "../support/rollup-checks.js";
 import { call } from "../support/stored-call.js";
 import { tempDir } from "../support/temp-dir.js";
 
@@ -25,7 +25,14 @@ const partStart = now - 3 * day - 5 * hour;
 const traces = [
   // Values seen only in the partial first day of a range from partStart, dearer than any whole day's; written first, so tracked (D54).
   ...["late-1", "late-2"].map((value, n) =>
-    call({ at: partStart + 60_000 + n, userId: value, sessionId: value, tags: [value], metadata: { feature: value }, costUsd: 0.5 * (n + 1) }),
+    call({
+      at: partStart + 60_000 + n,
+      userId: value,
+      sessionId: value,
+      tags: [value],
+      metadata: { feature: value },
+      costUsd: 0.5 * (n + 1),
+    }),
   ),
   ...Array.from({ length: 240 }, (_, n) =>
     call({
@@ -49,17 +56,7 @@ const traces = [
   ),
 ];
 
-const dimensions: GroupDimension[] = [
-  { kind: "user" },
-  { kind: "session" },
-  { kind: "tag" },
-  { kind: "metadata", key: "feature" },
-  { kind: "metadataKey" },
-  { kind: "environment" },
-  { kind: "key" },
-  { kind: "provider" },
-  { kind: "model" },
-];
+const dimensions: GroupDimension[] = [...groupDailyDimensions, { kind: "key" }, { kind: "provider" }, { kind: "model" }];
 
 /** Every top-groups read of the Attribution page, over ranges with whole and partial days, under filters, at several limits. */
 async function topGroups(store: Store): Promise<unknown[]> {
@@ -68,7 +65,8 @@ async function topGroups(store: Store): Promise<unknown[]> {
     for (const f of [{}, { userId: "user-1" }, { environment: "production" }, { status: "error" }, { keyId: "key_b" }]) {
       const filter = create(TraceFilterSchema, { since: timestampFromMs(since), ...f });
       for (const dimension of dimensions) {
-        for (const limit of [1, 2, 3, 50]) answers.push({ since, f, dimension, limit, top: await store.usageByGroup("acc_a", filter, dimension, limit) });
+        for (const limit of [1, 2, 3, 50])
+          answers.push({ since, f, dimension, limit, top: await store.usageByGroup("acc_a", filter, dimension, limit) });
       }
     }
   }

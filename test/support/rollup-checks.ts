@@ -2,6 +2,7 @@ import Database from "better-sqlite3";
 import { join } from "node:path";
 import type { TraceFilter } from "../../gen/calltrace/v1/query_pb.js";
 import { PriceCheck, type StoredTrace } from "../../gen/calltrace/v1/trace_pb.js";
+import type { GroupDimension } from "../../src/store/group-dimension.js";
 import { migrations } from "../../src/store/sqlite/sqlite-schema.js";
 import type { Store } from "../../src/store/store.js";
 import { call } from "./stored-call.js";
@@ -142,3 +143,13 @@ export async function withUpgradedStore(
     await written.close();
   }
 }
+
+/** The dimensions group_daily keeps: the Attribution page's group-bys that read it. */
+export const groupDailyDimensions: GroupDimension[] = [
+  { kind: "user" },
+  { kind: "session" },
+  { kind: "tag" },
+  { kind: "metadata", key: "feature" },
+  { kind: "metadataKey" },
+  { kind: "environment" },
+];
