@@ -61,6 +61,7 @@ export class BudgetGuard {
           this.#warned.clear(); // answering again: a later failure is news
         },
         (failure: Failure) => {
+          if (this.#stopped) return; // its own request, cut short by stop(): nothing to warn about
           this.#budgets = []; // fail open
           this.#warnOnce(failure.kind, failure.message);
         },

@@ -227,6 +227,28 @@ describe("enforceBudget fails open", () => {
     expect(h.warnings).toEqual([expect.stringMatching(/no answer within 100 ms/)]);
   });
 
+  it("a refresh cut short by the next init() is not warned about", async () => {
+    const warnings: string[] = [];
+    const options = {
+      apiKey: TEST_KEY,
+      endpoint: h.service.endpoint,
+      enforceBudget: true,
+      budgetRefreshMs: REFRESH_MS,
+    };
+    await init({ ...options, requestTimeoutMs: 5_000, onWarning: (message) => warnings.push(message) });
+    h.service.budget = "hang";
+    const seen = h.service.budgetRequests.length;
+    const deadline = Date.now() + 10_000;
+    while (h.service.budgetRequests.length === seen) {
+      if (Date.now() > deadline) throw new Error("the SDK sent no budget request");
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    // A refresh now hangs; the next init() stops this tracer and cuts it short.
+    await init({ ...options, requestTimeoutMs: 100, onWarning: (message) => h.warnings.push(message) });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(warnings).toEqual([]);
+  });
+
   it("when the service is unreachable: calls proceed from the start", async () => {
     const warnings: string[] = [];
     await init({
