@@ -121,9 +121,16 @@ export function filterFromQuery(query: URLSearchParams): TraceFilter {
     modelContains: query.get("q") ?? query.get("model_contains") ?? "",
     errorContains: query.get("error") ?? "",
   });
+  checked(filter);
+  // `q` wins over its alias, which is still held to the same rule rather than ignored.
+  const alias = query.get("model_contains");
+  if (query.has("q") && alias !== null) checked(create(TraceFilterSchema, { modelContains: alias }));
+  return filter;
+}
+
+function checked(filter: TraceFilter): void {
   const result = validator.validate(TraceFilterSchema, filter);
   if (result.kind !== "valid") throw new Error(result.kind === "invalid" ? result.violations.map((v) => v.toString()).join("; ") : result.error.message);
-  return filter;
 }
 
 

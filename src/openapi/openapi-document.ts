@@ -126,7 +126,7 @@ const filterDescriptions: Record<string, string> = {
   service: "Only traces of this service (the OTLP `service.name`, or else the metadata entry `service`).",
   otlp: "Only the spans of this OTLP trace (32 lower-case hex digits).",
   q: "Only traces whose model name contains this text, ignoring case.",
-  model_contains: "The same as `q`.",
+  model_contains: "The same as `q`; `q` wins when both are given.",
   error: "Only traces whose error message contains this text, ignoring case.",
 };
 

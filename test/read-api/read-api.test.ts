@@ -156,6 +156,7 @@ describe("bad input is a 400 naming the problem, never a 500", () => {
     ["/v1/traces?modle=gpt-4o", 'unknown parameter "modle"'],
     ["/v1/traces?since=2026-01-01T00:00:00Z", 'unknown parameter "since"'],
     [`/v1/traces?user=${"u".repeat(300)}`, "user_id"],
+    [`/v1/runs?q=mini&model_contains=${"m".repeat(300)}`, "model_contains"],
     [`/v1/metrics?${Array.from({ length: 21 }, (_, i) => `tag=t${i}`).join("&")}`, "tags"],
     ["/v1/metrics?meta.bad%20key=1", "metadata"],
     ["/v1/errors?limit=201", "limit must be a whole number from 1 to 200"],
