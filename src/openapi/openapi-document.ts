@@ -182,6 +182,16 @@ const readParameters = [
   })),
 ];
 
+/** Node's HTTP/1.1 parser refuses a request whose URL and headers are too long, before any route is chosen. */
+const headerFieldsTooLarge = {
+  "431": plainResponse(
+    "The request line and headers exceed Node's header limit (16 KB unless --max-http-header-size says otherwise); the connection is closed.",
+    {
+      $ref: "#/components/schemas/HeaderFieldsTooLarge",
+    },
+  ),
+};
+
 /** The refusals every read route answers. */
 const readRefusals = {
   "400": plainResponse(
@@ -207,6 +217,7 @@ const readRefusals = {
     headers: { ...readLimitHeaders, ...retryAfter },
     content: json({ $ref: "#/components/schemas/RateLimited" }),
   },
+  ...headerFieldsTooLarge,
 };
 const readSecurity = [{ readKey: [] }, { session: [] }];
 
@@ -270,6 +281,7 @@ export function openApiDocument(): Record<string, unknown> {
         ValidationError: errorBody("Validation error", "details"),
         Unauthorized: errorBody("Unauthorized", "message", { const: "Invalid API key" }),
         PayloadTooLarge: errorBody("Payload too large", "details"),
+        HeaderFieldsTooLarge: errorBody("Request header fields too large", "details"),
         UnsupportedMediaType: errorBody("Unsupported media type", "details"),
         RateLimited: retryBody("Rate limit exceeded", 60),
         QuotaExceeded: retryBody("Monthly quota exceeded"),
@@ -283,7 +295,8 @@ export function openApiDocument(): Record<string, unknown> {
         StoredTrace: storedTraceJsonSchema(),
         BudgetStatus: {
           ...protoJsonSchema(BudgetStatusSchema),
-          description: "BudgetStatus in proto/calltrace/v1/alert.proto, as protobuf's JSON writes it: fields at their default are left out.",
+          description:
+            "BudgetStatus in proto/calltrace/v1/alert.proto, as protobuf's JSON writes it: fields at their default are left out.",
         },
         TracePage: pageSchema("StoredTrace"),
         Metrics: {
@@ -322,7 +335,10 @@ export function openApiDocument(): Record<string, unknown> {
             calls: { type: "integer", minimum: 0 },
             errors: { type: "integer", minimum: 0 },
             cost_usd: {
-              oneOf: [{ type: "number", minimum: 0 }, { type: "string", enum: ["Infinity"] }],
+              oneOf: [
+                { type: "number", minimum: 0 },
+                { type: "string", enum: ["Infinity"] },
+              ],
               description: "The sum of the clients' `cost_usd`; the string `Infinity` when it passes the largest double.",
             },
             tokens_in: { type: "integer", minimum: 0 },
@@ -454,6 +470,7 @@ export function openApiDocument(): Record<string, unknown> {
               headers: { ...rateLimitHeaders(false), ...retryAfter },
               content: json({ $ref: "#/components/schemas/ServiceUnavailable" }),
             },
+            ...headerFieldsTooLarge,
           },
         },
         get: rangeRead({
@@ -587,6 +604,7 @@ export function openApiDocument(): Record<string, unknown> {
               content: json({ $ref: "#/components/schemas/RateLimited" }),
             },
             "503": plainResponse("The key store does not answer.", { $ref: "#/components/schemas/ServiceUnavailable" }),
+            ...headerFieldsTooLarge,
           },
         },
       },

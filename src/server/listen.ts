@@ -13,6 +13,7 @@ import {
 } from "node:http2";
 import { createServer as createNetServer, type AddressInfo, type Server as NetServer, type Socket } from "node:net";
 import { createServer as createTlsServer, type TLSSocket } from "node:tls";
+import { answerClientError } from "./client-error.js";
 import { startHttp2Session } from "./h2-preface-replay.js";
 import type { NodeRequest, NodeResponse } from "./node-types.js";
 
@@ -101,6 +102,7 @@ export async function listen(handler: Handler, options: ListenOptions): Promise<
       handler(req, res);
     },
   );
+  http1.on("clientError", (error: NodeJS.ErrnoException, socket: ConnectionState) => answerClientError(error, socket, socket[kResponse]));
   const http2: Http2Server = createHttp2Server(
     {
       settings: { maxConcurrentStreams: limits.h2MaxConcurrentStreams },
@@ -198,7 +200,7 @@ const kResponse = Symbol("latest response");
 
 /** What listen keeps on each connection: its opening deadline, and its latest HTTP/1.1 response. */
 type ConnectionState = Socket & { [kOpening]?: NodeJS.Timeout; [kResponse]?: Http1Response };
-type Http1Response = { headersSent: boolean; shouldKeepAlive: boolean };
+type Http1Response = { headersSent: boolean; writableFinished: boolean; shouldKeepAlive: boolean };
 
 /**
  * A connection must have sent its first request's headers (HTTP/1.1), or its preface and

@@ -64,7 +64,8 @@ describe("slow clients are cut off by the header and request timeouts", () => {
     const written = await sending;
     expect(slow.isClosed()).toBe(true);
     expect(written).toBeLessThan(body.length);
-    if (slow.received()) expect(slow.received()).toMatch(/^HTTP\/1\.1 408/);
+    // With the JSON body the OpenAPI document gives a 408.
+    if (slow.received()) expect(slow.received()).toMatch(/^HTTP\/1\.1 408 [\s\S]*\r\n\r\n\{"error":"Request timeout"\}$/);
   });
 
   it("an HTTP/2 request body trickled a byte at a time is reset by the request timeout; its connection stays usable", async () => {

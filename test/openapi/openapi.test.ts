@@ -108,6 +108,27 @@ describe("every documented response is what the service answers", () => {
     await expectConforms("POST", "/v1/traces", last!);
   });
 
+  it("431, with a JSON body, for a URL or a header over Node's header limit, on every route that takes input", async () => {
+    // Node refuses these before any route or key is looked at (schemathesis found one undocumented).
+    const long = encodeURIComponent("\u{1F600}".repeat(1500)); // 18,000 bytes once percent-encoded
+    for (const [method, path, init] of [
+      ["GET", "/v1/traces", { url: `/v1/traces?q=${long}` }],
+      ["GET", "/v1/metrics", { url: `/v1/metrics?model=${long}` }],
+      ["GET", "/v1/runs/{id}", { url: `/v1/runs/session%3A${long}` }],
+      ["POST", "/v1/traces", { url: "/v1/traces", headers: { "idempotency-key": "k".repeat(17_000) } }],
+      ["GET", "/v1/budget", { url: "/v1/budget", headers: { authorization: `Bearer ${"k".repeat(17_000)}` } }],
+    ] as const) {
+      const response = await fetch(`${service.url}${init.url}`, {
+        method,
+        headers: "headers" in init ? init.headers : {},
+        ...(method === "POST" ? { body: JSON.stringify(traceBody(key)) } : {}),
+      });
+      expect(response.status, `${method} ${init.url.slice(0, 20)}`).toBe(431);
+      expect(await expectConforms(method, path, response)).toMatchObject({ details: "The request line and headers exceed 16384 bytes." });
+    }
+    await expectConforms("POST", "/v1/traces", await post(traceBody(key), { key }));
+  });
+
   it("health, readiness and the document itself", async () => {
     await expectConforms("GET", "/healthz", await fetch(`${service.url}/healthz`));
     await expectConforms("GET", "/readyz", await fetch(`${service.url}/readyz`));
