@@ -21,10 +21,10 @@ export function defersIndexes(mode: IndexDeferral, importing: number, stored: nu
 }
 
 /**
- * Runs an import of about `traces` traces with the store's deferrable indexes dropped and built again after it, when
- * `defersIndexes` says so and the store has such indexes (MongoDB builds its own as it goes);
- * says what it does through `say`. The indexes are built again when the import fails too; a killed
- * import's are built by the store's next open.
+ * Runs an import of about `traces` traces with the store's deferrable indexes dropped and built again
+ * after it, and its runs summed after it (D81), when `defersIndexes` says so and the store has such
+ * indexes (MongoDB builds its own as it goes); says what it does through `say`. Both are built when
+ * the import fails too; a killed import's are built by the store's next open.
  */
 export async function withIndexesDeferred<T>(
   store: Pick<Store, "deferrableIndexes">,
@@ -36,10 +36,10 @@ export async function withIndexesDeferred<T>(
   const indexes = store.deferrableIndexes;
   if (!indexes || !defersIndexes(mode, traces, indexes.storedTraces())) return run();
   const names = indexes.drop();
-  say(`building ${names.length} indexes after the rows: ${names.join(", ")}`);
+  say(`building ${names.length} indexes after the rows: ${names.join(", ")}; the runs roll-up too`);
   try {
     return await run();
   } finally {
-    indexes.rebuild((name, ms) => say(`built index ${name} in ${(ms / 1000).toFixed(1)} s`));
+    indexes.rebuild((what, ms) => say(`built ${what} in ${(ms / 1000).toFixed(1)} s`));
   }
 }

@@ -27,12 +27,15 @@ export interface Store extends TraceStore, TraceReader {
   close(): Promise<void>;
 }
 
-/** Secondary indexes of the traces that a large import drops first and builds again after its rows (D77). */
+/**
+ * Secondary indexes of the traces that a large import drops first and builds again after its rows
+ * (D77), and the runs roll-up it sums after them (D81).
+ */
 export interface DeferrableIndexes {
   /** Traces stored, at most (the last sequence number). */
   storedTraces(): number;
-  /** Marks the store as importing (this process) and drops the indexes; returns their names. */
+  /** Marks the store as importing (this process), drops the indexes and leaves the runs of this store's writes pending; returns the indexes' names. */
   drop(): string[];
-  /** Builds every one the store lacks, calling onBuilt after each, then clears the mark. */
-  rebuild(onBuilt?: (name: string, ms: number) => void): void;
+  /** Builds every index the store lacks and adds the pending runs, calling onBuilt after each (what it built), then clears the mark. */
+  rebuild(onBuilt?: (what: string, ms: number) => void): void;
 }

@@ -12,7 +12,7 @@ import { calltraceBin, repoRoot, runCli, runCliRaw, startServiceProcess } from "
 import { tempDir } from "../support/temp-dir.js";
 import { postTrace, traceBody } from "../support/test-service.js";
 
-/** `traces import --defer-indexes` (D77): killed mid-import, resumed, and beside a running server. */
+/** `traces import --defer-indexes` (D77, D81): killed mid-import, resumed, and beside a running server. */
 const day = 86_400_000;
 const traces = 40_000;
 const all = Object.keys(deferrableTraceIndexes).sort();
@@ -63,6 +63,16 @@ function presentDeferrable(dir: string): string[] {
   }
 }
 
+/** Commits whose runs the import left to after its rows (D81). */
+function pendingRunNotes(dir: string): number {
+  const db = new Database(join(dir, "calltrace.db"), { readonly: true });
+  try {
+    return db.prepare("SELECT COUNT(*) FROM runs_pending").pluck().get() as number;
+  } finally {
+    db.close();
+  }
+}
+
 function storedTraces(dir: string): number {
   const db = new Database(join(dir, "calltrace.db"), { readonly: true });
   try {
@@ -72,7 +82,7 @@ function storedTraces(dir: string): number {
   }
 }
 
-/** What the dashboard reads through the deferrable indexes: by user, session, cost, latency and tokens. */
+/** What the dashboard reads through the deferrable indexes (by user, session, cost, latency and tokens) and the runs roll-up. */
 async function figures(store: Store, project: string) {
   const filter = create(TraceFilterSchema, { since: { seconds: BigInt(Math.floor((Date.now() - 30 * day) / 1000)) } });
   const page = async (order: "cost" | "latency" | "tokens", f = filter) =>
@@ -89,6 +99,9 @@ async function figures(store: Store, project: string) {
         byLatency: await page("latency"),
         byTokens: await page("tokens"),
         oneUser: await page("cost", create(TraceFilterSchema, { ...filter, userId: "user-7" })),
+        // The runs roll-up, summed after the rows when deferred (D81).
+        recentRuns: await store.listRuns(project, filter, "recent", 100),
+        dearestRuns: await store.listRuns(project, filter, "cost", 100),
       },
       (_key, value: unknown) =>
         typeof value === "bigint"
@@ -166,10 +179,12 @@ describe("traces import with its indexes built after the rows (D77)", () => {
     expect(storedBefore).toBeGreaterThan(0);
     expect(storedBefore).toBeLessThan(traces);
     expect(presentDeferrable(dir)).toEqual([]);
+    expect(pendingRunNotes(dir)).toBeGreaterThan(0);
     expect(existsSync(join(dir, "calltrace.db-import"))).toBe(true);
 
     await openSqliteStore(dir).close();
     expect(presentDeferrable(dir)).toEqual(all);
+    expect(pendingRunNotes(dir)).toBe(0);
     expect(existsSync(join(dir, "calltrace.db-import"))).toBe(false);
 
     const resumed = importAll(dir, file, "--plan", "pro");
@@ -203,6 +218,7 @@ describe("traces import with its indexes built after the rows (D77)", () => {
     }
     expect(await importing.exited, importing.stderr()).toBe(0);
     expect(importing.stderr()).toMatch(/built index traces_account_cost in \d+\.\d s/);
+    expect(importing.stderr()).toMatch(/built the runs roll-up in \d+\.\d s/);
     expect(JSON.parse(importing.stdout())).toMatchObject({ read: traces, stored: traces, rejected: 0 });
     expect(posted).toBeGreaterThan(0);
     expect(presentDeferrable(dir)).toEqual(all);

@@ -5,6 +5,7 @@ import { resolveTraceFilter } from "../../src/store/trace-filter.js";
 import { groupExpression, projectIs, traceConditions, tracesFor } from "../../src/store/sqlite/sqlite-trace-filter.js";
 import { traceRowSql } from "../../src/store/sqlite/sqlite-trace-row.js";
 import { dearRunsSql, runCallsWhere, runCostRankSql } from "../../src/store/sqlite/sqlite-run-reader.js";
+import { pendingRunsSql } from "../../src/store/sqlite/sqlite-run-rollup.js";
 import { errorRollupWhere, failedCallsWhere } from "../../src/store/sqlite/sqlite-error-reader.js";
 import { expiringProjects, openSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import { cappedExpression, countedOtherSql } from "../../src/store/sqlite/sqlite-trace-reader.js";
@@ -159,6 +160,14 @@ describe("embedded store query plans after the index cuts (D65)", () => {
     const key = await planOf(rankedGroupsSql("usage_daily", "key_id", `WHERE account_id = @account AND ${days}`));
     expect(key).toMatch(/SEARCH usage_daily USING PRIMARY KEY \(account_id=\? AND day>\? AND day<\?\)/);
     expect([attribute, key].join("\n")).not.toMatch(/SCAN (group_daily|usage_daily)/);
+  });
+
+  it("a large import's runs are summed from its rows by sequence number ranges, sorted once, never a scan of the traces (D81)", async () => {
+    const plan = await planOf(pendingRunsSql);
+    expect(plan).toMatch(/SCAN runs_pending/);
+    expect(plan).toMatch(/SEARCH traces USING INTEGER PRIMARY KEY \(rowid>\? AND rowid<\?\)/);
+    expect(plan).toMatch(/USE TEMP B-TREE FOR GROUP BY/);
+    expect(plan).not.toMatch(/SCAN traces/);
   });
 
   it("the traces table has no index that no read uses: no global time index, no status index of successes", async () => {

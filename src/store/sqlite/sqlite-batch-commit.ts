@@ -19,6 +19,8 @@ export interface RowBatch {
   traces: TraceValues[];
   idempotencyKeys: (string | null)[];
   quotaRemaining: (number | null)[];
+  /** Leave the runs roll-up of the rows to after a large import (D81): note their sequence numbers instead. */
+  deferRuns?: boolean;
 }
 
 /** The traces not stored because their Idempotency-Key was seen before, and the figure each key's first write remembered (null: none). */
@@ -70,6 +72,7 @@ export function sqliteBatchCommit(
        ON CONFLICT (key_id, idempotency_key) DO UPDATE SET created_at = excluded.created_at, quota_remaining = excluded.quota_remaining
        WHERE created_at < ?`,
     ),
+    noteRunsPending: db.prepare(`INSERT INTO runs_pending (from_seq, to_seq) VALUES (?, ?)`),
     rememberedQuota: db.prepare(`SELECT quota_remaining FROM idempotency WHERE key_id = ? AND idempotency_key = ?`).pluck(),
     forgetIdempotencyKeys: db.prepare(`DELETE FROM idempotency WHERE created_at < ?`),
     touchKey: db.prepare(`UPDATE api_keys SET last_used_at = ? WHERE id = ?`),
@@ -95,10 +98,13 @@ export function sqliteBatchCommit(
     statements.otlpCallBeside.get(projectNum, startS, startS, otlpCallKey) !== undefined;
   const ids = idNumbering(db);
 
-  const commit = db.transaction(({ traces, idempotencyKeys, quotaRemaining }: RowBatch, now: number): Duplicates => {
+  const commit = db.transaction(({ traces, idempotencyKeys, quotaRemaining, deferRuns }: RowBatch, now: number): Duplicates => {
     const duplicates: Duplicates = { indexes: [], quotaRemaining: [] };
     const lastUse = new Map<string, number>();
     const stored: TraceValues[] = [];
+    // The transaction's rows take consecutive sequence numbers from the first (no other writer meanwhile).
+    let firstSeq: number | bigint | undefined;
+    let lastSeq: number | bigint = 0;
     for (let i = 0; i < traces.length; i++) {
       const values = traces[i]!;
       const [placedAt, keyId, accountId] = values;
@@ -115,11 +121,14 @@ export function sqliteBatchCommit(
       const projectNum = ids.numberOf(accountId);
       const claimedBefore = otlpCallKey !== null && storedBeside(projectNum, keyId, otlpCallKey, values[29]!, now);
       if (!claimedBefore) errorGroups.assign(values);
-      if (claimedBefore || statements.insertTrace.run(storedValues(values, ids.numberOf)).changes === 0) {
+      const inserted = claimedBefore ? undefined : statements.insertTrace.run(storedValues(values, ids.numberOf));
+      if (!inserted || inserted.changes === 0) {
         duplicates.indexes.push(i);
         duplicates.quotaRemaining.push(null);
         continue;
       }
+      firstSeq ??= inserted.lastInsertRowid;
+      lastSeq = inserted.lastInsertRowid;
       stored.push(values);
       lastUse.set(keyId, values[35] ?? placedAt);
     }
@@ -130,7 +139,8 @@ export function sqliteBatchCommit(
     partDone?.("rollups");
     errorGroups.add(stored);
     partDone?.("errorGroups");
-    addToRuns(stored);
+    if (!deferRuns) addToRuns(stored);
+    else if (firstSeq !== undefined) statements.noteRunsPending.run(firstSeq, lastSeq);
     partDone?.("runs");
     addToScopeCells(stored);
     partDone?.("scopeCells");

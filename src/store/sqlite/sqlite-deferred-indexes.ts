@@ -2,6 +2,7 @@ import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { hostname } from "node:os";
 import type Database from "better-sqlite3";
 import type { DeferrableIndexes } from "../store.js";
+import { sqlitePendingRuns } from "./sqlite-run-rollup.js";
 import { deferrableTraceIndexes } from "./sqlite-schema.js";
 
 /** Sort memory of an index build, in KiB: SQLite's sorter spills to temporary files past the page cache. */
@@ -19,21 +20,30 @@ interface ImportMark {
 }
 
 /**
- * The traces' deferrable indexes (D77) on the store's connection. `markFile` beside the database
- * says which process dropped them: while it runs, other processes opening the store leave them
- * missing (reads stay correct, slower); once it is gone (killed, crashed), the next open builds them.
+ * The traces' deferrable indexes (D77) and the runs roll-up (D81) on the store's connection.
+ * `markFile` beside the database says which process dropped the indexes and left its rows' runs
+ * pending: while it runs, other processes opening the store leave both so (reads of traces stay
+ * correct, slower; the Runs view lacks the import's calls); once it is gone (killed, crashed), the
+ * next open builds them. `deferring()`: whether this store's writes leave their runs pending now.
  */
-export function sqliteDeferredIndexes(db: Database.Database, markFile: string): DeferrableIndexes & { rebuildUnlessImporting(): void } {
+export function sqliteDeferredIndexes(
+  db: Database.Database,
+  markFile: string,
+): DeferrableIndexes & { deferring(): boolean; rebuildUnlessImporting(): void } {
   const storedTraces = db.prepare("SELECT COALESCE(MAX(seq), 0) FROM traces").pluck();
   const presentIndexes = db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'traces'").pluck();
   const names = Object.keys(deferrableTraceIndexes);
+  const runs = sqlitePendingRuns(db);
+  let deferring = false;
   const missing = () => {
     const present = new Set(presentIndexes.all() as string[]);
     return names.filter((name) => !present.has(name));
   };
-  const rebuild = (onBuilt?: (name: string, ms: number) => void) => {
+  const rebuild = (onBuilt?: (what: string, ms: number) => void) => {
+    deferring = false;
     const lacking = missing();
-    if (lacking.length > 0) {
+    const runsPending = runs.pendingRuns();
+    if (lacking.length > 0 || runsPending) {
       const cacheSize = db.pragma("cache_size", { simple: true }) as number;
       const busyTimeout = db.pragma("busy_timeout", { simple: true }) as number;
       db.pragma(`cache_size = -${buildCacheKiB}`);
@@ -43,7 +53,12 @@ export function sqliteDeferredIndexes(db: Database.Database, markFile: string): 
           const started = performance.now();
           // IF NOT EXISTS: another process may have built it while this one waited for the lock.
           db.exec(`CREATE INDEX IF NOT EXISTS ${name} ON ${deferrableTraceIndexes[name]}`);
-          onBuilt?.(name, performance.now() - started);
+          onBuilt?.(`index ${name}`, performance.now() - started);
+        }
+        if (runsPending) {
+          const started = performance.now();
+          runs.addPendingRuns();
+          onBuilt?.("the runs roll-up", performance.now() - started);
         }
       } finally {
         db.pragma(`cache_size = ${cacheSize}`);
@@ -62,11 +77,13 @@ export function sqliteDeferredIndexes(db: Database.Database, markFile: string): 
       db.transaction(() => {
         for (const name of names) db.exec(`DROP INDEX IF EXISTS ${name}`);
       }).immediate();
+      deferring = true;
       return names;
     },
+    deferring: () => deferring,
     rebuild,
     rebuildUnlessImporting() {
-      if (missing().length > 0 && !importing(markFile)) rebuild();
+      if ((missing().length > 0 || runs.pendingRuns()) && !importing(markFile)) rebuild();
     },
   };
 }

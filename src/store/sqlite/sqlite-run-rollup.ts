@@ -1,5 +1,5 @@
 import type Database from "better-sqlite3";
-import { callSpanMs } from "../run-id.js";
+import { callEndSql, callSpanMs, callStartSql } from "../run-id.js";
 import { arrivedAtIndex, type TraceValues } from "./sqlite-trace-row.js";
 import { numberOf } from "./sqlite-id-numbers.js";
 
@@ -27,6 +27,13 @@ export function runRowKey(otlpTraceId: string | null, sessionId: string | null):
 /** A runs row's run id (run-id.ts's form), in SQL. */
 export const storedRunIdSql = "CASE WHEN otlp = 1 THEN 'otlp:' ELSE 'session:' END || run_key";
 
+const runColumns = "project_num, otlp, run_key, calls, errors, cost_usd, tokens_in, tokens_out, start_ms, end_ms";
+
+/** How a runs row takes more calls of its run: their sums added, its span widened. */
+const addToRunSql = `ON CONFLICT DO UPDATE SET calls = calls + excluded.calls, errors = errors + excluded.errors,
+  cost_usd = cost_usd + excluded.cost_usd, tokens_in = tokens_in + excluded.tokens_in, tokens_out = tokens_out + excluded.tokens_out,
+  start_ms = MIN(start_ms, excluded.start_ms), end_ms = MAX(end_ms, excluded.end_ms)`;
+
 /**
  * Keeps the runs table (one row per run: calls sharing an OTLP trace id or a session id, D59) in
  * step with the stored rows, in the transaction that inserts them: the Runs view reads it by
@@ -34,10 +41,7 @@ export const storedRunIdSql = "CASE WHEN otlp = 1 THEN 'otlp:' ELSE 'session:' E
  */
 export function sqliteRunRollup(db: Database.Database): (stored: TraceValues[]) => void {
   const upsert = db.prepare(
-    `INSERT INTO runs (project_num, otlp, run_key, calls, errors, cost_usd, tokens_in, tokens_out, start_ms, end_ms)
-     VALUES (${numberOf("?")}, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET calls = calls + excluded.calls, errors = errors + excluded.errors,
-     cost_usd = cost_usd + excluded.cost_usd, tokens_in = tokens_in + excluded.tokens_in, tokens_out = tokens_out + excluded.tokens_out,
-     start_ms = MIN(start_ms, excluded.start_ms), end_ms = MAX(end_ms, excluded.end_ms)`,
+    `INSERT INTO runs (${runColumns}) VALUES (${numberOf("?")}, ?, ?, ?, ?, ?, ?, ?, ?, ?) ${addToRunSql}`,
   );
   return (stored) => {
     const runs = new Map<string, RunSums>();
@@ -59,4 +63,32 @@ export function sqliteRunRollup(db: Database.Database): (stored: TraceValues[]) 
     }
     for (const r of runs.values()) upsert.run(...r.params, r.calls, r.errors, r.cost, r.tokensIn, r.tokensOut, r.start, r.end);
   };
+}
+
+/**
+ * The runs of the rows `runs_pending` notes, summed in one pass over them in sequence order (a run's
+ * rows sorted together once), runRowKey in SQL: an OTLP trace id wins over a session id; an empty one is none.
+ */
+export const pendingRunsSql = `SELECT project_num, IFNULL(otlp_trace_id <> '', 0), CASE WHEN otlp_trace_id <> '' THEN otlp_trace_id ELSE session_id END,
+    COUNT(*), SUM(failed), SUM(cost_usd), SUM(tokens_in), SUM(tokens_out), MIN(${callStartSql}), MAX(${callEndSql})
+  FROM runs_pending JOIN traces ON seq BETWEEN from_seq AND to_seq
+  WHERE otlp_trace_id <> '' OR session_id <> ''
+  GROUP BY 1, 2, 3`;
+
+/**
+ * A large import's commits leave the runs roll-up to after its rows (D81): each such commit notes
+ * the range of sequence numbers it stored in `runs_pending`, in its own transaction. `pendingRuns`
+ * says whether any are noted; `addPendingRuns` adds their calls to the runs in one transaction, from
+ * one sorted pass over them (each runs page written once, not once a commit), and clears the notes.
+ * Exact whatever else was written meanwhile: every other commit counted its own calls.
+ */
+export function sqlitePendingRuns(db: Database.Database): { pendingRuns(): boolean; addPendingRuns(): void } {
+  const pending = db.prepare("SELECT EXISTS (SELECT 1 FROM runs_pending)").pluck();
+  const addPending = db.prepare(`INSERT INTO runs (${runColumns}) ${pendingRunsSql} ${addToRunSql}`);
+  const clear = db.prepare("DELETE FROM runs_pending");
+  const addPendingRuns = db.transaction(() => {
+    addPending.run();
+    clear.run();
+  });
+  return { pendingRuns: () => pending.get() === 1, addPendingRuns: () => addPendingRuns.immediate() };
 }

@@ -880,6 +880,12 @@ export const migrations: readonly string[] = [
      FROM group_daily ORDER BY project_num, dimension, day, value, status;
    DROP TABLE group_daily;
    ALTER TABLE group_daily_by_day RENAME TO group_daily;`,
+  // The runs a large import leaves to after its rows (D81): the sequence numbers each of its
+  // commits stored, until sqlitePendingRuns adds their calls to the runs table. Empty otherwise.
+  `CREATE TABLE runs_pending (
+     from_seq INTEGER NOT NULL,
+     to_seq INTEGER NOT NULL
+   );`,
 ];
 
 /** Brings the database to the current schema; safe to run from several processes at once. */

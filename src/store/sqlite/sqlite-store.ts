@@ -205,7 +205,7 @@ export function openSqliteStore(dataDir: string, options: RetentionOptions & Val
     prices: createSqlitePriceStore(db),
     scopeCounters: sqliteScopeCounters(db),
     writeBatch(writes) {
-      return writer.write(writes);
+      return writer.write(writes, deferrableIndexes.deferring());
     },
     // The writer thread merges the batches queued behind a commit into the next one: small
     // batches keep it committing while the event loop parses (measured: 32 x 8 beat 1000 x 8

@@ -37,8 +37,11 @@ export interface WriterThreadData {
 }
 
 export interface SqliteWriterThread {
-  /** Commits a batch on the writer thread; rejects when the commit failed or the thread died. */
-  write(writes: TraceWrite[]): Promise<WriteOutcome[]>;
+  /**
+   * Commits a batch on the writer thread; rejects when the commit failed or the thread died.
+   * `deferRuns`: its runs are left to after a large import (D81).
+   */
+  write(writes: TraceWrite[], deferRuns?: boolean): Promise<WriteOutcome[]>;
   close(): Promise<void>;
 }
 
@@ -79,10 +82,10 @@ export function sqliteWriterThread(data: WriterThreadData): SqliteWriterThread {
   };
 
   return {
-    write(writes) {
+    write(writes, deferRuns = false) {
       worker ??= start();
       const id = nextId++;
-      const request: WriteRequest = { id, traces: [], idempotencyKeys: [], quotaRemaining: [], now: Date.now() };
+      const request: WriteRequest = { id, traces: [], idempotencyKeys: [], quotaRemaining: [], now: Date.now(), deferRuns };
       for (const write of writes) {
         const { values, claimKey } = writeToRow(write);
         request.traces.push(values);
