@@ -40,9 +40,7 @@ const addToRunSql = `ON CONFLICT DO UPDATE SET calls = calls + excluded.calls, e
  * (project, end) for recency, never the traces. One upsert per run of a batch.
  */
 export function sqliteRunRollup(db: Database.Database): (stored: TraceValues[]) => void {
-  const upsert = db.prepare(
-    `INSERT INTO runs (${runColumns}) VALUES (${numberOf("?")}, ?, ?, ?, ?, ?, ?, ?, ?, ?) ${addToRunSql}`,
-  );
+  const upsert = db.prepare(`INSERT INTO runs (${runColumns}) VALUES (${numberOf("?")}, ?, ?, ?, ?, ?, ?, ?, ?, ?) ${addToRunSql}`);
   return (stored) => {
     const runs = new Map<string, RunSums>();
     for (const v of stored) {
@@ -52,7 +50,8 @@ export function sqliteRunRollup(db: Database.Database): (stored: TraceValues[]) 
       const key = `${accountId}\u0000${runKey[0]}\u0000${runKey[1]}`;
       const { start, end } = callSpanMs(receivedAt, latencyMs, v[arrivedAtIndex] !== null);
       let run = runs.get(key);
-      if (!run) runs.set(key, (run = { params: [accountId, ...runKey], calls: 0, errors: 0, cost: 0, tokensIn: 0, tokensOut: 0, start, end }));
+      if (!run)
+        runs.set(key, (run = { params: [accountId, ...runKey], calls: 0, errors: 0, cost: 0, tokensIn: 0, tokensOut: 0, start, end }));
       run.calls += 1;
       run.errors += status === "error" ? 1 : 0;
       run.cost += cost;
