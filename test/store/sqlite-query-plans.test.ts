@@ -8,7 +8,7 @@ import { dearRunsSql, runCallsWhere, runCostRankSql } from "../../src/store/sqli
 import { pendingRunsSql } from "../../src/store/sqlite/sqlite-run-rollup.js";
 import { errorRollupWhere, failedCallsWhere } from "../../src/store/sqlite/sqlite-error-reader.js";
 import { expiringProjects, openSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
-import { cappedExpression, countedOtherSql } from "../../src/store/sqlite/sqlite-trace-reader.js";
+import { cappedExpression, countedOtherSql, statusOfFailed } from "../../src/store/sqlite/sqlite-trace-reader.js";
 import { dayIn, rankedGroupsSql, untrackedDaysSql } from "../../src/store/sqlite/sqlite-rollup-sql.js";
 import { create } from "@bufbuild/protobuf";
 import { TraceFilterSchema } from "../../gen/calltrace/v1/query_pb.js";
@@ -19,6 +19,8 @@ async function planOf(sql: string): Promise<string> {
   const dir = tempDir();
   await openSqliteStore(dir).close();
   const db = new Database(join(dir, "calltrace.db"), { readonly: true });
+  // The function the reads of latency buckets call, as openSqliteStore registers it.
+  db.function("latency_bucket", { deterministic: true }, (ms) => ms);
   try {
     // The plan does not depend on the values bound.
     const params = Object.fromEntries([...sql.matchAll(/@(\w+)/g)].map(([, name]) => [name, 1]));
@@ -168,6 +170,22 @@ describe("embedded store query plans after the index cuts (D65)", () => {
     expect(plan).toMatch(/SEARCH traces USING INTEGER PRIMARY KEY \(rowid>\? AND rowid<\?\)/);
     expect(plan).toMatch(/USE TEMP B-TREE FOR GROUP BY/);
     expect(plan).not.toMatch(/SCAN traces/);
+  });
+
+  it("a user's Overview reads its calls by model, day, key and provider from the user's index alone, and its totals, trend and latency from group_daily (D82)", async () => {
+    const params: Record<string, unknown> = {};
+    const filter = resolveTraceFilter(create(TraceFilterSchema, { userId: "u" }), 0);
+    const range = `FROM ${tracesFor(filter)} WHERE ${projectIs} AND received_at >= @from AND received_at < @to${traceConditions(filter, params)}`;
+    const covering = /SEARCH traces USING COVERING INDEX traces_account_user_received \(project_num=\? AND user_id=\? AND received_at>\? AND received_at<\?\)/;
+    const sums = "COUNT(*), SUM(cost_usd), SUM(tokens_in), SUM(tokens_out), SUM(price_check = 3), SUM(price_check = 2)";
+    // As the reader groups them: the status by its flag, a key or model by its number.
+    expect(await planOf(`SELECT received_at / 86400000 AS day, provider_num, model_num, ${statusOfFailed} AS status, ${sums} ${range} GROUP BY day, provider_num, model_num, failed`)).toMatch(covering);
+    expect(await planOf(`SELECT key_num, latency_bucket(latency_ms) AS bucket, COUNT(*) ${range} GROUP BY key_num, bucket`)).toMatch(covering);
+    // The virtual status column itself is not covered: the reason the reads group by the flag.
+    expect(await planOf(`SELECT status, ${sums} ${range} GROUP BY status`)).not.toMatch(covering);
+    const user = await planOf(`SELECT day, status, SUM(calls) FROM group_daily WHERE ${projectIs} AND ${dayIn("@from", "@to")} AND dimension = @dimension AND value = @value GROUP BY day, status`);
+    expect(user).toMatch(/SEARCH group_daily USING PRIMARY KEY \(project_num=\? AND dimension=\? AND day=\? AND value=\?\)/);
+    expect(user).not.toMatch(/SCAN group_daily/);
   });
 
   it("the traces table has no index that no read uses: no global time index, no status index of successes", async () => {

@@ -141,6 +141,56 @@ describe.each(adapters)("value cap on %s", (_name, { place, open }) => {
     await store.close();
   });
 
+  it("sums a user counted under other on a past day exactly as its traces add up (D82: whole days from the user's roll-up rows)", async () => {
+    const store = await open(place());
+    const today = Math.floor(Date.now() / day) * day;
+    // Past the bound on the day before yesterday: user-3 and user-4 are counted under other there, tracked yesterday and today.
+    const traces = [2, 2, 2, 2, 2, 2, 1, 1, 1, 0].map((d, n) =>
+      capCall({
+        at: d === 0 ? Date.now() - 60_000 : today - d * day + n * 60_000,
+        model: n % 2 === 0 ? "gpt-4o" : "gpt-4o-mini",
+        tokensIn: 10 + n,
+        latencyMs: 100 * (n + 1),
+        costUsd: (n + 1) / 1000,
+        status: n === 4 || n === 8 ? "error" : "success",
+        userId: `user-${[0, 1, 2, 3, 4, 4, 4, 0, 4, 4][n]}`,
+      }),
+    );
+    await store.writeBatch(traces.map((trace) => ({ trace, idempotencyKey: undefined })));
+    const since = today - 3 * day;
+    for (const [userId, status, calls, errors, cost, latencies] of [
+      ["user-4", undefined, 5n, 2n, (5 + 6 + 7 + 9 + 10) / 1000, [500, 600, 700, 900, 1000]],
+      ["user-4", "error", 2n, 2n, (5 + 9) / 1000, [500, 900]],
+      ["user-3", undefined, 1n, 0n, 4 / 1000, [400]],
+      ["user-0", undefined, 2n, 0n, (1 + 8) / 1000, [100, 800]],
+      ["user-9", undefined, 0n, 0n, 0, []],
+    ] as const) {
+      const f = create(TraceFilterSchema, { since: timestampFromMs(since), userId, ...(status ? { status } : {}) });
+      const label = `${userId} ${status ?? ""}`;
+      const totals = await store.usageTotals("acc_cap", f);
+      expect(totals, label).toMatchObject({ calls, errors });
+      expect(totals.costUsd, label).toBeCloseTo(cost, 9);
+      expect(totals.tokensIn, label).toBe(BigInt(latencies.reduce((n, ms) => n + 10 + ms / 100 - 1, 0)));
+      // The latency percentiles are the bounds of the buckets their calls fall in, within 5% above.
+      const p95 = latencies.length === 0 ? 0 : latencies[Math.ceil(0.95 * latencies.length) - 1]!;
+      expect(totals.latencyP95Ms, label).toBeGreaterThanOrEqual(p95);
+      expect(totals.latencyP95Ms, label).toBeLessThanOrEqual(p95 * 1.05);
+      const days = await store.usageByDayTotals("acc_cap", f);
+      expect(days.reduce((n, d) => n + d.totals!.calls, 0n), label).toBe(calls);
+      expect(days.reduce((n, d) => n + d.totals!.errors, 0n), label).toBe(errors);
+      const histogram = await store.latencyHistogram("acc_cap", f);
+      expect(histogram.reduce((n, b) => n + b.calls, 0n), label).toBe(calls);
+      // The reads the user's index answers (D82): by model, by day and model, by key.
+      const models = await store.usageByModel("acc_cap", f);
+      expect(models.reduce((n, m) => n + m.totals!.calls, 0n), label).toBe(calls);
+      const dayModels = await store.usageByDay("acc_cap", f);
+      expect(dayModels.reduce((n, d) => n + d.totals!.errors, 0n), label).toBe(errors);
+      const keys = await store.usageByGroup("acc_cap", f, { kind: "key" }, 10);
+      expect(keys.groups.map((g) => [g.value, g.totals!.calls]), label).toEqual(calls === 0n ? [] : [["key_cap", calls]]);
+    }
+    await store.close();
+  });
+
   it("tracks the first values of a day, keeps a steady value, and answers the other group by day on request", async () => {
     const store = await open(place());
     const traces = explodingTraces(100);

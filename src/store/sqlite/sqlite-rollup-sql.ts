@@ -25,12 +25,12 @@ export function dayIn(from: string, to: string): string {
 }
 
 /**
- * The days in [@from, @to) whose environments passed the bound (D54) without tracking
- * @environment: they counted it under other, so the roll-ups do not hold it there.
+ * The days in [@from, @to) whose values of @dimension (an environment, a user) passed the bound
+ * (D54) without tracking @value: they counted it under other, so the roll-ups do not hold it there.
  */
-export const untrackedDaysSql = `SELECT DISTINCT day FROM group_daily AS o WHERE ${projectIs} AND dimension = 'environment' AND value = @otherValue
+export const untrackedDaysSql = `SELECT DISTINCT day FROM group_daily AS o WHERE ${projectIs} AND dimension = @dimension AND value = @otherValue
   AND ${dayIn("@from", "@to")} AND NOT EXISTS (SELECT 1 FROM group_daily AS t WHERE t.project_num = o.project_num
-  AND t.dimension = 'environment' AND t.value = @environment AND t.day = o.day)`;
+  AND t.dimension = @dimension AND t.value = @value AND t.day = o.day)`;
 
 /** usage_hourly's columns of the dimensions a usage query groups by (usage-reader.ts's UsageGrouping). */
 const hourlyColumns: Record<string, string> = { day: "hour / 24 AS day", hour: "hour", provider: "provider", model: "model" };

@@ -1,6 +1,13 @@
 import type Database from "better-sqlite3";
 import { PriceCheck } from "../../../gen/calltrace/v1/trace_pb.js";
 
+/**
+ * The user index's columns (D82): its key, then what the aggregate reads of a user's calls read
+ * (the status as its flag: an index holding `failed` does not cover the virtual `status`).
+ */
+const userIndexColumns =
+  "project_num, user_id, received_at, provider_num, model_num, key_num, failed, latency_ms, cost_usd, tokens_in, tokens_out, price_check";
+
 /** Schema migrations, applied in order; PRAGMA user_version records how many ran. Exported for the tests that make an older release's database. */
 export const migrations: readonly string[] = [
   `CREATE TABLE accounts (
@@ -886,6 +893,11 @@ export const migrations: readonly string[] = [
      from_seq INTEGER NOT NULL,
      to_seq INTEGER NOT NULL
    );`,
+  // A user's aggregates (D82): the user index carries every column the Overview's reads of a
+  // user's calls group and sum, so each reads one range of the index, not a table row per call.
+  // IF EXISTS: an import may have dropped it (D77).
+  `DROP INDEX IF EXISTS traces_account_user_received;
+   CREATE INDEX traces_account_user_received ON traces(${userIndexColumns}) WHERE user_id IS NOT NULL;`,
 ];
 
 /** Brings the database to the current schema; safe to run from several processes at once. */
@@ -906,7 +918,7 @@ export function migrate(db: Database.Database): void {
  * (test/store/sqlite-deferred-indexes.test.ts checks), so a store that lacks one builds it at open.
  */
 export const deferrableTraceIndexes: Readonly<Record<string, string>> = {
-  traces_account_user_received: "traces(project_num, user_id, received_at) WHERE user_id IS NOT NULL",
+  traces_account_user_received: `traces(${userIndexColumns}) WHERE user_id IS NOT NULL`,
   traces_account_session_received: "traces(project_num, session_id, received_at) WHERE session_id IS NOT NULL",
   traces_account_cost: "traces(project_num, cost_usd, seq)",
   traces_account_latency: "traces(project_num, latency_ms, seq)",

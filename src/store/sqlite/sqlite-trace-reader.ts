@@ -35,8 +35,15 @@ export const maxPartTraces = { single: 20_000, list: 2_500 } as const;
  */
 const seekValuesMax = 1_000;
 
-/** The traces table's columns of the dimensions it stores by number (D68). */
+/** The traces table's columns of the dimensions it stores by number (D65, D68). */
 const numberedDims: Partial<Record<string, string>> = { provider: "provider_num", model: "model_num" };
+const numberedGroups: Partial<Record<string, string>> = { ...numberedDims, key: "key_num" };
+
+/**
+ * A trace's status from its flag, as the table's virtual `status` column reads it: grouped by
+ * `failed`, a read of a covering index (the user's, D82) needs no table row.
+ */
+export const statusOfFailed = "CASE failed WHEN 1 THEN 'error' ELSE 'success' END";
 
 /** The dimensions the roll-ups of key, provider and model (usage_daily and its kin) hold as columns. */
 const rollupColumns: Partial<Record<string, string>> = { key: "key_id", provider: "provider", model: "model" };
@@ -126,6 +133,18 @@ export function sqliteTraceReader(
     // usage_hourly (D73) holds what usage_environment_daily does, for every environment, per hour:
     // the hourly trends and the parts of a day at the range's ends.
     const hourlyRollup = usageOnly && !grouping.country && (group === undefined || rollupColumn !== undefined);
+    // A user's whole days by day and status alone (the Overview's totals, trend and latency) are
+    // group_daily's rows of the user, where the day tracked it (D82): not a pass over its calls.
+    const userRollup =
+      filter.userId !== undefined &&
+      !filtersAttributes({ ...filter, userId: undefined }) &&
+      !usageFiltered &&
+      group === undefined &&
+      !grouping.model &&
+      !grouping.country &&
+      !grouping.hour;
+    /** The value whose untracked days (D54) the roll-ups cannot answer: the filter's environment or user. */
+    const trackedValue = userRollup ? { dimension: "user", value: filter.userId } : { dimension: "environment", value: filter.environment };
     // The top groups ranked in SQL (UsageGrouping's `top`): sums of a group and its statuses only.
     const ranking =
       options.groupRankInSql !== false &&
@@ -136,28 +155,33 @@ export function sqliteTraceReader(
       !grouping.latency &&
       grouping.sums !== false;
     const rollups =
-      !grouping.hour &&
-      usageOnly &&
-      (filter.environment === undefined || environmentRollup) &&
-      !(attributeRollup && (grouping.country || grouping.model || usageFiltered || filter.modelContains !== undefined));
+      userRollup ||
+      (!grouping.hour &&
+        usageOnly &&
+        (filter.environment === undefined || environmentRollup) &&
+        !(attributeRollup && (grouping.country || grouping.model || usageFiltered || filter.modelContains !== undefined)));
 
-    /** Whole days that counted the filter's environment under other (D54): the roll-ups do not hold it there. */
+    /** Whole days that counted the filter's environment or user under other (D54): the roll-ups do not hold it there. */
     let untracked: number[] = [];
     const untrackedDays = (from: number, to: number) =>
       prepare(untrackedDaysSql)
         .pluck()
-        .all({ account: accountId, otherValue, environment: filter.environment, from, to }) as number[];
+        .all({ account: accountId, otherValue, ...trackedValue, from, to }) as number[];
 
     /** Whole days, from the roll-ups. */
     const days = (from: number, to: number) => {
       const params: Record<string, unknown> = { account: accountId, from, to };
       // group_daily names the project by number, the other roll-ups by id.
-      const project = attributeRollup ? projectIs : "account_id = @account";
+      const project = attributeRollup || userRollup ? projectIs : "account_id = @account";
       let conditions = traceConditions(filter, params, "rollup");
       let grp: string[] = [];
       if (environmentRollup) {
         Object.assign(params, { environment: filter.environment, untracked: JSON.stringify(untracked) });
         conditions += " AND environment = @environment AND day NOT IN (SELECT value FROM json_each(@untracked))";
+      }
+      if (userRollup) {
+        Object.assign(params, { ...trackedValue, untracked: JSON.stringify(untracked) });
+        conditions += " AND dimension = @dimension AND value = @value AND day NOT IN (SELECT value FROM json_each(@untracked))";
       }
       const column = attributeRollup ? "value" : rollupColumn;
       if (group && attributeRollup) {
@@ -166,7 +190,7 @@ export function sqliteTraceReader(
       }
       if (group && column) grp = [`${column} AS "group"`];
       // The two roll-ups that keep calls per latency bucket on the row, else usage_daily's kin.
-      const bucketsTable = attributeRollup ? "group_daily" : environmentRollup ? "usage_environment_daily" : undefined;
+      const bucketsTable = attributeRollup || userRollup ? "group_daily" : environmentRollup ? "usage_environment_daily" : undefined;
       const usageTable = bucketsTable ?? (grouping.country ? "usage_country_daily" : "usage_daily");
       let wanted = values;
       const ranked = ranking && column !== undefined;
@@ -183,7 +207,8 @@ export function sqliteTraceReader(
         wanted = [...new Set([...top.map((g) => g.group), ...seen])];
       }
       // A few values of group_daily are read day by day (its key: day, then value); else a range of days.
-      const inDays = attributeRollup && wanted && wanted.length <= seekValuesMax ? dayIn("@from", "@to") : "day >= @from AND day < @to";
+      const inDays =
+        userRollup || (attributeRollup && wanted && wanted.length <= seekValuesMax) ? dayIn("@from", "@to") : "day >= @from AND day < @to";
       let range = `WHERE ${project} AND ${inDays}${conditions}`;
       if (wanted && column) {
         params.values = JSON.stringify(wanted);
@@ -304,12 +329,16 @@ export function sqliteTraceReader(
             ? "received_at / 3600000 AS hour"
             : d === "bucket"
               ? "latency_bucket(latency_ms) AS bucket"
-              : d in numberedDims
-                ? `${idOf(numberedDims[d]!)} AS ${d}`
-                : d;
+              : d === "status"
+                ? `${statusOfFailed} AS status`
+                : d in numberedDims
+                  ? `${idOf(numberedDims[d]!)} AS ${d}`
+                  : d;
       let range = `WHERE ${projectIs} AND received_at >= @from AND received_at < @to${traceConditions(filter, params)}`;
       let join = "";
       const grp: string[] = [];
+      // A key, provider or model is grouped by its number, its id read once per group.
+      let groupKey = `"group"`;
       if (group) {
         const expression = groupExpression(group, params);
         join = expression.join;
@@ -325,13 +354,17 @@ export function sqliteTraceReader(
           }) !== undefined;
         const value = countedOther ? cappedExpression(expression.value, dimension, params) : expression.value;
         grp.push(`${value} AS "group"`);
+        const numbered = numberedGroups[group.kind];
+        if (numbered) groupKey = numbered;
         if (values) {
           params.values = JSON.stringify(values);
-          range += ` AND ${value} IN (SELECT value FROM json_each(@values))`;
+          range += numbered
+            ? ` AND ${numbered} IN (SELECT num FROM id_numbers WHERE id IN (SELECT value FROM json_each(@values)))`
+            : ` AND ${value} IN (SELECT value FROM json_each(@values))`;
         }
       }
       // Grouped by the numbers, each group's id read once.
-      const keys = (extra: string) => [...dims.map((d) => numberedDims[d] ?? d), ...grp.map(() => `"group"`), extra];
+      const keys = (extra: string) => [...dims.map((d) => numberedDims[d] ?? d), ...grp.map(() => groupKey), extra === "status" ? "failed" : extra];
       const select = (extra: string) => [...dims.map(column), ...grp, column(extra)].join(", ");
       if (grouping.sums !== false) {
         append(
@@ -374,8 +407,8 @@ export function sqliteTraceReader(
           part(start, end);
         }
       }
-      if (environmentRollup) {
-        // Days whose environments passed the bound count this one under other if it was not tracked: those days come from the traces.
+      if (environmentRollup || userRollup) {
+        // Days whose values passed the bound count this one under other if it was not tracked: those days come from the traces.
         untracked = untrackedDays(from, to);
         for (const day of untracked) traces(day * dayMs, (day + 1) * dayMs);
       }
