@@ -34,6 +34,10 @@ const traces = [
       costUsd: 0.5 * (n + 1),
     }),
   ),
+  // A value whose partial first day and a whole day make it dearer than late-1, neither alone (D82); written early, so tracked on both.
+  ...[partStart + 120_000, now - 2 * day].map((at) =>
+    call({ at, userId: "both", sessionId: "both", tags: ["both"], metadata: { feature: "both" }, costUsd: 0.3 }),
+  ),
   ...Array.from({ length: 240 }, (_, n) =>
     call({
       at: now - 6 * day + Math.floor((n * 6 * day) / 240),

@@ -56,12 +56,13 @@ export function hoursSql(dims: string[], group: string[], where: string, want: {
 
 /**
  * The top @top values of `column` of the rows of `table` `where` selects, by their summed cost
- * (ties by value), with the count of values (`groups`); @seen's values (JSON) are counted and
- * ranked too, at no cost: the values of a range's partial days, summed elsewhere. Ranked here,
- * every group stays in SQLite: read into JavaScript, each cost about 3 us (bench/RESULTS.md).
+ * (ties by value), with the count of values (`groups`); @seen's values (JSON pairs of value and
+ * cost) are counted and ranked too, with their costs added: the values of a range's partial days,
+ * summed elsewhere. Ranked here, every group stays in SQLite: read into JavaScript, each cost about
+ * 3 us (bench/RESULTS.md).
  */
 export function rankedGroupsSql(table: string, column: string, where: string): string {
   return `SELECT "group", COUNT(*) OVER () AS groups
-    FROM (SELECT ${column} AS "group", cost_usd FROM ${table} ${where} UNION ALL SELECT value, 0 FROM json_each(@seen))
+    FROM (SELECT ${column} AS "group", cost_usd FROM ${table} ${where} UNION ALL SELECT value ->> 0, value ->> 1 FROM json_each(@seen))
     GROUP BY "group" ORDER BY SUM(cost_usd) DESC, "group" LIMIT @top`;
 }

@@ -195,16 +195,20 @@ export function sqliteTraceReader(
       let wanted = values;
       const ranked = ranking && column !== undefined;
       if (ranking && column) {
-        // Exact (D80): a value in neither the whole days' top nor the partial days' values costs
-        // no more than each of the top ones, and ranks after them on a tie.
+        // Exact (D80): the values summed so far (the partial days', the group without a metadata
+        // key) are ranked with what they cost there (D82), so every value is ranked by its whole
+        // cost, and only the top ones are summed: the others' partial sums are dropped.
         if (group?.kind === "metadata") withoutMetadataKey(group.key, from, to);
-        const seen = [...new Set(out.sums.map((c) => c.group ?? ""))];
+        const seen = new Map<string, number>();
+        for (const c of out.sums) seen.set(c.group ?? "", (seen.get(c.group ?? "") ?? 0) + c.costUsd);
         const top = run<{ group: string; groups: number }>(
           rankedGroupsSql(usageTable, column, `WHERE ${project} AND day >= @from AND day < @to${conditions}`),
-          { ...params, seen: JSON.stringify(seen), top: grouping.top },
+          { ...params, seen: JSON.stringify([...seen]), top: grouping.top },
         );
         out.totalGroups = top[0]?.groups ?? 0;
-        wanted = [...new Set([...top.map((g) => g.group), ...seen])];
+        wanted = top.map((g) => g.group);
+        const kept = new Set(wanted);
+        out.sums = out.sums.filter((c) => kept.has(c.group ?? ""));
       }
       // A few values of group_daily are read day by day (its key: day, then value); else a range of days.
       const inDays =
