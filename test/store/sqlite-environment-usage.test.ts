@@ -83,7 +83,7 @@ describe("embedded store: usage per environment (D67)", () => {
         rollBackBefore(
           dir,
           "usage_environment_daily",
-          ["usage_environment_daily", "usage_hourly", "latency_environment_daily"],
+          ["usage_environment_daily", "usage_hourly", "latency_environment_daily", "runs_pending"],
           `ALTER TABLE traces ADD COLUMN provider TEXT;
           ALTER TABLE traces ADD COLUMN model TEXT;
           UPDATE traces SET provider = (SELECT id FROM id_numbers WHERE num = provider_num), model = (SELECT id FROM id_numbers WHERE num = model_num);`,

@@ -69,7 +69,7 @@ describe("embedded store: group_daily keyed by day before value (D78)", () => {
         rollBackBefore(
           dir,
           "group_daily_by_day",
-          [],
+          ["runs_pending"],
           `CREATE TABLE group_daily_by_value AS SELECT * FROM group_daily;
            DROP TABLE group_daily;
            CREATE TABLE group_daily (project_num INTEGER NOT NULL, dimension TEXT NOT NULL, value TEXT NOT NULL, day INTEGER NOT NULL,

@@ -86,7 +86,7 @@ describe("embedded store: usage per hour (D73)", () => {
     await withUpgradedStore(
       (dir) => openSqliteStore(dir, { groupValuesPerDay }),
       traces,
-      (dir) => rollBackBefore(dir, "usage_hourly", ["usage_hourly", "latency_environment_daily"]),
+      (dir) => rollBackBefore(dir, "usage_hourly", ["usage_hourly", "latency_environment_daily", "runs_pending"]),
       async ({ upgraded, upgradedDir, written, writtenDir }) => {
         const rows = hourlyRows(upgradedDir);
         expect(rows.some((row) => (row as { environment: string }).environment === "\u0000other")).toBe(true);
