@@ -368,22 +368,23 @@ export function sqliteTraceReader(
         }
       }
       // Grouped by the numbers, each group's id read once.
-      const keys = (extra: string) => [...dims.map((d) => numberedDims[d] ?? d), ...grp.map(() => groupKey), extra === "status" ? "failed" : extra];
-      const select = (extra: string) => [...dims.map(column), ...grp, column(extra)].join(", ");
-      if (grouping.sums !== false) {
-        append(
-          out.sums,
-          run<UsageCell>(
-            `SELECT ${select("status")}, COUNT(*) AS calls, ${sums}${tracedChecks} FROM ${tracesFor(filter)}${join} ${range}${groupBy(keys("status"))}`,
-            params,
-          ),
+      const keys = (...extra: string[]) => [...dims.map((d) => numberedDims[d] ?? d), ...grp.map(() => groupKey), ...extra.map((e) => (e === "status" ? "failed" : e))];
+      const select = (...extra: string[]) => [...dims.map(column), ...grp, ...extra.map(column)].join(", ");
+      const source = `FROM ${tracesFor(filter)}${join} ${range}`;
+      if (grouping.sums !== false && grouping.latency) {
+        // One pass for both (D82): each row, a group's calls of one status in one bucket, is a
+        // cell of each list (every reader of cells sums them per group), so the calls are read
+        // once, not once for the sums and again for the latency.
+        const rows = run<UsageCell & LatencyCell>(
+          `SELECT ${select("status", "bucket")}, COUNT(*) AS calls, ${sums}${tracedChecks} ${source}${groupBy(keys("status", "bucket"))}`,
+          params,
         );
-      }
-      if (grouping.latency) {
-        append(
-          out.latency,
-          run<LatencyCell>(`SELECT ${select("bucket")}, COUNT(*) AS calls FROM ${tracesFor(filter)}${join} ${range}${groupBy(keys("bucket"))}`, params),
-        );
+        append(out.sums, rows);
+        append(out.latency, rows);
+      } else if (grouping.sums !== false) {
+        append(out.sums, run<UsageCell>(`SELECT ${select("status")}, COUNT(*) AS calls, ${sums}${tracedChecks} ${source}${groupBy(keys("status"))}`, params));
+      } else if (grouping.latency) {
+        append(out.latency, run<LatencyCell>(`SELECT ${select("bucket")}, COUNT(*) AS calls ${source}${groupBy(keys("bucket"))}`, params));
       }
     };
 
@@ -420,10 +421,10 @@ export function sqliteTraceReader(
     } else {
       part(filter.sinceMs, filter.untilMs);
     }
-    if (grouping.day) {
-      for (const cell of [...out.sums, ...out.latency]) cell.day = new Date(Number(cell.day) * dayMs).toISOString().slice(0, 10);
-    }
-    if (grouping.hour) for (const cell of [...out.sums, ...out.latency]) cell.hour = Number(cell.hour) * hourMs;
+    // A cell of both lists (a pass read both) is converted once.
+    const converted = new Set([...out.sums, ...out.latency]);
+    if (grouping.day) for (const cell of converted) cell.day = new Date(Number(cell.day) * dayMs).toISOString().slice(0, 10);
+    if (grouping.hour) for (const cell of converted) cell.hour = Number(cell.hour) * hourMs;
     return out;
   };
 
