@@ -187,6 +187,11 @@ describe.each(adapters)("value cap on %s", (_name, { place, open }) => {
       expect(dayModels.reduce((n, d) => n + d.totals!.errors, 0n), label).toBe(errors);
       const keys = await store.usageByGroup("acc_cap", f, { kind: "key" }, 10);
       expect(keys.groups.map((g) => [g.value, g.totals!.calls]), label).toEqual(calls === 0n ? [] : [["key_cap", calls]]);
+      // The one key's latency is the user's (read with its sums on the embedded store, D82).
+      expect(keys.groups.map((g) => [g.totals!.latencyP50Ms, g.totals!.latencyP95Ms]), label).toEqual(
+        calls === 0n ? [] : [[totals.latencyP50Ms, totals.latencyP95Ms]],
+      );
+      expect(totals.latencyP50Ms > 0, label).toBe(calls > 0n);
     }
     await store.close();
   });

@@ -160,6 +160,10 @@ export function sqliteTraceReader(
         usageOnly &&
         (filter.environment === undefined || environmentRollup) &&
         !(attributeRollup && (grouping.country || grouping.model || usageFiltered || filter.modelContains !== undefined)));
+    // The few groups of a key, provider or model, read from the traces alone (under a user, ...):
+    // every group's latency in the pass that sums them, not in a second pass for the top ones (D82).
+    const latencyWithSums =
+      grouping.top !== undefined && group !== undefined && numberedGroups[group.kind] !== undefined && !rollups && !hourlyRollup;
 
     /** Whole days that counted the filter's environment or user under other (D54): the roll-ups do not hold it there. */
     let untracked: number[] = [];
@@ -371,7 +375,7 @@ export function sqliteTraceReader(
       const keys = (...extra: string[]) => [...dims.map((d) => numberedDims[d] ?? d), ...grp.map(() => groupKey), ...extra.map((e) => (e === "status" ? "failed" : e))];
       const select = (...extra: string[]) => [...dims.map(column), ...grp, ...extra.map(column)].join(", ");
       const source = `FROM ${tracesFor(filter)}${join} ${range}`;
-      if (grouping.sums !== false && grouping.latency) {
+      if (grouping.sums !== false && (grouping.latency || latencyWithSums)) {
         // One pass for both (D82): each row, a group's calls of one status in one bucket, is a
         // cell of each list (every reader of cells sums them per group), so the calls are read
         // once, not once for the sums and again for the latency.
@@ -381,6 +385,7 @@ export function sqliteTraceReader(
         );
         append(out.sums, rows);
         append(out.latency, rows);
+        out.latencyOfEveryGroup = latencyWithSums;
       } else if (grouping.sums !== false) {
         append(out.sums, run<UsageCell>(`SELECT ${select("status")}, COUNT(*) AS calls, ${sums}${tracedChecks} ${source}${groupBy(keys("status"))}`, params));
       } else if (grouping.latency) {
