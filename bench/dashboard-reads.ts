@@ -115,7 +115,7 @@ async function seed(config: ServiceConfig): Promise<Seeded> {
   const cpuBefore = process.cpuUsage();
   const started = performance.now();
   let logged = 0;
-  // As `traces import` decides (D77): a fresh store's seeding builds the scattered indexes after the rows.
+  // As `traces import` decides (D77, D81): a fresh store's seeding builds the scattered indexes and sums the runs after the rows.
   const counts = await withIndexesDeferred(
     store,
     "auto",

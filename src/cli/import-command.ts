@@ -28,7 +28,7 @@ export interface ImportOptions {
   /** Another tool's export: langfuse or helicone. */
   from?: string | undefined;
   json?: boolean | undefined;
-  /** auto, on or off: build the traces' scattered indexes after the rows (D77). */
+  /** auto, on or off: build the traces' scattered indexes, and sum the runs, after the rows (D77, D81). */
   deferIndexes?: string | undefined;
 }
 
