@@ -2,13 +2,13 @@ import { create } from "@bufbuild/protobuf";
 import { spawn } from "node:child_process";
 import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { TraceFilterSchema } from "../../gen/calltrace/v1/query_pb.js";
 import { deferrableTraceIndexes } from "../../src/store/sqlite/sqlite-schema.js";
 import { openSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import type { Store } from "../../src/store/store.js";
 import { calltraceBin, repoRoot, runCli, runCliRaw, startServiceProcess } from "../support/cli.js";
+import { countInStoreFile, presentDeferrable } from "../support/store-file.js";
 import { tempDir } from "../support/temp-dir.js";
 import { postTrace, traceBody } from "../support/test-service.js";
 
@@ -51,36 +51,9 @@ function exportFile(dir: string): string {
   return file;
 }
 
-/** The deferrable indexes the database has, read on a connection of its own. */
-function presentDeferrable(dir: string): string[] {
-  const db = new Database(join(dir, "calltrace.db"), { readonly: true });
-  try {
-    return (db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'traces'").pluck().all() as string[])
-      .filter((name) => name in deferrableTraceIndexes)
-      .sort();
-  } finally {
-    db.close();
-  }
-}
-
 /** Commits whose runs the import left to after its rows (D81). */
-function pendingRunNotes(dir: string): number {
-  const db = new Database(join(dir, "calltrace.db"), { readonly: true });
-  try {
-    return db.prepare("SELECT COUNT(*) FROM runs_pending").pluck().get() as number;
-  } finally {
-    db.close();
-  }
-}
-
-function storedTraces(dir: string): number {
-  const db = new Database(join(dir, "calltrace.db"), { readonly: true });
-  try {
-    return db.prepare("SELECT COUNT(*) FROM traces").pluck().get() as number;
-  } finally {
-    db.close();
-  }
-}
+const pendingRunNotes = (dir: string) => countInStoreFile(dir, "SELECT COUNT(*) FROM runs_pending");
+const storedTraces = (dir: string) => countInStoreFile(dir, "SELECT COUNT(*) FROM traces");
 
 /** What the dashboard reads through the deferrable indexes (by user, session, cost, latency and tokens) and the runs roll-up. */
 async function figures(store: Store, project: string) {

@@ -7,18 +7,8 @@ import { describe, expect, it } from "vitest";
 import { defersIndexes } from "../../src/import/deferred-indexes.js";
 import { deferrableTraceIndexes } from "../../src/store/sqlite/sqlite-schema.js";
 import { openSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
+import { presentDeferrable } from "../support/store-file.js";
 import { tempDir } from "../support/temp-dir.js";
-
-/** The deferrable indexes a database file has now, read on a connection of its own. */
-function presentDeferrable(dir: string): string[] {
-  const db = new Database(join(dir, "calltrace.db"), { readonly: true });
-  try {
-    const names = db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'traces'").pluck().all() as string[];
-    return names.filter((name) => name in deferrableTraceIndexes).sort();
-  } finally {
-    db.close();
-  }
-}
 
 const all = Object.keys(deferrableTraceIndexes).sort();
 

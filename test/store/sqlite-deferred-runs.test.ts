@@ -1,13 +1,13 @@
-import { join } from "node:path";
 import { create } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
-import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import type { StoredTrace } from "../../gen/calltrace/v1/trace_pb.js";
 import { TraceFilterSchema } from "../../gen/calltrace/v1/query_pb.js";
 import { openSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import type { Store } from "../../src/store/store.js";
 import { call } from "../support/stored-call.js";
+import { tableRows } from "../support/rollup-checks.js";
+import { countInStoreFile } from "../support/store-file.js";
 import { tempDir } from "../support/temp-dir.js";
 
 /** The runs a large import sums after its rows (D81), against the same traces counted as they come. */
@@ -47,23 +47,9 @@ const runsOf = async (store: Store) => ({
 });
 
 /** The runs table's rows, read on a connection of its own. */
-function runsTable(dir: string): unknown[] {
-  const db = new Database(join(dir, "calltrace.db"), { readonly: true });
-  try {
-    return db.prepare("SELECT * FROM runs ORDER BY project_num, otlp, run_key").all();
-  } finally {
-    db.close();
-  }
-}
-
-function pendingNotes(dir: string): number {
-  const db = new Database(join(dir, "calltrace.db"), { readonly: true });
-  try {
-    return db.prepare("SELECT COUNT(*) FROM runs_pending").pluck().get() as number;
-  } finally {
-    db.close();
-  }
-}
+const runsTable = (dir: string) => tableRows(dir, "SELECT * FROM runs ORDER BY project_num, otlp, run_key");
+/** Commits whose runs an import left to after its rows. */
+const pendingNotes = (dir: string) => countInStoreFile(dir, "SELECT COUNT(*) FROM runs_pending");
 
 describe("the runs roll-up of a large import, summed after its rows (D81)", () => {
   it("lacks the import's calls while it runs, and afterwards equals the runs of the same traces counted as they came", async () => {

@@ -6,6 +6,7 @@ import type { GroupDimension } from "../../src/store/group-dimension.js";
 import { migrations } from "../../src/store/sqlite/sqlite-schema.js";
 import type { Store } from "../../src/store/store.js";
 import { call } from "./stored-call.js";
+import { readStoreFile } from "./store-file.js";
 import { tempDir } from "./temp-dir.js";
 
 // What the embedded store's roll-up tests share: the Overview's reads, a store left as an older
@@ -53,14 +54,8 @@ export const storeAll = (store: Store, traces: StoredTrace[]) =>
   store.writeBatch(traces.map((trace) => ({ trace, idempotencyKey: undefined })));
 
 /** Every row the queries select, in turn, from the embedded store in `dir`. */
-export function tableRows(dir: string, ...queries: string[]): unknown[] {
-  const db = new Database(join(dir, "calltrace.db"), { readonly: true });
-  try {
-    return queries.flatMap((sql) => db.prepare(sql).all());
-  } finally {
-    db.close();
-  }
-}
+export const tableRows = (dir: string, ...queries: string[]): unknown[] =>
+  readStoreFile(dir, (db) => queries.flatMap((sql) => db.prepare(sql).all()));
 
 /** Deletes every trace from under the embedded store in `dir`, so that what still answers comes from its roll-ups; answers how many. */
 export function deleteTraces(dir: string): number {
