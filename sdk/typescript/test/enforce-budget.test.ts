@@ -1,7 +1,15 @@
 import Anthropic from "@anthropic-ai/sdk";
 import OpenAI from "openai";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { BudgetExceeded, flush, init, untraced, withAttributes, withCallAttributes } from "../src/index.js";
+import {
+  BudgetExceeded,
+  flush,
+  type InitOptions,
+  init,
+  untraced,
+  withAttributes,
+  withCallAttributes,
+} from "../src/index.js";
 import { clientsFor } from "./support/clients.js";
 import { type Answer, FakeCalltrace } from "./support/fake-calltrace.js";
 import { startHarness, TEST_KEY, type Harness } from "./support/harness.js";
@@ -33,6 +41,17 @@ function exceeded(scope: object, ruleId = "r_cap") {
   };
 }
 const PROJECT = { kind: "ALERT_SCOPE_KIND_PROJECT" };
+
+/** init() with enforceBudget against the harness's service, refreshing every REFRESH_MS, warnings to h.warnings, but for `options`. */
+const initEnforcing = (options: InitOptions = {}) =>
+  init({
+    apiKey: TEST_KEY,
+    endpoint: h.service.endpoint,
+    onWarning: (message) => h.warnings.push(message),
+    enforceBudget: true,
+    budgetRefreshMs: REFRESH_MS,
+    ...options,
+  });
 
 /** Sets what GET /v1/budget answers and waits until the SDK has read that answer. */
 async function answerBudget(service: FakeCalltrace, answer: Answer): Promise<void> {
@@ -160,13 +179,7 @@ describe("enforceBudget with an exceeded budget", () => {
     // A service of its own: a read the previous init()'s guard had in flight cannot land in its count.
     const own = await FakeCalltrace.start();
     try {
-      await init({
-        apiKey: TEST_KEY,
-        endpoint: own.endpoint,
-        onWarning: (message) => h.warnings.push(message),
-        enforceBudget: true,
-        budgetRefreshMs: 60_000,
-      });
+      await initEnforcing({ endpoint: own.endpoint, budgetRefreshMs: 60_000 });
       const deadline = Date.now() + 5_000;
       while (own.budgetRequests.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
       expect(own.budgetRequests.map((headers) => headers.authorization)).toEqual([`Bearer ${TEST_KEY}`]);
@@ -176,13 +189,7 @@ describe("enforceBudget with an exceeded budget", () => {
       expect(own.budgetRequests).toHaveLength(1);
     } finally {
       // Back to the harness's service and the fast refresh for the tests after this one, pass or fail.
-      await init({
-        apiKey: TEST_KEY,
-        endpoint: h.service.endpoint,
-        onWarning: (m) => h.warnings.push(m),
-        enforceBudget: true,
-        budgetRefreshMs: REFRESH_MS,
-      });
+      await initEnforcing();
       await own.close();
     }
   });
@@ -215,14 +222,7 @@ describe("enforceBudget fails open", () => {
   });
 
   it("on a timeout: calls proceed", async () => {
-    await init({
-      apiKey: TEST_KEY,
-      endpoint: h.service.endpoint,
-      onWarning: (message) => h.warnings.push(message),
-      enforceBudget: true,
-      budgetRefreshMs: REFRESH_MS,
-      requestTimeoutMs: 100,
-    });
+    await initEnforcing({ requestTimeoutMs: 100 });
     await answerBudget(h.service, exceeded(PROJECT));
     await refused(() => clients.openai.chat.completions.create({ model: "gpt-4o", messages }));
     await answerBudget(h.service, "hang");
@@ -232,13 +232,7 @@ describe("enforceBudget fails open", () => {
 
   it("a refresh cut short by the next init() is not warned about", async () => {
     const warnings: string[] = [];
-    const options = {
-      apiKey: TEST_KEY,
-      endpoint: h.service.endpoint,
-      enforceBudget: true,
-      budgetRefreshMs: REFRESH_MS,
-    };
-    await init({ ...options, requestTimeoutMs: 5_000, onWarning: (message) => warnings.push(message) });
+    await initEnforcing({ requestTimeoutMs: 5_000, onWarning: (message) => warnings.push(message) });
     h.service.budget = "hang";
     const seen = h.service.budgetRequests.length;
     const deadline = Date.now() + 10_000;
@@ -247,19 +241,16 @@ describe("enforceBudget fails open", () => {
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
     // A refresh now hangs; the next init() stops this tracer and cuts it short.
-    await init({ ...options, requestTimeoutMs: 100, onWarning: (message) => h.warnings.push(message) });
+    await initEnforcing({ requestTimeoutMs: 100 });
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect(warnings).toEqual([]);
   });
 
   it("when the service is unreachable: calls proceed from the start", async () => {
     const warnings: string[] = [];
-    await init({
-      apiKey: TEST_KEY,
+    await initEnforcing({
       endpoint: "http://127.0.0.1:1/v1/traces",
       onWarning: (message) => warnings.push(message),
-      enforceBudget: true,
-      budgetRefreshMs: REFRESH_MS,
       maxAttempts: 1,
     });
     for (let i = 0; i < 3; i++) {
@@ -269,13 +260,7 @@ describe("enforceBudget fails open", () => {
     expect(warnings.filter((w) => w.startsWith("enforceBudget"))).toEqual([
       expect.stringContaining("could not read budgets from http://127.0.0.1:1/v1/budget"),
     ]);
-    await init({
-      apiKey: TEST_KEY,
-      endpoint: h.service.endpoint,
-      onWarning: (m) => h.warnings.push(m),
-      enforceBudget: true,
-      budgetRefreshMs: REFRESH_MS,
-    });
+    await initEnforcing();
   });
 });
 
