@@ -424,7 +424,7 @@ async function main(): Promise<void> {
     "",
     `Seeding through \`traces import\`'s path (importTraces into the store's batch writer, ${storeKind === "sqlite" ? `${commitTracesMax.toLocaleString("en-US")} traces a transaction, five indexes built after the rows as D77 decides` : "its writeBatch"}): ` +
       `**${fmt(s.tracesPerSecond)} traces/s** (${fmt(s.seconds)} s), ${fmt(s.cpuUsPerTrace)} µs of CPU per trace (every thread: the import's and the writer's); ` +
-      `10 million at this rate would take ${fmt(10_000_000 / s.tracesPerSecond / 60)} minutes (target: under 10). Load average (1 min) ${s.loadBefore.toFixed(1)} before seeding, ${s.loadAfter.toFixed(1)} after.`,
+      `10 million at this rate would take ${(10_000_000 / s.tracesPerSecond / 60).toFixed(1)} minutes (target: under 10). Load average (1 min) ${s.loadBefore.toFixed(1)} before seeding, ${s.loadAfter.toFixed(1)} after.`,
     "",
     `Each row is one page's reads for its address, as the page makes them (concurrently where it does), through a signed-in Connect JSON client over HTTP/1.1 on a socket; ` +
       `up to ${runs} timed runs after warm-up (fewer past ${rowBudgetMs / 1000} s a row, at least 3; one cold run for a page over ${slowReadMs / 1000} s). ` +
