@@ -2,6 +2,9 @@ import { maxHeaderSize } from "node:http";
 import type { Socket } from "node:net";
 import { requestIdOf } from "../observability/request-id.js";
 
+/** What a request that exceeds the request timeout is told, on HTTP/1.1 here and on an HTTP/2 stream by listen.ts. */
+export const requestTimeoutBody = JSON.stringify({ error: "Request timeout" });
+
 /** The JSON answers, as the OpenAPI document gives them, to requests Node's HTTP/1.1 parser refuses. */
 const jsonAnswers: Record<string, [status: number, reason: string, body: string]> = {
   HPE_HEADER_OVERFLOW: [
@@ -9,7 +12,7 @@ const jsonAnswers: Record<string, [status: number, reason: string, body: string]
     "Request Header Fields Too Large",
     JSON.stringify({ error: "Request header fields too large", details: `The request line and headers exceed ${maxHeaderSize} bytes.` }),
   ],
-  ERR_HTTP_REQUEST_TIMEOUT: [408, "Request Timeout", JSON.stringify({ error: "Request timeout" })],
+  ERR_HTTP_REQUEST_TIMEOUT: [408, "Request Timeout", requestTimeoutBody],
 };
 /** Node's own answers to the rest. */
 const bareAnswers: Record<string, string> = { HPE_CHUNK_EXTENSIONS_OVERFLOW: "413 Payload Too Large" };

@@ -13,7 +13,7 @@ import {
 } from "node:http2";
 import { createServer as createNetServer, type AddressInfo, type Server as NetServer, type Socket } from "node:net";
 import { createServer as createTlsServer, type TLSSocket } from "node:tls";
-import { answerClientError } from "./client-error.js";
+import { answerClientError, requestTimeoutBody as timeoutBody } from "./client-error.js";
 import { startHttp2Session } from "./h2-preface-replay.js";
 import type { NodeRequest, NodeResponse } from "./node-types.js";
 
@@ -219,8 +219,7 @@ function clearOpeningDeadline(socket: ConnectionState): void {
   socket[kOpening] = undefined;
 }
 
-/** What a stream that exceeds the request timeout is told, when nothing was sent on it yet. */
-const timeoutBody = JSON.stringify({ error: "Request timeout" });
+/** The headers of what a stream that exceeds the request timeout is told, when nothing was sent on it yet. */
 const timeoutHeaders = { "content-type": "application/json", "content-length": Buffer.byteLength(timeoutBody) };
 
 /** Requests through Node's compatibility layer: each stream guarded, its 408 sent on the response (with the headers the handler set). */
