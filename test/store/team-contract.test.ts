@@ -47,6 +47,8 @@ describe.each(adapters)("team store contract: %s", (_name, open) => {
     expect(project).toMatchObject({ organizationId: organization.id, name: "prod", plan: "pro", retentionDays: undefined, timeZone: "" });
     expect(await store.teams.getOrganization(organization.id)).toEqual(organization);
     expect(await store.teams.getProject(project.id)).toEqual(project);
+    // Projects are listed by creation time, then id: created in the same millisecond, their order is the random ids'.
+    await new Promise((resolve) => setTimeout(resolve, 2));
     const staging = await store.teams.createProject({ organizationId: organization.id, name: "staging", plan: "pro" });
     expect((await store.teams.listProjects(organization.id)).map((p) => p.name)).toEqual(["prod", "staging"]);
     expect(await store.teams.organizationsOf(ann.id)).toEqual([{ organization, role: "owner" }]);
