@@ -236,6 +236,8 @@ describe("webhook delivery over the outbox", () => {
         ],
       },
     ]);
+    // The receiver has the message before the sender has recorded its answer.
+    await waitFor(async () => (await deliveriesOf(event.id))[0]?.state === "delivered", "the delivery to be recorded");
     expect((await deliveriesOf(event.id))[0]).toMatchObject({ state: "delivered" });
   });
 });
