@@ -82,16 +82,22 @@ export async function overviewReads(store: Store, accountId: string, filter: Tra
 }
 
 /**
+ * SQL undoing the latest migration (D83: tag sets), which a store rolled back to an earlier
+ * release runs again: its table, and its column with the index that holds it.
+ */
+export const undoTagSets = `DROP TABLE tag_sets; DROP INDEX traces_account_user_received; ALTER TABLE traces DROP COLUMN tags_num;`;
+
+/**
  * Leaves the embedded store in `dir` as the release before the migration that creates `table`
- * left it: drops the tables `drop` (that one's and later ones'), runs `sql`, and sets its schema
- * version back, so that opening it runs those migrations again.
+ * left it: undoes the tag sets (undoTagSets), drops the tables `drop` (that one's and later
+ * ones'), runs `sql`, and sets its schema version back, so that opening it runs those migrations again.
  */
 export function rollBackBefore(dir: string, table: string, drop: string[], sql = ""): void {
   const db = new Database(join(dir, "calltrace.db"));
   try {
     const before = migrations.findIndex((m) => m.includes(`CREATE TABLE ${table}`));
     if (before <= 0) throw new Error(`no migration creates ${table}`);
-    db.exec(drop.map((name) => `DROP TABLE ${name};`).join("\n") + sql);
+    db.exec(undoTagSets + drop.map((name) => `DROP TABLE ${name};`).join("\n") + sql);
     db.pragma(`user_version = ${before}`);
   } finally {
     db.close();

@@ -1,11 +1,17 @@
 import type Database from "better-sqlite3";
 import { numberedIndexes, storedTraceColumns, storedTraceValuesSql, type TraceValues } from "./sqlite-trace-row.js";
 import { idNumbering } from "./sqlite-id-numbers.js";
+import { tagSetNumbering, untagged } from "./sqlite-tag-sets.js";
 import type { ValueCap } from "../value-cap.js";
 import { sqliteErrorRollup } from "./sqlite-error-rollup.js";
 import { sqliteRunRollup } from "./sqlite-run-rollup.js";
 import { sqliteScopeCounting } from "./sqlite-scope-counters.js";
 import { admittedValues, sqliteUsageRollup } from "./sqlite-usage-rollup.js";
+
+/** The bound of tag sets per project (tagSetsPerProject unless a test wants a small one). */
+export interface TagSetOptions {
+  tagSetsPerProject?: number;
+}
 
 /** How long an Idempotency-Key is remembered (D14). */
 export const idempotencyWindowMs = 24 * 60 * 60 * 1000;
@@ -57,6 +63,7 @@ export function sqliteBatchCommit(
   db: Database.Database,
   cap: ValueCap,
   partDone?: (part: CommitPart) => void,
+  options: TagSetOptions = {},
 ): (batch: RowBatch, now: number) => Duplicates {
   const addToRollups = sqliteUsageRollup(db, admittedValues(db, cap));
   const errorGroups = sqliteErrorRollup(db, cap);
@@ -65,7 +72,7 @@ export function sqliteBatchCommit(
   const statements = {
     // The unique indexes a new row can collide with: the OTLP call's (D37, D44) and the import's.
     insertTrace: db.prepare(
-      `INSERT INTO traces (${storedTraceColumns.join(", ")}) VALUES (${storedTraceValuesSql}) ON CONFLICT DO NOTHING`,
+      `INSERT INTO traces (${storedTraceColumns.join(", ")}, tags_num) VALUES (${storedTraceValuesSql}, ?) ON CONFLICT DO NOTHING`,
     ),
     claimIdempotencyKey: db.prepare(
       `INSERT INTO idempotency (key_id, idempotency_key, created_at, quota_remaining) VALUES (?, ?, ?, ?)
@@ -97,6 +104,7 @@ export function sqliteBatchCommit(
     (now < legacyCallsUntil && statements.legacyOtlpCall.get(projectNum, otlpCallKey) !== undefined) ||
     statements.otlpCallBeside.get(projectNum, startS, startS, otlpCallKey) !== undefined;
   const ids = idNumbering(db);
+  const tagSets = tagSetNumbering(db, options.tagSetsPerProject);
 
   const commit = db.transaction(({ traces, idempotencyKeys, quotaRemaining, deferRuns }: RowBatch, now: number): Duplicates => {
     const duplicates: Duplicates = { indexes: [], quotaRemaining: [] };
@@ -121,7 +129,10 @@ export function sqliteBatchCommit(
       const projectNum = ids.numberOf(accountId);
       const claimedBefore = otlpCallKey !== null && storedBeside(projectNum, keyId, otlpCallKey, values[29]!, now);
       if (!claimedBefore) errorGroups.assign(values);
-      const inserted = claimedBefore ? undefined : statements.insertTrace.run(storedValues(values, ids.numberOf));
+      const tags = values[24];
+      // NULL past the bound of sets: read from the row's JSON (D83).
+      const tagsNum = tags === null ? untagged : (tagSets.numberOf(projectNum, tags) ?? null);
+      const inserted = claimedBefore ? undefined : statements.insertTrace.run(storedValues(values, ids.numberOf), tagsNum);
       if (!inserted || inserted.changes === 0) {
         duplicates.indexes.push(i);
         duplicates.quotaRemaining.push(null);
@@ -148,6 +159,7 @@ export function sqliteBatchCommit(
   });
   return (batch, now) => {
     ids.number(batchIds(batch.traces));
+    tagSets.number(batchTagSets(batch.traces, ids.numberOf));
     return commit(batch, now);
   };
 }
@@ -155,6 +167,14 @@ export function sqliteBatchCommit(
 /** The ids a batch's rows name by number. */
 function* batchIds(traces: TraceValues[]): Generator<string> {
   for (const values of traces) for (const i of numberedIndexes) yield values[i] as string;
+}
+
+/** The (project number, tags) pairs of a batch's tagged rows. */
+function* batchTagSets(traces: TraceValues[], numberOf: (id: string) => number): Generator<[number, string]> {
+  for (const values of traces) {
+    const tags = values[24];
+    if (tags !== null) yield [numberOf(values[2]), tags];
+  }
 }
 
 /** A row's values as the traces table stores them: its key, project, provider and model as numbers. */

@@ -3,10 +3,11 @@ import { PriceCheck } from "../../../gen/calltrace/v1/trace_pb.js";
 
 /**
  * The user index's columns (D82): its key, then what the aggregate reads of a user's calls read
- * (the status as its flag: an index holding `failed` does not cover the virtual `status`).
+ * (the status as its flag: an index holding `failed` does not cover the virtual `status`), and
+ * the number of the call's tag set (D83).
  */
 const userIndexColumns =
-  "project_num, user_id, received_at, provider_num, model_num, key_num, failed, latency_ms, cost_usd, tokens_in, tokens_out, price_check";
+  "project_num, user_id, received_at, provider_num, model_num, key_num, failed, latency_ms, cost_usd, tokens_in, tokens_out, price_check, tags_num";
 
 /** Schema migrations, applied in order; PRAGMA user_version records how many ran. Exported for the tests that make an older release's database. */
 export const migrations: readonly string[] = [
@@ -895,8 +896,17 @@ export const migrations: readonly string[] = [
    );`,
   // A user's aggregates (D82): the user index carries every column the Overview's reads of a
   // user's calls group and sum, so each reads one range of the index, not a table row per call.
-  // IF EXISTS: an import may have dropped it (D77).
+  // IF EXISTS: an import may have dropped it (D77). Its columns as D82 left them (tags_num came later).
   `DROP INDEX IF EXISTS traces_account_user_received;
+   CREATE INDEX traces_account_user_received ON traces(project_num, user_id, received_at, provider_num, model_num, key_num, failed,
+     latency_ms, cost_usd, tokens_in, tokens_out, price_check) WHERE user_id IS NOT NULL;`,
+  // A user's tags (D83): tag_sets numbers each project's distinct tags values (the JSONB the traces
+  // keep), at most tagSetsPerProject a project (sqlite-tag-sets.ts), and a trace's tags_num names
+  // its set (0: no tags), which the user index covers. NULL: stored before this or past the bound,
+  // read from the row's JSON; old rows are not numbered here, which would rewrite the whole table.
+  `ALTER TABLE traces ADD COLUMN tags_num INTEGER;
+   CREATE TABLE tag_sets (num INTEGER PRIMARY KEY, project_num INTEGER NOT NULL, tags BLOB NOT NULL, UNIQUE (project_num, tags));
+   DROP INDEX IF EXISTS traces_account_user_received;
    CREATE INDEX traces_account_user_received ON traces(${userIndexColumns}) WHERE user_id IS NOT NULL;`,
 ];
 

@@ -20,6 +20,7 @@ import { traceFromRow, traceRowSql, type TraceRow } from "./sqlite-trace-row.js"
 import { idOf, numberOf } from "./sqlite-id-numbers.js";
 import { dayMs } from "./sqlite-usage-rollup.js";
 import { sqliteWriterThread } from "./sqlite-writer-thread.js";
+import type { TagSetOptions } from "./sqlite-batch-commit.js";
 import { defaultValuesPerDay, type ValueCapOptions } from "../value-cap.js";
 import { createSqliteTeamStore } from "./sqlite-team-store.js";
 import { createSqlitePriceStore } from "./sqlite-price-store.js";
@@ -71,7 +72,10 @@ interface KeyRow {
  * processes (the server and the CLI) may open the same file. Trace batches are committed on a
  * writer thread; reads and key management use this thread's connection.
  */
-export function openSqliteStore(dataDir: string, options: RetentionOptions & ValueCapOptions & GroupRankOptions = {}): Store {
+export function openSqliteStore(
+  dataDir: string,
+  options: RetentionOptions & ValueCapOptions & GroupRankOptions & { tagSets?: TagSetOptions } = {},
+): Store {
   const keepMs = retentionMs(options);
   mkdirSync(dataDir, { recursive: true });
   const file = join(dataDir, "calltrace.db");
@@ -88,7 +92,7 @@ export function openSqliteStore(dataDir: string, options: RetentionOptions & Val
   // Indexes a killed import left dropped are built before anything reads or writes (D77).
   const deferrableIndexes = sqliteDeferredIndexes(db, `${file}-import`);
   deferrableIndexes.rebuildUnlessImporting();
-  const writer = sqliteWriterThread({ file, groupValuesPerDay: valuesPerDay });
+  const writer = sqliteWriterThread({ file, groupValuesPerDay: valuesPerDay, ...(options.tagSets ? { tagSets: options.tagSets } : {}) });
   const ids = sequenceIds(db.prepare(`SELECT value FROM store_secrets WHERE name = 'trace_id_key'`).pluck().get() as Buffer);
 
   const statements = {

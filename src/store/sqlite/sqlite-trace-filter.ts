@@ -1,6 +1,7 @@
 import type { GroupDimension } from "../group-dimension.js";
 import type { ResolvedTraceFilter } from "../trace-filter.js";
 import { idOf, numberOf } from "./sqlite-id-numbers.js";
+import { distinctTagsJoin } from "./sqlite-tag-sets.js";
 
 /** The rows of the project in @account, in the tables that name it by number (D65): the traces, group_daily and runs. */
 export const projectIs = `project_num = ${numberOf("@account")}`;
@@ -142,10 +143,6 @@ export function groupExpression(dimension: GroupDimension, params: Record<string
     case "metadataKey":
       return { value: "COALESCE(entry.key, '')", join: " LEFT JOIN json_each(traces.metadata) AS entry" };
     case "tag":
-      // A tag repeated on one trace counts once: only its first occurrence joins.
-      return {
-        value: "COALESCE(entry.value, '')",
-        join: ` LEFT JOIN json_each(traces.tags) AS entry ON NOT EXISTS (SELECT 1 FROM json_each(traces.tags) AS earlier WHERE earlier.key < entry.key AND earlier.value = entry.value)`,
-      };
+      return { value: "COALESCE(entry.value, '')", join: distinctTagsJoin("traces.tags") };
   }
 }
