@@ -248,6 +248,20 @@ describe.each(adapters)("attribution contract: %s", { timeout: 300_000 }, (_name
     }
   });
 
+  it("groups a user's calls by tag (traces without tags under ''), over whole and partial days and with a status", async () => {
+    const users = [...new Set(mine.map((t) => t.userId).filter((u) => u !== undefined))].slice(0, 4);
+    expect(users.length).toBe(4);
+    for (const userId of users) {
+      for (const f of [
+        filter({ userId }),
+        filter({ userId, since: timestampFromMs(today - day - 5 * hour) }),
+        filter({ userId, status: "error" }),
+      ]) {
+        await expectGroups(f, { kind: "tag" });
+      }
+    }
+  });
+
   it("answers the top groups only, with the count of all of them", async () => {
     const { groups, totalGroups } = await store.usageByGroup("acc_attr", filter(), { kind: "user" }, 3);
     const all = await store.usageByGroup("acc_attr", filter(), { kind: "user" }, 1000);

@@ -1,3 +1,5 @@
+import Database from "better-sqlite3";
+import { join } from "node:path";
 import { create } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -12,8 +14,10 @@ import { call } from "../support/stored-call.js";
 import { tempDir } from "../support/temp-dir.js";
 
 /**
- * Tag sets (D83): a trace's tags as the number of its project's set, which the user index covers;
- * calls without a number (stored before the migration, or past the bound of sets) answer the same.
+ * Tag sets (D83): a trace's tags as the number of its project's set, which the user index covers.
+ * A group-by of tags over sets (TAG_SETS_READ) answers what one over each call's JSON does, over
+ * numbered calls, calls without a number (stored before the migration, or past the bound of sets)
+ * and calls without tags, with values counted as other (D54).
  */
 const day = 86_400_000;
 const hour = 3_600_000;
@@ -58,15 +62,18 @@ async function tagReads(store: Store): Promise<unknown[]> {
   return answers;
 }
 
-/** The answers of `tagReads` on the store in `dir`. */
-async function readsOf(dir: string): Promise<unknown[]> {
-  const store = openSqliteStore(dir, { groupValuesPerDay });
+/** The answers of `tagReads` on the store in `dir`, over tag sets or each call's JSON. */
+async function readsOf(dir: string, tagSetsRead: boolean): Promise<unknown[]> {
+  const store = openSqliteStore(dir, { groupValuesPerDay, tagSetsRead });
   try {
     return rounded(await tagReads(store)) as unknown[];
   } finally {
     await store.close();
   }
 }
+
+/** A group of an answer: a tag, or other. */
+type Group = { value: string; other: boolean };
 
 /** How many of the project's calls have no tags (0), a set's number, and none (NULL). */
 const numbering = (dir: string, account = "acc_a") =>
@@ -82,7 +89,17 @@ const setsOf = (dir: string) =>
     `SELECT id AS project, COUNT(*) AS sets FROM tag_sets JOIN id_numbers ON id_numbers.num = project_num GROUP BY id ORDER BY id`,
   );
 
-describe("embedded store: tag sets (D83)", () => {
+/** Sets rows' tags_num to NULL, as the traces a store held before the migration are. */
+function unnumber(dir: string, where: string): number {
+  const db = new Database(join(dir, "calltrace.db"));
+  try {
+    return db.prepare(`UPDATE traces SET tags_num = NULL WHERE ${where}`).run().changes;
+  } finally {
+    db.close();
+  }
+}
+
+describe("embedded store: a group-by of tags over numbered tag sets (D83)", () => {
   const unbounded = tempDir();
   const bounded = tempDir();
   beforeAll(async () => {
@@ -127,7 +144,23 @@ describe("embedded store: tag sets (D83)", () => {
       `SELECT COUNT(*) AS calls FROM traces WHERE seq > (SELECT MIN(seq) FROM traces WHERE tags_num IS NULL) AND tags_num > 0`,
     ) as { calls: number }[];
     expect(repeated!.calls).toBeGreaterThan(0);
-    expect(await readsOf(bounded)).toEqual(await readsOf(unbounded));
+    expect(await readsOf(bounded, true)).toEqual(await readsOf(unbounded, true));
+  });
+
+  it("answers every tag read as grouping each call's JSON does, over numbered, unnumbered and untagged calls, with other", async () => {
+    // Calls as a store held them before the migration: no number.
+    expect(unnumber(bounded, "seq % 5 = 0 AND tags_num > 0")).toBeGreaterThan(0);
+    const overJson = await readsOf(bounded, false);
+    // The cases the read must get right are in the answers: other, the group without tags, tags of several sets.
+    const groups = overJson.flatMap((a) => {
+      const { top, days } = a as { top?: { groups: Group[] }; days?: Group[] };
+      return top ? top.groups : days!;
+    });
+    expect(groups.some((g) => g.other)).toBe(true);
+    expect(groups.some((g) => g.value === "" && !g.other)).toBe(true);
+    expect(new Set(groups.map((g) => g.value)).size).toBeGreaterThan(4);
+    expect(await readsOf(bounded, true)).toEqual(overJson);
+    expect(await readsOf(unbounded, true)).toEqual(overJson);
   });
 
   it("upgrades a store written before it: its calls are read from their JSON, new calls are numbered, and the answers are the writer's", async () => {

@@ -13,7 +13,7 @@ import { migrate } from "./sqlite-schema.js";
 import { sqliteDeferredIndexes } from "./sqlite-deferred-indexes.js";
 import { sqliteOtlpSpans } from "./sqlite-otlp-spans.js";
 import { sqliteScopeCounters } from "./sqlite-scope-counters.js";
-import { type GroupRankOptions, sqliteTraceReader } from "./sqlite-trace-reader.js";
+import { type TraceReadOptions, sqliteTraceReader } from "./sqlite-trace-reader.js";
 import { openSqliteDatabase } from "./sqlite-database.js";
 import { errorUsersPerGroup } from "./sqlite-error-rollup.js";
 import { traceFromRow, traceRowSql, type TraceRow } from "./sqlite-trace-row.js";
@@ -74,7 +74,7 @@ interface KeyRow {
  */
 export function openSqliteStore(
   dataDir: string,
-  options: RetentionOptions & ValueCapOptions & GroupRankOptions & { tagSets?: TagSetOptions } = {},
+  options: RetentionOptions & ValueCapOptions & TraceReadOptions & { tagSets?: TagSetOptions } = {},
 ): Store {
   const keepMs = retentionMs(options);
   mkdirSync(dataDir, { recursive: true });

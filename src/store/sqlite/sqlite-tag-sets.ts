@@ -73,3 +73,16 @@ function splitKey(key: string): [number, string] {
  */
 export const distinctTagsJoin = (column: string) =>
   ` LEFT JOIN json_each(${column}) AS entry ON NOT EXISTS (SELECT 1 FROM json_each(${column}) AS earlier WHERE earlier.key < entry.key AND earlier.value = entry.value)`;
+
+/**
+ * A group-by of tags over calls grouped by tag set (D83): `bySet` sums the calls per tags_num
+ * and the pass's `keys` (its columns named so), each set then expands into its distinct tags,
+ * whose group value `value` reads from `entry.value` (tags_num 0 has no set: the "" group), and
+ * each of `measures` is summed per tag and key. `valuesOnly`: only the tags in @values.
+ */
+export function tagSetGroupsSql(bySet: string, value: string, keys: string[], measures: string[], valuesOnly: boolean): string {
+  const grouped = [...keys, `"group"`].join(", ");
+  return `SELECT ${[...keys, `${value} AS "group"`].join(", ")}, ${measures.map((m) => `SUM(${m}) AS ${m}`).join(", ")}
+    FROM (${bySet}) AS sets LEFT JOIN tag_sets ON tag_sets.num = sets.tags_num${distinctTagsJoin("tag_sets.tags")}
+    ${valuesOnly ? `WHERE ${value} IN (SELECT value FROM json_each(@values))` : ""} GROUP BY ${grouped}`;
+}

@@ -16,6 +16,7 @@ import { groupExpression, projectIs, traceConditions, tracesFor } from "./sqlite
 import { idOf, numberOf } from "./sqlite-id-numbers.js";
 import { traceFromRow, traceRowSql, type TraceRow } from "./sqlite-trace-row.js";
 import { dayMs } from "./sqlite-usage-rollup.js";
+import { tagSetGroupsSql } from "./sqlite-tag-sets.js";
 import { bucketsSql, dayIn, hoursSql, rankedGroupsSql, untrackedDaysSql } from "./sqlite-rollup-sql.js";
 
 /** The sort expressions of the orders other than time; each has an index (project_num, expression, seq). */
@@ -60,14 +61,22 @@ const rollupColumns: Partial<Record<string, string>> = { key: "key_id", provider
  * own status: one point of group_daily's key per trace and value (D67), not every status and day
  * of the value.
  */
-export function cappedExpression(value: string, dimension: string, params: Record<string, unknown>): string {
+export function cappedExpression(
+  value: string,
+  dimension: string,
+  params: Record<string, unknown>,
+  call: { status: string; day: string } = { status: "traces.status", day: `traces.received_at / ${dayMs}` },
+): string {
   params.cappedDimension = dimension;
   params.otherValue = otherValue;
   return `(CASE WHEN ${value} = '' OR EXISTS (SELECT 1 FROM group_daily AS tracked WHERE tracked.${projectIs}
-    AND tracked.dimension = @cappedDimension AND tracked.value = ${value} AND tracked.status = traces.status
-    AND tracked.day = traces.received_at / ${dayMs})
+    AND tracked.dimension = @cappedDimension AND tracked.value = ${value} AND tracked.status = ${call.status}
+    AND tracked.day = ${call.day})
     THEN ${value} ELSE @otherValue END)`;
 }
+
+/** The columns a pass over calls grouped by tag set (D83) keeps for the capped check of their tags: each group's status and day. */
+export const tagSetCall = { status: "call_status", day: "call_day" };
 
 /**
  * Whether the days of [from, to) counted a value of `group` under other (D54), in group_daily's
@@ -77,9 +86,12 @@ export function cappedExpression(value: string, dimension: string, params: Recor
 export const countedOtherSql = `SELECT 1 FROM group_daily WHERE ${projectIs} AND dimension IN (SELECT value FROM json_each(@dimensions))
   AND value = @otherValue AND ${dayIn("@fromDay", "@lastDay + 1")} LIMIT 1`;
 
-/** GROUP_RANK_IN_SQL: false reads every group's sums into JavaScript, which ranks them. */
-export interface GroupRankOptions {
+/** The switches of the embedded store's fast reads, each with a differential test. */
+export interface TraceReadOptions {
+  /** GROUP_RANK_IN_SQL: false reads every group's sums into JavaScript, which ranks them. */
   groupRankInSql?: boolean;
+  /** TAG_SETS_READ: false groups tags by each call's JSON, not by its tag set's number (D83). */
+  tagSetsRead?: boolean;
 }
 
 /**
@@ -94,7 +106,7 @@ export function sqliteTraceReader(
   db: Database.Database,
   retentionMs: number,
   ids: ReturnType<typeof sequenceIds>,
-  options: GroupRankOptions = {},
+  options: TraceReadOptions = {},
 ): TraceReader {
   const statements = new Map<string, Database.Statement>();
   /** Statements are built per combination of filters, so SQLite picks the index for the filters given. */
@@ -349,11 +361,14 @@ export function sqliteTraceReader(
                 : d in numberedDims
                   ? `${idOf(numberedDims[d]!)} AS ${d}`
                   : d;
-      let range = `WHERE ${projectIs} AND received_at >= @from AND received_at < @to${traceConditions(filter, params)}`;
+      const inRange = `WHERE ${projectIs} AND received_at >= @from AND received_at < @to${traceConditions(filter, params)}`;
+      let range = inRange;
       let join = "";
       const grp: string[] = [];
       // A key, provider or model is grouped by its number, its id read once per group.
       let groupKey = `"group"`;
+      /** A tag's group value over the calls numbered by tag set (D83), when read so; capped if the days counted other. */
+      let tagSetValue: { value: string; capped: boolean } | undefined;
       if (group) {
         const expression = groupExpression(group, params);
         join = expression.join;
@@ -377,37 +392,46 @@ export function sqliteTraceReader(
             ? ` AND ${numbered} IN (SELECT num FROM id_numbers WHERE id IN (SELECT value FROM json_each(@values)))`
             : ` AND ${value} IN (SELECT value FROM json_each(@values))`;
         }
+        if (group.kind === "tag" && options.tagSetsRead !== false) {
+          tagSetValue = countedOther
+            ? { value: cappedExpression(expression.value, dimension, params, tagSetCall), capped: true }
+            : { value: expression.value, capped: false };
+        }
       }
       // Grouped by the numbers, each group's id read once.
-      const keys = (...extra: string[]) => [
-        ...dims.map((d) => (d in numberedDims ? groupedNumber(numberedDims[d]!) : d)),
-        ...grp.map(() => groupKey),
-        ...extra.map((e) => (e === "status" ? "failed" : e)),
-      ];
+      const dimKeys = dims.map((d) => (d in numberedDims ? groupedNumber(numberedDims[d]!) : d));
+      const keys = (...extra: string[]) => [...dimKeys, ...grp.map(() => groupKey), ...extra.map((e) => (e === "status" ? "failed" : e))];
       const select = (...extra: string[]) => [...dims.map(column), ...grp, ...extra.map(column)].join(", ");
-      const source = `FROM ${tracesFor(filter)}${join} ${range}`;
-      if (grouping.sums !== false && (grouping.latency || latencyWithSums)) {
-        // One pass for both (D82): each row, a group's calls of one status in one bucket, is a
-        // cell of each list (every reader of cells sums them per group), so the calls are read
-        // once, not once for the sums and again for the latency.
-        const rows = run<UsageCell & LatencyCell>(
-          `SELECT ${select("status", "bucket")}, COUNT(*) AS calls, ${sums}${tracedChecks} ${source}${groupBy(keys("status", "bucket"))}`,
-          params,
-        );
-        append(out.sums, rows);
-        append(out.latency, rows);
-        out.latencyOfEveryGroup = latencyWithSums;
-      } else if (grouping.sums !== false) {
-        append(
-          out.sums,
-          run<UsageCell>(
-            `SELECT ${select("status")}, COUNT(*) AS calls, ${sums}${tracedChecks} ${source}${groupBy(keys("status"))}`,
-            params,
-          ),
-        );
-      } else if (grouping.latency) {
-        append(out.latency, run<LatencyCell>(`SELECT ${select("bucket")}, COUNT(*) AS calls ${source}${groupBy(keys("bucket"))}`, params));
+      const withSums = grouping.sums !== false;
+      // One pass for both (D82): each row, a group's calls of one status in one bucket, is a cell of
+      // each list (every reader of cells sums them per group), so the calls are read once, not once
+      // for the sums and again for the latency.
+      const both = withSums && (grouping.latency === true || latencyWithSums);
+      const extra = both ? ["status", "bucket"] : withSums ? ["status"] : grouping.latency ? ["bucket"] : [];
+      if (extra.length === 0) return;
+      const counts = `COUNT(*) AS calls${withSums ? `, ${sums}${tracedChecks}` : ""}`;
+      const callsSql = (where: string) =>
+        `SELECT ${select(...extra)}, ${counts} FROM ${tracesFor(filter)}${join} ${where}${groupBy(keys(...extra))}`;
+      let rows: (UsageCell & LatencyCell)[];
+      if (!tagSetValue) {
+        rows = run(callsSql(range), params);
+      } else {
+        // The calls numbered by tag set grouped by their set, in one range of the index that holds
+        // the number (a user's); the rest (stored before D83, or past the bound) by their JSON.
+        rows = run(callsSql(`${range} AND tags_num IS NULL`), params);
+        const setKeys = [...dimKeys, ...extra.map((e) => (e === "status" ? "failed" : e)), "tags_num"];
+        const setColumns = [...dims.map(column), ...extra.map(column), "tags_num"];
+        if (tagSetValue.capped) {
+          setKeys.push("failed", tagSetCall.day);
+          setColumns.push(`${statusOfFailed} AS ${tagSetCall.status}`, `received_at / ${dayMs} AS ${tagSetCall.day}`);
+        }
+        const bySet = `SELECT ${setColumns.join(", ")}, ${counts} FROM ${tracesFor(filter)} ${inRange} AND tags_num IS NOT NULL GROUP BY ${setKeys.join(", ")}`;
+        const measures = ["calls", ...(withSums ? ["costUsd", "tokensIn", "tokensOut", "unpriced", "mismatched"] : [])];
+        append(rows, run(tagSetGroupsSql(bySet, tagSetValue.value, [...dims, ...extra], measures, values !== undefined), params));
       }
+      if (withSums) append(out.sums, rows);
+      if (extra.includes("bucket")) append(out.latency, rows);
+      if (both) out.latencyOfEveryGroup = latencyWithSums;
     };
 
     const firstDay = Math.ceil(filter.sinceMs / dayMs);
