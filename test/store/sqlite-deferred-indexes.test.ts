@@ -1,10 +1,11 @@
 import { spawn } from "node:child_process";
 import { existsSync, writeFileSync } from "node:fs";
-import { hostname } from "node:os";
+import { availableParallelism, hostname } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { defersIndexes } from "../../src/import/deferred-indexes.js";
+import { withBuildSettings } from "../../src/store/sqlite/sqlite-deferred-indexes.js";
 import { deferrableTraceIndexes } from "../../src/store/sqlite/sqlite-schema.js";
 import { openSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import { presentDeferrable } from "../support/store-file.js";
@@ -20,6 +21,29 @@ describe("the traces' deferrable indexes (D77)", () => {
     const sql = db.prepare("SELECT sql FROM sqlite_master WHERE type = 'index' AND name = ?").pluck();
     for (const [name, definition] of Object.entries(deferrableTraceIndexes))
       expect(sql.get(name)).toBe(`CREATE INDEX ${name} ON ${definition}`);
+    db.close();
+  });
+
+  it("are built with a build's settings (sort memory, lock wait, sort threads on the other cores), the connection's own back after, also after a failure", () => {
+    const db = new Database(join(tempDir(), "settings.db"));
+    db.pragma("busy_timeout = 20");
+    db.pragma("cache_size = -4000");
+    const settings = () => ({
+      cacheSize: db.pragma("cache_size", { simple: true }),
+      busyTimeout: db.pragma("busy_timeout", { simple: true }),
+      threads: db.pragma("threads", { simple: true }),
+    });
+    const own = settings();
+    expect(own).toEqual({ cacheSize: -4000, busyTimeout: 20, threads: 0 });
+    const during = withBuildSettings(db, settings);
+    expect(during).toEqual({ cacheSize: -256 * 1024, busyTimeout: 10 * 60_000, threads: Math.min(availableParallelism() - 1, 8) });
+    expect(settings()).toEqual(own);
+    expect(() =>
+      withBuildSettings(db, () => {
+        throw new Error("disk full");
+      }),
+    ).toThrow("disk full");
+    expect(settings()).toEqual(own);
     db.close();
   });
 
