@@ -10,8 +10,8 @@ import { committedNumbers } from "./sqlite-id-numbers.js";
 /**
  * Most tag sets numbered per project. A client sending new tags on every trace would otherwise
  * grow tag_sets by a row per trace (issue 27 item 4); past it a new set stores `tags_num` NULL and
- * is read from its JSON: the same answers, slower. 100,000 sets of two or three tags take about
- * 5 MB, and the writer's cache of them as much.
+ * is read from its JSON: the same answers, slower. 100,000 sets take about 5 MB of two or three
+ * tags, 18 MB of eight new tags each (bench/RESULTS.md), and the writer's cache of them as much.
  */
 export const tagSetsPerProject = 100_000;
 
