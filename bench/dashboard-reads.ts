@@ -258,13 +258,13 @@ const pages = {
     }),
   /** One run with its calls, its timeline (run.tsx). */
   run: (q: Query, id: string) => () => q.getRun({ id }),
-  /** The metadata keys, the top 50 groups then the top 5's spend per day, and the 5 dearest calls, concurrently (attribution.tsx). */
+  /** The metadata keys (in the metadata view), the top 50 groups then the top 5's spend per day, and the 5 dearest calls, concurrently (attribution.tsx). */
   attribution: (q: Query, params: URLSearchParams) => () => {
     const filter = withAttributes(traceFilter(filtersFromQuery(params, "30d")), attributesFromQuery(params));
     const dimension = dimensions.find((d) => d.id === params.get("dim"))?.proto ?? Dimension.USER;
     const metadataKey = dimension === Dimension.METADATA ? (params.get("mkey") ?? "") : "";
     return Promise.all([
-      q.getUsageByGroup({ filter, dimension: Dimension.METADATA_KEY, limit: 100 }),
+      dimension === Dimension.METADATA && q.getUsageByGroup({ filter, dimension: Dimension.METADATA_KEY, limit: 100 }),
       (async () => {
         const { groups } = await q.getUsageByGroup({ filter, dimension, metadataKey, limit: 50 });
         const top = groups.slice(0, 5);

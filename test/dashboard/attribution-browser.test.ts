@@ -1,4 +1,4 @@
-import type { Page } from "playwright-core";
+import type { Page, Request } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openDashboardBrowser, projectApp, signUpWithKey, type DashboardBrowser } from "../support/browser.js";
 import { postTrace, traceBody } from "../support/test-service.js";
@@ -83,7 +83,13 @@ describe("attribution in a real browser", { timeout: 90_000 }, () => {
     await expect.poll(() => page.locator(".attribution figure.chart rect").count()).toBeGreaterThan(0);
     await shot("attribution");
 
-    // Click 2: the top customer; the page narrows to them and groups by tag.
+    // Click 2: the top customer; the page narrows to them and groups by tag. The metadata keys are
+    // asked for only in the metadata view, which shows them.
+    const keyReads: string[] = [];
+    const onRequest = (request: Request) => {
+      if (request.url().endsWith("/GetUsageByGroup") && request.postData()?.includes("DIMENSION_METADATA_KEY")) keyReads.push(page.url());
+    };
+    page.on("request", onRequest);
     await page.locator("tr[data-group=acme]").getByRole("button", { name: "acme" }).click();
     await expect.poll(() => new URL(page.url()).searchParams.get("user")).toBe("acme");
     expect(new URL(page.url()).searchParams.get("dim")).toBe("tag");
@@ -92,10 +98,15 @@ describe("attribution in a real browser", { timeout: 90_000 }, () => {
       .toEqual(["checkout", "beta", "search"]);
     expect(await page.locator("tr[data-group=checkout] [data-cell=spend]").textContent()).toBe("$5.75");
     expect(await page.locator(".chips").textContent()).toContain("user: acme");
+    expect(keyReads).toEqual([]);
     // The same customer by metadata key: which feature.
     await page.locator("[data-dimension=metadata]").click();
     await expect.poll(() => page.locator("select[name=metadata-key]").inputValue()).toBe("feature");
+    expect((await page.locator("select[name=metadata-key] option").allTextContents()).sort()).toEqual(["feature", "team"]);
     await expect.poll(() => page.locator("tr[data-group=summary] [data-cell=spend]").textContent()).toBe("$5.75");
+    expect(keyReads).toHaveLength(1);
+    expect(new URL(keyReads[0]!).searchParams.get("dim")).toBe("metadata");
+    page.off("request", onRequest);
 
     // Click 3: their most expensive call opens in full.
     const costly = page.locator("ol.costly a").first();

@@ -41,9 +41,17 @@ export function Attribution() {
   const filterKey = joinQuery(filtersToQuery(filters), attributesToQuery(attributes));
 
   const keys = useQuery(async () => (await account.listKeys({})).keys, []);
+  // Only the metadata view shows its keys: elsewhere their group-by would read every call of the
+  // filter for nothing (a user's calls are a table row each, D83).
+  const keysShown = dim === "metadata";
   const metadataKeys = useQuery(
-    async () => (await query.getUsageByGroup({ filter, dimension: Dimension.METADATA_KEY, limit: 100 })).groups.filter((g) => !g.other && g.value !== "").map((g) => g.value),
-    [filterKey],
+    async () =>
+      keysShown
+        ? (await query.getUsageByGroup({ filter, dimension: Dimension.METADATA_KEY, limit: 100 })).groups
+            .filter((g) => !g.other && g.value !== "")
+            .map((g) => g.value)
+        : undefined,
+    [filterKey, keysShown],
   );
   // `mkey`, not `key`: `key` is the API-key filter of every page.
   const metadataKey = dim === "metadata" ? params.get("mkey") || metadataKeys.data?.[0] || "" : "";
