@@ -37,14 +37,17 @@ export function cappedGroups(
   groups: [dimension: string, value: string][],
   kept: (dimension: string, value: string) => string,
 ): [dimension: string, value: string][] {
-  const capped = new Map<string, [string, string]>();
+  const capped: [string, string][] = [];
   // attributeGroups puts each metadata key right before its value.
   let keyIsOther = false;
   for (const [dimension, value] of groups) {
     if (keyIsOther && dimension.startsWith("m:")) continue;
     const counted = kept(dimension, value);
     if (dimension === "metadataKey") keyIsOther = counted === otherValue;
-    capped.set(`${dimension}\u0000${counted}`, [dimension, counted]);
+    // attributeGroups' groups are distinct: only values counted as other can repeat, and a
+    // scan of the few groups costs less than a key string per group.
+    if (counted === otherValue && capped.some(([d, v]) => d === dimension && v === counted)) continue;
+    capped.push([dimension, counted]);
   }
-  return [...capped.values()];
+  return capped;
 }

@@ -51,7 +51,9 @@ export type GroupValueOf = (accountId: string, dimension: string, day: number, v
 export function admittedValues(db: Database.Database, cap: ValueCap): GroupValueOf {
   // A day without usage rows has no groups yet: the common case needs no read of group_daily.
   const dayHasRows = db.prepare(`SELECT 1 FROM usage_daily WHERE account_id = ? AND day = ? LIMIT 1`).pluck();
-  const dayValues = db.prepare(`SELECT DISTINCT value FROM group_daily WHERE project_num = ${numberOf("?")} AND dimension = ? AND day = ?`).pluck();
+  const dayValues = db
+    .prepare(`SELECT DISTINCT value FROM group_daily WHERE project_num = ${numberOf("?")} AND dimension = ? AND day = ?`)
+    .pluck();
   // Each scope's key is built once per project and day, not per group of every trace: hashing a
   // new string per look-up was a tenth of a batch's summing.
   let scopes = { accountId: "", day: Number.NaN, byDimension: new Map<string, string>() };
@@ -59,14 +61,17 @@ export function admittedValues(db: Database.Database, cap: ValueCap): GroupValue
     if (scopes.accountId !== accountId || scopes.day !== day) scopes = { accountId, day, byDimension: new Map() };
     let scope = scopes.byDimension.get(dimension);
     if (scope === undefined) scopes.byDimension.set(dimension, (scope = capScope(accountId, dimension, day)));
-    if (!cap.has(scope)) cap.seed(scope, dayHasRows.get(accountId, day) === undefined ? [] : (dayValues.all(accountId, dimension, day) as string[]));
+    if (!cap.has(scope))
+      cap.seed(scope, dayHasRows.get(accountId, day) === undefined ? [] : (dayValues.all(accountId, dimension, day) as string[]));
     return cap.admit(scope, value);
   };
 }
 
 /** For stored traces counted again (re-pricing): the value where the roll-ups counted it, tracked if group_daily has its row. */
 export function countedValues(db: Database.Database): GroupValueOf {
-  const counted = db.prepare(`SELECT 1 FROM group_daily WHERE project_num = ${numberOf("?")} AND dimension = ? AND value = ? AND day = ? LIMIT 1`).pluck();
+  const counted = db
+    .prepare(`SELECT 1 FROM group_daily WHERE project_num = ${numberOf("?")} AND dimension = ? AND value = ? AND day = ? LIMIT 1`)
+    .pluck();
   return (accountId, dimension, day, value) =>
     value === "" || counted.get(accountId, dimension, value, day) !== undefined ? value : otherValue;
 }
@@ -79,6 +84,17 @@ export function countedValues(db: Database.Database): GroupValueOf {
 interface Sums extends Counts {
   params: unknown[];
   buckets: Map<number, number>;
+  /** A usage_country_daily row's: the rows of its traces by the environment they count under (D67, D73). */
+  byEnvironment?: Map<string, EnvironmentRows>;
+}
+
+/**
+ * The usage_environment_daily row and usage_hourly rows (by hour) of a usage_country_daily row's
+ * traces under one environment: found from the trace's usage row without building their keys.
+ */
+interface EnvironmentRows {
+  environment: Sums | undefined;
+  hours: Map<number, Sums>;
 }
 
 /** The rows of one roll-up, by a key that names their params unambiguously. */
@@ -96,12 +112,37 @@ function emptySums(params: unknown[]): Sums {
 }
 
 /**
- * group_daily's rows of a batch, by project, day and status (one key built per trace), then by
- * dimension and value: a trace's dozen groups are found without building a key for each.
+ * Rows of a batch in a tree of maps, a level per key column, and in a list in the order they
+ * were made: a trace finds its row with a few look-ups of values it holds, where building and
+ * hashing a key string for it cost several times more (D85).
  */
-interface GroupRows {
-  byContext: Map<string, Map<string, Map<string, Sums>>>;
+interface RowTree {
+  root: Branch;
   all: Sums[];
+}
+type Branch = Map<unknown, Branch | Sums>;
+
+function branchOf(branch: Branch, key: unknown): Branch {
+  let next = branch.get(key) as Branch | undefined;
+  if (!next) branch.set(key, (next = new Map()));
+  return next;
+}
+
+/** The row under `key` in `branch` (of `tree`), new and empty with `params` if there is none yet; `params` built only then. */
+function leafOf(tree: RowTree, branch: Branch, key: unknown, params: () => unknown[]): Sums {
+  let row = branch.get(key) as Sums | undefined;
+  if (!row) {
+    branch.set(key, (row = emptySums(params())));
+    tree.all.push(row);
+  }
+  return row;
+}
+
+/** The row of `tree` keyed by all of `params`, new and empty if there is none yet. */
+function rowAt(tree: RowTree, params: unknown[]): Sums {
+  let branch = tree.root;
+  for (let i = 0; i < params.length - 1; i++) branch = branchOf(branch, params[i]);
+  return leafOf(tree, branch, params[params.length - 1], () => params);
 }
 
 /** Counts a trace (or, with a sign of -1, takes it out) in a row. */
@@ -148,6 +189,17 @@ const attributionColumns = [2, 10, 21, 22, 23, 24, 25, 26] as const;
 function alike(a: TraceValues, b: TraceValues, columns: readonly number[]): boolean {
   for (const c of columns) if (a[c] !== b[c]) return false;
   return true;
+}
+
+/**
+ * Calls per latency bucket as group_daily keeps them: a JSON object of bucket to calls, buckets
+ * ascending, as JSON.stringify(Object.fromEntries(buckets)) writes it; written directly, it costs
+ * a fifth of building that object first (a row of a batch each).
+ */
+export function latencyJson(buckets: Map<number, number>): string {
+  let json = "";
+  for (const bucket of [...buckets.keys()].sort((a, b) => a - b)) json += `,"${bucket}":${buckets.get(bucket)}`;
+  return `{${json.slice(1)}}`;
 }
 
 /** Adds calls per latency bucket, JSON objects of bucket to calls as group_daily keeps them; a bucket whose calls fall to 0 goes. */
@@ -215,10 +267,10 @@ export function sqliteUsageRollup(db: Database.Database, keptValueOf: GroupValue
   );
 
   return (traces, sign = 1) => {
-    const countryRows: Rows = new Map();
-    const groupRows: GroupRows = { byContext: new Map(), all: [] };
-    const environmentRows: Rows = new Map();
-    const hourlyRows: Rows = new Map();
+    const countryRows: RowTree = { root: new Map(), all: [] };
+    const groupRows: RowTree = { root: new Map(), all: [] };
+    const environmentRows: RowTree = { root: new Map(), all: [] };
+    const hourlyRows: RowTree = { root: new Map(), all: [] };
     const parsed: ParsedTexts = new Map();
     let usageOf: TraceValues | undefined;
     let usageDay = 0;
@@ -236,7 +288,8 @@ export function sqliteUsageRollup(db: Database.Database, keptValueOf: GroupValue
       const hour = Math.floor(t[0] / hourMs);
       if (!(usageOf && usageDay === day && alike(t, usageOf, usageColumns))) {
         const [, keyId, accountId, countryCode, provider, model, , , , , status] = t;
-        usageRow = rowOf(countryRows, JSON.stringify([day, keyId, accountId, countryCode, provider, model, status]), () => [
+        const byStatus = branchOf(branchOf(branchOf(branchOf(branchOf(countryRows.root, day), keyId), accountId), countryCode), provider);
+        usageRow = leafOf(countryRows, branchOf(byStatus, model), status, () => [
           accountId,
           day,
           countryCode,
@@ -257,8 +310,16 @@ export function sqliteUsageRollup(db: Database.Database, keptValueOf: GroupValue
       }
       if (environmentStale || hour !== hourlyHour) {
         const kept = keptEnvironment(groupRowsOfTrace);
-        if (environmentStale) environmentRow = environmentRowOf(environmentRows, usageRow!, kept);
-        hourlyRow = hourlyRowOf(hourlyRows, usageRow!, kept, hour);
+        usageRow!.byEnvironment ??= new Map();
+        let rowsOfKept = usageRow!.byEnvironment.get(kept);
+        if (!rowsOfKept)
+          usageRow!.byEnvironment.set(
+            kept,
+            (rowsOfKept = { environment: environmentRowOf(environmentRows, usageRow!, kept), hours: new Map() }),
+          );
+        if (environmentStale) environmentRow = rowsOfKept.environment;
+        hourlyRow = rowsOfKept.hours.get(hour);
+        if (!hourlyRow) rowsOfKept.hours.set(hour, (hourlyRow = hourlyRowOf(hourlyRows, usageRow!, kept, hour)));
         hourlyHour = hour;
         environmentStale = false;
       }
@@ -271,7 +332,7 @@ export function sqliteUsageRollup(db: Database.Database, keptValueOf: GroupValue
     // The few usage_country_daily rows give the other usage roll-ups' rows, each summed over what
     // its key leaves out; the latency roll-ups take a row per bucket of those rows' buckets, so no
     // key is built per bucket.
-    const usageRows = summedRows(countryRows.values(), ([accountId, day, , provider, model, status, keyId]) => [
+    const usageRows = summedRows(countryRows.all, ([accountId, day, , provider, model, status, keyId]) => [
       accountId,
       day,
       provider,
@@ -281,7 +342,7 @@ export function sqliteUsageRollup(db: Database.Database, keptValueOf: GroupValue
     ]);
     const modelRows = summedRows(usageRows.values(), ([accountId, day, provider, model]) => [accountId, day, provider, model]);
     // latency_environment_daily's from usage_environment_daily's, summed over keys and statuses.
-    const environmentModelRows = summedRows(environmentRows.values(), ([accountId, environmentName, day, provider, model]) => [
+    const environmentModelRows = summedRows(environmentRows.all, ([accountId, environmentName, day, provider, model]) => [
       accountId,
       environmentName,
       day,
@@ -289,7 +350,7 @@ export function sqliteUsageRollup(db: Database.Database, keptValueOf: GroupValue
       model,
     ]);
     for (const s of usageRows.values()) usage.run(...s.params, s.calls, s.cost, s.tokensIn, s.tokensOut, s.unpriced, s.mismatched);
-    for (const s of countryRows.values()) country.run(...s.params, s.calls, s.cost, s.tokensIn, s.tokensOut, s.unpriced, s.mismatched);
+    for (const s of countryRows.all) country.run(...s.params, s.calls, s.cost, s.tokensIn, s.tokensOut, s.unpriced, s.mismatched);
     for (const { params, buckets } of usageRows.values()) {
       const [accountId, day, provider, model, status, keyId] = params;
       for (const [bucket, calls] of buckets) latency.run(accountId, day, provider, model, bucket, status, keyId, calls);
@@ -300,20 +361,11 @@ export function sqliteUsageRollup(db: Database.Database, keptValueOf: GroupValue
     // These keep their calls per latency bucket on the row (D65).
     for (const [statement, rows] of [
       [group, groupRows.all],
-      [environment, environmentRows.values()],
-      [hourly, hourlyRows.values()],
+      [environment, environmentRows.all],
+      [hourly, hourlyRows.all],
     ] as const) {
       for (const s of rows)
-        statement.run(
-          ...s.params,
-          s.calls,
-          s.cost,
-          s.tokensIn,
-          s.tokensOut,
-          s.unpriced,
-          s.mismatched,
-          JSON.stringify(Object.fromEntries(s.buckets)),
-        );
+        statement.run(...s.params, s.calls, s.cost, s.tokensIn, s.tokensOut, s.unpriced, s.mismatched, latencyJson(s.buckets));
     }
   };
 }
@@ -328,38 +380,24 @@ function keptEnvironment(groupRows: Sums[]): string {
  * the environment `kept`, or none: a trace without an environment, or one its day counts under
  * other (D54), is read from the traces.
  */
-function environmentRowOf(rows: Rows, usageRow: Sums, kept: string): Sums | undefined {
+function environmentRowOf(rows: RowTree, usageRow: Sums, kept: string): Sums | undefined {
   if (kept === "" || kept === otherValue) return undefined;
   const [accountId, day, , provider, model, status, keyId] = usageRow.params;
-  const params = [accountId, kept, day, provider, model, status, keyId];
-  return rowOf(rows, JSON.stringify(params), () => params);
+  return rowAt(rows, [accountId, kept, day, provider, model, status, keyId]);
 }
 
 /** The usage_hourly row of a trace counted in `usageRow` under the environment `kept`, in `hour` (hours since the epoch). */
-function hourlyRowOf(rows: Rows, usageRow: Sums, kept: string, hour: number): Sums {
+function hourlyRowOf(rows: RowTree, usageRow: Sums, kept: string, hour: number): Sums {
   const [accountId, , , provider, model, status, keyId] = usageRow.params;
-  const params = [accountId, hour, kept, provider, model, status, keyId];
-  return rowOf(rows, JSON.stringify(params), () => params);
+  return rowAt(rows, [accountId, hour, kept, provider, model, status, keyId]);
 }
 
 /** The group_daily rows a trace counts in on `day`, each once, its values past the bound as other (D54, trace-groups.ts). */
-function attributeRows(rows: GroupRows, t: TraceValues, day: number, keptValueOf: GroupValueOf, parsed: ParsedTexts): Sums[] {
+function attributeRows(rows: RowTree, t: TraceValues, day: number, keptValueOf: GroupValueOf, parsed: ParsedTexts): Sums[] {
   const accountId = t[2];
   const status = t[10];
-  // The day and the status's length are numbers, each ended by a space: no other params spell it.
-  const context = `${day} ${status.length} ${status}${accountId}`;
-  let byDimension = rows.byContext.get(context);
-  if (!byDimension) rows.byContext.set(context, (byDimension = new Map()));
+  const byDimension = branchOf(branchOf(branchOf(rows.root, day), status), accountId);
   return cappedGroups(traceGroups(t, parsed), (dimension, value) => keptValueOf(accountId, dimension, day, value)).map(
-    ([dimension, kept]) => {
-      let byValue = byDimension.get(dimension);
-      if (!byValue) byDimension.set(dimension, (byValue = new Map()));
-      let row = byValue.get(kept);
-      if (!row) {
-        byValue.set(kept, (row = emptySums([accountId, dimension, kept, day, status])));
-        rows.all.push(row);
-      }
-      return row;
-    },
+    ([dimension, kept]) => leafOf(rows, branchOf(byDimension, dimension), kept, () => [accountId, dimension, kept, day, status]),
   );
 }
