@@ -10,22 +10,44 @@ export interface AttributeFields {
   metadata: readonly (readonly [key: string, value: string])[];
 }
 
+/** A trace's groups of its tags, or of its metadata with its metadata's service (the service group's value when the trace names none). */
+export type Groups = [dimension: string, value: string][];
+export interface MetadataGroups {
+  groups: Groups;
+  service: string | undefined;
+}
+
 /**
  * The attribute groups a trace counts in: one per dimension, one per distinct tag, and per
  * metadata entry its key (`metadataKey`) and its value (`m:<key>`), each key right before its value.
  */
-export function attributeGroups(t: AttributeFields): [dimension: string, value: string][] {
-  const groups: [string, string][] = [
+export function attributeGroups(t: AttributeFields): Groups {
+  return groupsOf(t, tagGroups(t.tags), metadataGroups(t.metadata));
+}
+
+/**
+ * attributeGroups from a trace's own values and its tags' and metadata's groups, which a writer
+ * may keep per distinct tags or metadata (read only: they are shared).
+ */
+export function groupsOf(t: Omit<AttributeFields, "tags" | "metadata">, tags: Groups, metadata: MetadataGroups): Groups {
+  return [
     ["user", t.userId ?? ""],
     ["session", t.sessionId ?? ""],
     ["environment", t.environment ?? ""],
-    ["service", t.serviceName ?? t.metadata.find(([k]) => k === "service")?.[1] ?? ""],
+    ["service", t.serviceName ?? metadata.service ?? ""],
+    ...tags,
+    ...metadata.groups,
   ];
-  if (t.tags.length === 0) groups.push(["tag", ""]);
-  for (const tag of new Set(t.tags)) groups.push(["tag", tag]);
-  if (t.metadata.length === 0) groups.push(["metadataKey", ""]);
-  for (const [key, value] of t.metadata) groups.push(["metadataKey", key], [`m:${key}`, value]);
-  return groups;
+}
+
+export function tagGroups(tags: readonly string[]): Groups {
+  return tags.length === 0 ? [["tag", ""]] : [...new Set(tags)].map((tag) => ["tag", tag]);
+}
+
+export function metadataGroups(metadata: AttributeFields["metadata"]): MetadataGroups {
+  const groups: Groups = metadata.length === 0 ? [["metadataKey", ""]] : [];
+  for (const [key, value] of metadata) groups.push(["metadataKey", key], [`m:${key}`, value]);
+  return { groups, service: metadata.find(([k]) => k === "service")?.[1] };
 }
 
 /**

@@ -1,7 +1,7 @@
 import type Database from "better-sqlite3";
 import { PriceCheck } from "../../../gen/calltrace/v1/trace_pb.js";
 import { latencyBucket } from "../latency-bucket.js";
-import { attributeGroups, cappedGroups } from "../trace-groups.js";
+import { cappedGroups, type Groups, groupsOf, metadataGroups, tagGroups } from "../trace-groups.js";
 import { capScope, otherValue, type ValueCap } from "../value-cap.js";
 import type { TraceValues } from "./sqlite-trace-row.js";
 import { numberOf } from "./sqlite-id-numbers.js";
@@ -24,18 +24,20 @@ const sumsUpdate = `calls = calls + excluded.calls, cost_usd = cost_usd + exclud
 const checkedSumsUpdate = `${sumsUpdate}, unpriced = unpriced + excluded.unpriced, mismatched = mismatched + excluded.mismatched`;
 
 /** The attribute groups a trace counts in (see the group_daily migration in sqlite-schema.ts and trace-groups.ts). */
-export function traceGroups(values: TraceValues, parsed: ParsedTexts = new Map()): [dimension: string, value: string][] {
-  return attributeGroups({
-    serviceName: values[21],
-    userId: values[22],
-    sessionId: values[23],
-    tags: values[24] === null ? [] : parsedOf(parsed, values[24], (text) => JSON.parse(text) as string[]),
-    metadata: values[25] === null ? [] : parsedOf(parsed, values[25], (text) => Object.entries(JSON.parse(text) as Record<string, string>)),
-    environment: values[26],
-  });
+export function traceGroups(values: TraceValues, parsed: ParsedTexts = new Map()): Groups {
+  return groupsOf(
+    { serviceName: values[21], userId: values[22], sessionId: values[23], environment: values[26] },
+    values[24] === null ? noTags : parsedOf(parsed, values[24], (text) => tagGroups(JSON.parse(text) as string[])),
+    values[25] === null
+      ? noMetadata
+      : parsedOf(parsed, values[25], (text) => metadataGroups(Object.entries(JSON.parse(text) as Record<string, string>))),
+  );
 }
 
-/** JSON texts of tags and metadata, parsed once per batch: a batch's traces repeat a few of them. Read only. */
+const noTags = tagGroups([]);
+const noMetadata = metadataGroups([]);
+
+/** The groups of JSON texts of tags and metadata, made once per batch: a batch's traces repeat a few of them. Read only. */
 type ParsedTexts = Map<string, unknown>;
 
 function parsedOf<T>(parsed: ParsedTexts, text: string, parse: (text: string) => T): T {
@@ -128,13 +130,11 @@ function branchOf(branch: Branch, key: unknown): Branch {
   return next;
 }
 
-/** The row under `key` in `branch` (of `tree`), new and empty with `params` if there is none yet; `params` built only then. */
-function leafOf(tree: RowTree, branch: Branch, key: unknown, params: () => unknown[]): Sums {
-  let row = branch.get(key) as Sums | undefined;
-  if (!row) {
-    branch.set(key, (row = emptySums(params())));
-    tree.all.push(row);
-  }
+/** A new, empty row of `tree` with `params`, under `key` in `branch`. Callers look the row up first, so a found row builds no params. */
+function newLeaf(tree: RowTree, branch: Branch, key: unknown, params: unknown[]): Sums {
+  const row = emptySums(params);
+  branch.set(key, row);
+  tree.all.push(row);
   return row;
 }
 
@@ -142,7 +142,8 @@ function leafOf(tree: RowTree, branch: Branch, key: unknown, params: () => unkno
 function rowAt(tree: RowTree, params: unknown[]): Sums {
   let branch = tree.root;
   for (let i = 0; i < params.length - 1; i++) branch = branchOf(branch, params[i]);
-  return leafOf(tree, branch, params[params.length - 1], () => params);
+  const key = params[params.length - 1];
+  return (branch.get(key) as Sums | undefined) ?? newLeaf(tree, branch, key, params);
 }
 
 /** Counts a trace (or, with a sign of -1, takes it out) in a row. */
@@ -288,16 +289,13 @@ export function sqliteUsageRollup(db: Database.Database, keptValueOf: GroupValue
       const hour = Math.floor(t[0] / hourMs);
       if (!(usageOf && usageDay === day && alike(t, usageOf, usageColumns))) {
         const [, keyId, accountId, countryCode, provider, model, , , , , status] = t;
-        const byStatus = branchOf(branchOf(branchOf(branchOf(branchOf(countryRows.root, day), keyId), accountId), countryCode), provider);
-        usageRow = leafOf(countryRows, branchOf(byStatus, model), status, () => [
-          accountId,
-          day,
-          countryCode,
-          provider,
+        const byModel = branchOf(
+          branchOf(branchOf(branchOf(branchOf(branchOf(countryRows.root, day), keyId), accountId), countryCode), provider),
           model,
-          status,
-          keyId,
-        ]);
+        );
+        usageRow =
+          (byModel.get(status) as Sums | undefined) ??
+          newLeaf(countryRows, byModel, status, [accountId, day, countryCode, provider, model, status, keyId]);
         usageOf = t;
         usageDay = day;
         environmentStale = true;
@@ -398,6 +396,9 @@ function attributeRows(rows: RowTree, t: TraceValues, day: number, keptValueOf: 
   const status = t[10];
   const byDimension = branchOf(branchOf(branchOf(rows.root, day), status), accountId);
   return cappedGroups(traceGroups(t, parsed), (dimension, value) => keptValueOf(accountId, dimension, day, value)).map(
-    ([dimension, kept]) => leafOf(rows, branchOf(byDimension, dimension), kept, () => [accountId, dimension, kept, day, status]),
+    ([dimension, kept]) => {
+      const byValue = branchOf(byDimension, dimension);
+      return (byValue.get(kept) as Sums | undefined) ?? newLeaf(rows, byValue, kept, [accountId, dimension, kept, day, status]);
+    },
   );
 }
