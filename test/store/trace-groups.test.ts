@@ -1,5 +1,4 @@
 import { describe, expect, it } from "vitest";
-import { latencyJson } from "../../src/store/sqlite/sqlite-usage-rollup.js";
 import { attributeGroups, cappedGroups } from "../../src/store/trace-groups.js";
 import { otherValue } from "../../src/store/value-cap.js";
 
@@ -48,30 +47,5 @@ describe("a trace's capped attribute groups", () => {
       // An untracked key keeps none of its values.
       ["metadataKey", otherValue],
     ]);
-  });
-});
-
-describe("calls per latency bucket as the roll-ups store them", () => {
-  it("writes what JSON.stringify writes of the buckets as an object: buckets ascending", () => {
-    let seed = 7;
-    const random = (n: number) => {
-      seed = (seed * 48_271) % 2_147_483_647;
-      return seed % n;
-    };
-    for (let i = 0; i < 500; i++) {
-      const buckets = new Map<number, number>();
-      for (let j = random(12); j > 0; j--) buckets.set(random(420), random(9) - 3);
-      expect(latencyJson(buckets)).toBe(JSON.stringify(Object.fromEntries(buckets)));
-    }
-    expect(latencyJson(new Map())).toBe("{}");
-    expect(
-      latencyJson(
-        new Map([
-          [300, 2],
-          [7, -1],
-          [40, 0],
-        ]),
-      ),
-    ).toBe('{"7":-1,"40":0,"300":2}');
   });
 });
