@@ -51,7 +51,8 @@ const traces = [
       model: ["gpt-4o", "o3", "claude-sonnet-4"][n % 3]!,
       status: n % 6 === 0 ? "error" : "success",
       latencyMs: 30 + ((n * 53) % 700),
-      costUsd: (n % 9) / 1000,
+      // Binary fractions: sums in any order are exact, so ties of cost rank the same on both paths.
+      costUsd: (n % 9) / 1024,
     }),
   ),
   // Ties on a whole day: three users, sessions and tags of the same cost, first of their day so tracked.
@@ -120,8 +121,8 @@ describe("embedded store: a group-by's top groups ranked in SQL (D80)", () => {
     // No bound on values: 1,500 users in the partial first day, more than the candidates read a seek per value and day.
     const wide = tempDir();
     const many = [
-      ...Array.from({ length: 1_500 }, (_, n) => call({ at: partStart + 1_000 + n, userId: `part-${n}`, costUsd: (n % 13) / 1000 })),
-      ...Array.from({ length: 300 }, (_, n) => call({ at: now - 2 * day + n * 60_000, userId: `whole-${n % 40}`, costUsd: (n % 7) / 100 })),
+      ...Array.from({ length: 1_500 }, (_, n) => call({ at: partStart + 1_000 + n, userId: `part-${n}`, costUsd: (n % 13) / 1024 })),
+      ...Array.from({ length: 300 }, (_, n) => call({ at: now - 2 * day + n * 60_000, userId: `whole-${n % 40}`, costUsd: (n % 7) / 128 })),
     ];
     const seeded = openSqliteStore(wide, { groupValuesPerDay: 0 });
     await storeAll(seeded, many);
