@@ -34,6 +34,20 @@ export function latencyBucket(latencyMs: number): number {
   return low;
 }
 
+/**
+ * SQL for `latencyBucket` of a column: the same search over the same bounds, as nested CASEs
+ * (about nine comparisons a row). A read grouping a user's calls by bucket evaluates it per call,
+ * where the registered JavaScript function cost a call into V8 each.
+ */
+export function latencyBucketSql(column: string): string {
+  const search = (low: number, high: number): string => {
+    if (low === high) return String(low);
+    const mid = (low + high) >> 1;
+    return `CASE WHEN ${column} <= ${boundsMs[mid]} THEN ${search(low, mid)} ELSE ${search(mid + 1, high)} END`;
+  };
+  return search(0, boundsMs.length - 1);
+}
+
 /** The inclusive upper bound of a fine bucket, in milliseconds. */
 export function latencyBucketBound(bucket: number): number {
   return boundsMs[Math.min(bucket, boundsMs.length - 1)]!;

@@ -3,6 +3,7 @@ import { create } from "@bufbuild/protobuf";
 import { TracePageSchema } from "../../../gen/calltrace/v1/query_pb.js";
 import { PriceCheck } from "../../../gen/calltrace/v1/trace_pb.js";
 import { dimensionName } from "../group-dimension.js";
+import { latencyBucketSql } from "../latency-bucket.js";
 import { clampPageSize, decodeTraceCursor, encodeTraceCursor, InvalidCursorError, newestFirst } from "../trace-cursor.js";
 import type { sequenceIds } from "../trace-id.js";
 import { readCutoffMs } from "../retention.js";
@@ -18,6 +19,9 @@ import { traceFromRow, traceRowSql, type TraceRow } from "./sqlite-trace-row.js"
 import { dayMs } from "./sqlite-usage-rollup.js";
 import { tagSetGroupsSql } from "./sqlite-tag-sets.js";
 import { bucketsSql, dayIn, hoursSql, rankedGroupsSql, untrackedDaysSql } from "./sqlite-rollup-sql.js";
+
+/** A call's latency bucket in SQL, built once: a statement per filter combination embeds it. */
+const bucketOfLatency = latencyBucketSql("latency_ms");
 
 /** The sort expressions of the orders other than time; each has an index (project_num, expression, seq). */
 const sortExpressions = { cost: "cost_usd", latency: "latency_ms", tokens: "(tokens_in + tokens_out)" } as const;
@@ -355,7 +359,7 @@ export function sqliteTraceReader(
           : d === "hour"
             ? "received_at / 3600000 AS hour"
             : d === "bucket"
-              ? "latency_bucket(latency_ms) AS bucket"
+              ? `${bucketOfLatency} AS bucket`
               : d === "status"
                 ? `${statusOfFailed} AS status`
                 : d in numberedDims
