@@ -8,6 +8,7 @@ import type { StoredTrace } from "../../gen/calltrace/v1/trace_pb.js";
 import type { ImportItem } from "../../src/import/import-item.js";
 import { importTraces } from "../../src/import/trace-import.js";
 import { openSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
+import { tagSetNumbering } from "../../src/store/sqlite/sqlite-tag-sets.js";
 import type { Store } from "../../src/store/store.js";
 import { rollBackBefore, rounded, storeAll, tableRows, withUpgradedStore } from "../support/rollup-checks.js";
 import { call } from "../support/stored-call.js";
@@ -146,6 +147,39 @@ describe("embedded store: a group-by of tags over numbered tag sets (D83)", () =
     ) as { calls: number }[];
     expect(repeated!.calls).toBeGreaterThan(0);
     expect(await readsOf(bounded, true)).toEqual(await readsOf(unbounded, true));
+  });
+
+  it("counts the bound again after a numbering that rolled back: its sets were counted, not stored", async () => {
+    const dir = tempDir();
+    await openSqliteStore(dir).close();
+    const db = new Database(join(dir, "calltrace.db"));
+    try {
+      const sets = tagSetNumbering(db, 3);
+      sets.number([[1, '["a"]']]);
+      // A numbering that fails after its first new set: the transaction takes both back.
+      db.exec(
+        `CREATE TRIGGER refuse BEFORE INSERT ON tag_sets WHEN NEW.tags = jsonb('["boom"]') BEGIN SELECT RAISE(ABORT, 'refused'); END`,
+      );
+      expect(() =>
+        sets.number([
+          [1, '["b"]'],
+          [1, '["boom"]'],
+        ]),
+      ).toThrow("refused");
+      db.exec("DROP TRIGGER refuse");
+      expect(db.prepare("SELECT COUNT(*) FROM tag_sets").pluck().get()).toBe(1);
+      expect(sets.numberOf(1, '["b"]')).toBeUndefined();
+      // One set stored, so two more fit under the bound of three, and no third.
+      sets.number([
+        [1, '["c"]'],
+        [1, '["d"]'],
+        [1, '["e"]'],
+      ]);
+      expect([sets.numberOf(1, '["c"]'), sets.numberOf(1, '["d"]')].every((num) => num !== undefined && num > 0)).toBe(true);
+      expect(sets.numberOf(1, '["e"]')).toBeUndefined();
+    } finally {
+      db.close();
+    }
   });
 
   it("answers every tag read as grouping each call's JSON does, over numbered, unnumbered and untagged calls, with other", async () => {

@@ -35,8 +35,10 @@ export function tagSetNumbering(
   let counted = new Map<number, number>();
   let last: number | null | undefined;
   const sets = committedNumbers<string>(db, (fresh) => {
-    // Another writer numbered sets since (or ours rolled back): count again.
+    // Another writer numbered sets since: count again. Unknown until this run ends, so a run that
+    // rolls back (its sets counted, not stored) leaves the counts to be taken again too.
     if (lastNum.get() !== last) counted = new Map();
+    last = undefined;
     const given = new Map<string, number>();
     for (const key of fresh) {
       const [project, tags] = splitKey(key);
