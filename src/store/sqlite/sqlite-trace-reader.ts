@@ -402,10 +402,6 @@ export function sqliteTraceReader(
             : { value: expression.value, capped: false };
         }
       }
-      // Grouped by the numbers, each group's id read once.
-      const dimKeys = dims.map((d) => (d in numberedDims ? groupedNumber(numberedDims[d]!) : d));
-      const keys = (...extra: string[]) => [...dimKeys, ...grp.map(() => groupKey), ...extra.map((e) => (e === "status" ? "failed" : e))];
-      const select = (...extra: string[]) => [...dims.map(column), ...grp, ...extra.map(column)].join(", ");
       const withSums = grouping.sums !== false;
       // One pass for both (D82): each row, a group's calls of one status in one bucket, is a cell of
       // each list (every reader of cells sums them per group), so the calls are read once, not once
@@ -413,9 +409,13 @@ export function sqliteTraceReader(
       const both = withSums && (grouping.latency === true || latencyWithSums);
       const extra = both ? ["status", "bucket"] : withSums ? ["status"] : grouping.latency ? ["bucket"] : [];
       if (extra.length === 0) return;
+      // Grouped by the numbers, each group's id read once.
+      const dimKeys = dims.map((d) => (d in numberedDims ? groupedNumber(numberedDims[d]!) : d));
+      const extraKeys = extra.map((e) => (e === "status" ? "failed" : e));
+      const selected = [...dims.map(column), ...grp, ...extra.map(column)].join(", ");
       const counts = `COUNT(*) AS calls${withSums ? `, ${sums}${tracedChecks}` : ""}`;
       const callsSql = (where: string) =>
-        `SELECT ${select(...extra)}, ${counts} FROM ${tracesFor(filter)}${join} ${where}${groupBy(keys(...extra))}`;
+        `SELECT ${selected}, ${counts} FROM ${tracesFor(filter)}${join} ${where}${groupBy([...dimKeys, ...grp.map(() => groupKey), ...extraKeys])}`;
       let rows: (UsageCell & LatencyCell)[];
       if (!tagSetValue) {
         rows = run(callsSql(range), params);
@@ -423,7 +423,7 @@ export function sqliteTraceReader(
         // The calls numbered by tag set grouped by their set, in one range of the index that holds
         // the number (a user's); the rest (stored before D83, or past the bound) by their JSON.
         rows = run(callsSql(`${range} AND tags_num IS NULL`), params);
-        const setKeys = [...dimKeys, ...extra.map((e) => (e === "status" ? "failed" : e)), "tags_num"];
+        const setKeys = [...dimKeys, ...extraKeys, "tags_num"];
         const setColumns = [...dims.map(column), ...extra.map(column), "tags_num"];
         if (tagSetValue.capped) {
           setKeys.push("failed", tagSetCall.day);
