@@ -1,6 +1,6 @@
 """A proxy in front of the real calltrace server that counts the requests it passes ("GET /v1/budget",
-"POST /v1/traces") once answered, and can play a budget status that cannot be read (budget_down:
-the connection is dropped)."""
+"POST /v1/traces") once the server has answered them, and can play a budget status that cannot be read
+(budget_down: the connection is dropped)."""
 
 from __future__ import annotations
 
@@ -36,6 +36,11 @@ class ProxyHandler(Handler):
             data = answer.read()
         finally:
             upstream.close()
+        # Counted before the client reads the answer: a client that has its answer (a flush that
+        # returned) must find its request counted.
+        with fake.cond:
+            fake.answered[f"{self.command} {self.path}"] += 1
+            fake.cond.notify_all()
         self.send_response(answer.status)
         for name, value in answer.getheaders():
             if name.lower() not in _HOP_BY_HOP:
@@ -43,9 +48,6 @@ class ProxyHandler(Handler):
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
-        with fake.cond:
-            fake.answered[f"{self.command} {self.path}"] += 1
-            fake.cond.notify_all()
 
 
 class CountingProxy(Server):
