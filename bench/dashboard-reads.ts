@@ -15,7 +15,7 @@
 //   --runs 21       timed runs per row      --data-dir DIR   seed into DIR and keep it; a later run with the same DIR reuses it
 //   --only REGEX    time only the rows whose "page address" matches (and the baseline); prints them, writes nothing to RESULTS.md
 //   --group-rank-in-sql false   group-bys read every group's sums into JavaScript (GROUP_RANK_IN_SQL, D80), to compare
-//   --tag-sets-read false       tag group-bys read each call's tags JSON, not its tag set number (TAG_SETS_READ, D83), to compare
+//   --attribute-sets-read false tag and metadata group-bys read each call's JSON, not its set number (ATTRIBUTE_SETS_READ, D83, D86), to compare
 // Each store and size has its own block in bench/RESULTS.md.
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
@@ -49,7 +49,7 @@ const { values: args } = parseArgs({
     "data-dir": { type: "string" },
     only: { type: "string" },
     "group-rank-in-sql": { type: "string", default: "true" },
-    "tag-sets-read": { type: "string", default: "true" },
+    "attribute-sets-read": { type: "string", default: "true" },
   },
 });
 const only = args.only === undefined ? undefined : new RegExp(args.only);
@@ -380,7 +380,7 @@ async function main(): Promise<void> {
     dataDir,
     logLevel: "silent",
     groupRankInSql: args["group-rank-in-sql"] !== "false",
-    tagSetsRead: args["tag-sets-read"] !== "false",
+    attributeSetsRead: args["attribute-sets-read"] !== "false",
     ...(uri ? { mongodbUri: uri } : {}),
   };
   const reuse = join(dataDir, "seeded.json");

@@ -64,7 +64,7 @@ export interface Config {
   /** The embedded store ranks an attribution group-by's top groups in SQL (false: every group's sums are read and ranked in JavaScript). */
   groupRankInSql: boolean;
   /** The embedded store groups tags by each call's tag set number (D83) (false: by each call's tags JSON). */
-  tagSetsRead: boolean;
+  attributeSetsRead: boolean;
   /** Most traces waiting to be written; beyond it requests get 503 at once (D13). */
   writerMaxQueue: number;
   /** Most traces committed together in one batch. */
@@ -161,7 +161,7 @@ export const configOptions = {
   passwordHashConcurrency: { env: "PASSWORD_HASH_CONCURRENCY", flag: "password-hash-concurrency", kind: "integer", fallback: "2", describe: "password hashes computed at once (log-ins queue before sign-ups)" },
   retentionDays: { env: "RETENTION_DAYS", flag: "retention-days", kind: "integer", fallback: "90", describe: "days traces are kept (0: forever)" },
   groupRankInSql: { env: "GROUP_RANK_IN_SQL", flag: "group-rank-in-sql", kind: "boolean", fallback: "true", describe: "the embedded store ranks a group-by's top groups in SQL (false: reads every group's sums and ranks them in JavaScript)" },
-  tagSetsRead: { env: "TAG_SETS_READ", flag: "tag-sets-read", kind: "boolean", fallback: "true", describe: "the embedded store groups tags by each call's numbered tag set (false: by each call's tags JSON; D83)" },
+  attributeSetsRead: { env: "ATTRIBUTE_SETS_READ", flag: "attribute-sets-read", kind: "boolean", fallback: "true", describe: "the embedded store groups tags and metadata by each call's numbered set (false: by each call's JSON; D83, D86)" },
   groupValuesPerDay: { env: "GROUP_VALUES_PER_DAY", flag: "group-values-per-day", kind: "integer", fallback: "10000", describe: "values of each attribute (user, session, tag, metadata) counted apart per project and day; the rest count as other (0: no bound; [docs/operations.md](docs/operations.md))" },
   writerMaxQueue: { env: "WRITER_MAX_QUEUE", flag: "writer-max-queue", kind: "integer", fallback: "20000", describe: "traces waiting to be written before 503" },
   writerMaxBatch: { env: "WRITER_MAX_BATCH", flag: "writer-max-batch", kind: "integer", fallback: "1000", describe: "most traces handed to the store in one batch (MongoDB: one insertMany)" },

@@ -6,7 +6,7 @@ import type { Store } from "./store.js";
 
 /** The configured store: MongoDB when MONGODB_URI is set, otherwise the embedded store under DATA_DIR. */
 export async function openStore(
-  config: Pick<Config, "dataDir" | "mongodbUri"> & { retentionDays?: number; writeTimeoutMs?: number; groupValuesPerDay?: number; groupRankInSql?: boolean; tagSetsRead?: boolean },
+  config: Pick<Config, "dataDir" | "mongodbUri"> & { retentionDays?: number; writeTimeoutMs?: number; groupValuesPerDay?: number; groupRankInSql?: boolean; attributeSetsRead?: boolean },
   logger?: Logger,
 ): Promise<Store> {
   const retention = config.retentionDays === undefined ? {} : { retentionDays: config.retentionDays };
@@ -29,7 +29,7 @@ export async function openStore(
   return openSqliteStore(config.dataDir, {
     ...retention,
     ...(config.groupRankInSql === undefined ? {} : { groupRankInSql: config.groupRankInSql }),
-    ...(config.tagSetsRead === undefined ? {} : { tagSetsRead: config.tagSetsRead }),
+    ...(config.attributeSetsRead === undefined ? {} : { attributeSetsRead: config.attributeSetsRead }),
     ...(config.groupValuesPerDay === undefined ? {} : { groupValuesPerDay: config.groupValuesPerDay }),
   });
 }

@@ -248,7 +248,7 @@ describe.each(adapters)("attribution contract: %s", { timeout: 300_000 }, (_name
     }
   });
 
-  it("groups a user's calls by tag (traces without tags under ''), over whole and partial days and with a status", async () => {
+  it("groups a user's calls by tag, metadata key and metadata value (traces without any under ''), over whole and partial days and with a status", async () => {
     const users = [...new Set(mine.map((t) => t.userId).filter((u) => u !== undefined))].slice(0, 4);
     expect(users.length).toBe(4);
     for (const userId of users) {
@@ -257,7 +257,7 @@ describe.each(adapters)("attribution contract: %s", { timeout: 300_000 }, (_name
         filter({ userId, since: timestampFromMs(today - day - 5 * hour) }),
         filter({ userId, status: "error" }),
       ]) {
-        await expectGroups(f, { kind: "tag" });
+        for (const d of [{ kind: "tag" }, { kind: "metadataKey" }, { kind: "metadata", key: "feature" }] as const) await expectGroups(f, d);
       }
     }
   });

@@ -8,9 +8,10 @@ import { dearRunsSql, runCallsWhere, runCostRankSql } from "../../src/store/sqli
 import { pendingRunsSql } from "../../src/store/sqlite/sqlite-run-rollup.js";
 import { errorRollupWhere, failedCallsWhere } from "../../src/store/sqlite/sqlite-error-reader.js";
 import { expiringProjects, openSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
-import { cappedExpression, countedOtherSql, groupedNumber, statusOfFailed, tagSetCall } from "../../src/store/sqlite/sqlite-trace-reader.js";
-import { tagSetGroupsSql } from "../../src/store/sqlite/sqlite-tag-sets.js";
+import { cappedExpression, countedOtherSql, groupedNumber, setCall, statusOfFailed } from "../../src/store/sqlite/sqlite-trace-reader.js";
+import { metadataSet, setGroupsSql, tagSet } from "../../src/store/sqlite/sqlite-attribute-sets.js";
 import { dayIn, rankedGroupsSql, untrackedDaysSql } from "../../src/store/sqlite/sqlite-rollup-sql.js";
+import { dimensionName } from "../../src/store/group-dimension.js";
 import { create } from "@bufbuild/protobuf";
 import { TraceFilterSchema } from "../../gen/calltrace/v1/query_pb.js";
 import { tempDir } from "../support/temp-dir.js";
@@ -150,22 +151,26 @@ describe("embedded store query plans after the index cuts (D65)", () => {
     );
   });
 
-  it("a group-by of one user's tags over tag sets (D83) reads the user index alone, a set by its number", async () => {
+  it.each([
+    { set: tagSet, group: { kind: "tag" } },
+    { set: metadataSet, group: { kind: "metadata", key: "feature" } },
+    { set: metadataSet, group: { kind: "metadataKey" } },
+  ] as const)("a group-by of one user's $group.kind over $set.table (D83, D86) reads the user index alone, a set by its number", async ({ set, group }) => {
     const params: Record<string, unknown> = {};
-    const tag = groupExpression({ kind: "tag" }, params);
-    const bySet = `SELECT ${statusOfFailed} AS status, tags_num, received_at / 86400000 AS ${tagSetCall.day}, ${statusOfFailed} AS ${tagSetCall.status},
+    const ofSet = groupExpression(group, params, set.table);
+    const bySet = `SELECT ${statusOfFailed} AS status, ${set.num}, received_at / 86400000 AS ${setCall.day}, ${statusOfFailed} AS ${setCall.status},
         COUNT(*) AS calls, SUM(cost_usd) AS costUsd
       FROM ${tracesFor(resolveTraceFilter(create(TraceFilterSchema, { userId: "u" }), 0))}
-      WHERE ${projectIs} AND received_at >= @from AND received_at < @to AND user_id = @user AND tags_num IS NOT NULL
-      GROUP BY failed, tags_num, ${tagSetCall.day}`;
-    const capped = cappedExpression(tag.value, "tag", params, tagSetCall);
-    const plan = await planOf(tagSetGroupsSql(bySet, capped, ["status"], ["calls", "costUsd"], true));
+      WHERE ${projectIs} AND received_at >= @from AND received_at < @to AND user_id = @user AND ${set.num} IS NOT NULL
+      GROUP BY failed, ${set.num}, ${setCall.day}`;
+    const capped = { value: cappedExpression(ofSet.value, dimensionName(group), params, setCall), join: ofSet.join };
+    const plan = await planOf(setGroupsSql(set, bySet, capped, ["status"], ["calls", "costUsd"], true));
     expect(plan).toMatch(
       /USING COVERING INDEX traces_account_user_received \(project_num=\? AND user_id=\? AND received_at>\? AND received_at<\?\)/,
     );
-    expect(plan).toMatch(/SEARCH tag_sets USING INTEGER PRIMARY KEY \(rowid=\?\)/);
+    expect(plan).toMatch(new RegExp(`SEARCH ${set.table} USING INTEGER PRIMARY KEY \\(rowid=\\?\\)`));
     expect(plan).toMatch(/SEARCH tracked USING PRIMARY KEY \(project_num=\? AND dimension=\? AND day=\? AND value=\? AND status=\?\)/);
-    expect(plan).not.toMatch(/SCAN traces|SCAN tag_sets/);
+    expect(plan).not.toMatch(new RegExp(`SCAN traces|SCAN ${set.table}`));
   });
 
   it("group_daily is keyed by day before value (D78): a range's group-by reads its days only, a value's reads seek each day", async () => {

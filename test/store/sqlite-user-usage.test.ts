@@ -7,7 +7,7 @@ import { TraceFilterSchema } from "../../gen/calltrace/v1/query_pb.js";
 import { migrations } from "../../src/store/sqlite/sqlite-schema.js";
 import { openSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import type { Store } from "../../src/store/store.js";
-import { deleteTraces, overviewReads, rounded, storeAll, tableRows, undoTagSets, variedCalls, withUpgradedStore } from "../support/rollup-checks.js";
+import { deleteTraces, overviewReads, rounded, storeAll, tableRows, undoAttributeSets, variedCalls, withUpgradedStore } from "../support/rollup-checks.js";
 import { tempDir } from "../support/temp-dir.js";
 
 /**
@@ -75,13 +75,13 @@ describe("embedded store: a user's Overview (D82)", () => {
     await withUpgradedStore(
       (dir) => openSqliteStore(dir, { groupValuesPerDay }),
       traces,
-      // The release before: the user index held its key alone (and no tag set, D83).
+      // The release before: the user index held its key alone (and no tag or metadata set, D83, D86).
       (dir) => {
         const db = new Database(join(dir, "calltrace.db"));
         try {
           const before = migrations.findIndex((m) => m.includes("DROP INDEX IF EXISTS traces_account_user_received"));
           expect(before).toBeGreaterThan(0);
-          db.exec(`${undoTagSets}
+          db.exec(`${undoAttributeSets}
             CREATE INDEX traces_account_user_received ON traces(project_num, user_id, received_at) WHERE user_id IS NOT NULL;`);
           db.pragma(`user_version = ${before}`);
         } finally {

@@ -82,22 +82,32 @@ export async function overviewReads(store: Store, accountId: string, filter: Tra
 }
 
 /**
- * SQL undoing the latest migration (D83: tag sets), which a store rolled back to an earlier
- * release runs again: its table, and its column with the index that holds it.
+ * SQL undoing the latest migrations, newest first, each with the table it creates (D86: metadata
+ * sets, D83: tag sets), which a store rolled back to an earlier release runs again: its table, and
+ * its column with the index that holds it.
  */
-export const undoTagSets = `DROP TABLE tag_sets; DROP INDEX traces_account_user_received; ALTER TABLE traces DROP COLUMN tags_num;`;
+const undoLatest = [
+  { table: "metadata_sets", sql: `DROP TABLE metadata_sets; DROP INDEX IF EXISTS traces_account_user_received; ALTER TABLE traces DROP COLUMN metadata_num;` },
+  { table: "tag_sets", sql: `DROP TABLE tag_sets; DROP INDEX IF EXISTS traces_account_user_received; ALTER TABLE traces DROP COLUMN tags_num;` },
+];
+
+/** SQL undoing every migration of undoLatest: the store as the release before D83 left it, but for the user index (dropped). */
+export const undoAttributeSets = undoLatest.map((undo) => undo.sql).join("\n");
 
 /**
  * Leaves the embedded store in `dir` as the release before the migration that creates `table`
- * left it: undoes the tag sets (undoTagSets), drops the tables `drop` (that one's and later
- * ones'), runs `sql`, and sets its schema version back, so that opening it runs those migrations again.
+ * left it: undoes that migration and the later ones of undoLatest, drops the tables `drop` (that
+ * one's and later ones'), runs `sql`, and sets its schema version back, so that opening it runs
+ * those migrations again.
  */
 export function rollBackBefore(dir: string, table: string, drop: string[], sql = ""): void {
   const db = new Database(join(dir, "calltrace.db"));
   try {
-    const before = migrations.findIndex((m) => m.includes(`CREATE TABLE ${table}`));
+    const created = (name: string) => migrations.findIndex((m) => m.includes(`CREATE TABLE ${name}`));
+    const before = created(table);
     if (before <= 0) throw new Error(`no migration creates ${table}`);
-    db.exec(undoTagSets + drop.map((name) => `DROP TABLE ${name};`).join("\n") + sql);
+    const undo = undoLatest.filter((u) => created(u.table) >= before).map((u) => u.sql);
+    db.exec(undo.join("\n") + drop.map((name) => `DROP TABLE ${name};`).join("\n") + sql);
     db.pragma(`user_version = ${before}`);
   } finally {
     db.close();

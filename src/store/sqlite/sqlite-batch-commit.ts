@@ -1,16 +1,16 @@
 import type Database from "better-sqlite3";
-import { numberedIndexes, storedTraceColumns, storedTraceValuesSql, type TraceValues } from "./sqlite-trace-row.js";
+import { numberedIndexes, storedTraceColumns, storedTraceValuesSql, traceColumns, type TraceValues } from "./sqlite-trace-row.js";
 import { idNumbering } from "./sqlite-id-numbers.js";
-import { tagSetNumbering, untagged } from "./sqlite-tag-sets.js";
+import { metadataSet, noSet, setNumbering, tagSet } from "./sqlite-attribute-sets.js";
 import type { ValueCap } from "../value-cap.js";
 import { sqliteErrorRollup } from "./sqlite-error-rollup.js";
 import { sqliteRunRollup } from "./sqlite-run-rollup.js";
 import { sqliteScopeCounting } from "./sqlite-scope-counters.js";
 import { admittedValues, sqliteUsageRollup } from "./sqlite-usage-rollup.js";
 
-/** The bound of tag sets per project (tagSetsPerProject unless a test wants a small one). */
-export interface TagSetOptions {
-  tagSetsPerProject?: number;
+/** The bound of tag and metadata sets per project (setsPerProject unless a test wants a small one). */
+export interface AttributeSetOptions {
+  setsPerProject?: number;
 }
 
 /** How long an Idempotency-Key is remembered (D14). */
@@ -63,7 +63,7 @@ export function sqliteBatchCommit(
   db: Database.Database,
   cap: ValueCap,
   partDone?: (part: CommitPart) => void,
-  options: TagSetOptions = {},
+  options: AttributeSetOptions = {},
 ): (batch: RowBatch, now: number) => Duplicates {
   const addToRollups = sqliteUsageRollup(db, admittedValues(db, cap));
   const errorGroups = sqliteErrorRollup(db, cap);
@@ -72,7 +72,7 @@ export function sqliteBatchCommit(
   const statements = {
     // The unique indexes a new row can collide with: the OTLP call's (D37, D44) and the import's.
     insertTrace: db.prepare(
-      `INSERT INTO traces (${storedTraceColumns.join(", ")}, tags_num) VALUES (${storedTraceValuesSql}, ?) ON CONFLICT DO NOTHING`,
+      `INSERT INTO traces (${storedTraceColumns.join(", ")}, tags_num, metadata_num) VALUES (${storedTraceValuesSql}, ?, ?) ON CONFLICT DO NOTHING`,
     ),
     claimIdempotencyKey: db.prepare(
       `INSERT INTO idempotency (key_id, idempotency_key, created_at, quota_remaining) VALUES (?, ?, ?, ?)
@@ -104,7 +104,11 @@ export function sqliteBatchCommit(
     (now < legacyCallsUntil && statements.legacyOtlpCall.get(projectNum, otlpCallKey) !== undefined) ||
     statements.otlpCallBeside.get(projectNum, startS, startS, otlpCallKey) !== undefined;
   const ids = idNumbering(db);
-  const tagSets = tagSetNumbering(db, options.tagSetsPerProject);
+  const tagSets = setNumbering(db, tagSet, options.setsPerProject);
+  const metadataSets = setNumbering(db, metadataSet, options.setsPerProject);
+  /** A row's number of its set of one kind: NULL past the bound of sets, read from the row's JSON (D83, D86). */
+  const setNumber = (sets: typeof tagSets, projectNum: number, json: string | null) =>
+    json === null ? noSet : (sets.numberOf(projectNum, json) ?? null);
 
   const commit = db.transaction(({ traces, idempotencyKeys, quotaRemaining, deferRuns }: RowBatch, now: number): Duplicates => {
     const duplicates: Duplicates = { indexes: [], quotaRemaining: [] };
@@ -129,10 +133,13 @@ export function sqliteBatchCommit(
       const projectNum = ids.numberOf(accountId);
       const claimedBefore = otlpCallKey !== null && storedBeside(projectNum, keyId, otlpCallKey, values[29]!, now);
       if (!claimedBefore) errorGroups.assign(values);
-      const tags = values[24];
-      // NULL past the bound of sets: read from the row's JSON (D83).
-      const tagsNum = tags === null ? untagged : (tagSets.numberOf(projectNum, tags) ?? null);
-      const inserted = claimedBefore ? undefined : statements.insertTrace.run(storedValues(values, ids.numberOf), tagsNum);
+      const inserted = claimedBefore
+        ? undefined
+        : statements.insertTrace.run(
+            storedValues(values, ids.numberOf),
+            setNumber(tagSets, projectNum, values[tagsAt] as string | null),
+            setNumber(metadataSets, projectNum, values[metadataAt] as string | null),
+          );
       if (!inserted || inserted.changes === 0) {
         duplicates.indexes.push(i);
         duplicates.quotaRemaining.push(null);
@@ -159,7 +166,8 @@ export function sqliteBatchCommit(
   });
   return (batch, now) => {
     ids.number(batchIds(batch.traces));
-    tagSets.number(batchTagSets(batch.traces, ids.numberOf));
+    tagSets.number(batchSets(batch.traces, tagsAt, ids.numberOf));
+    metadataSets.number(batchSets(batch.traces, metadataAt, ids.numberOf));
     return commit(batch, now);
   };
 }
@@ -169,11 +177,15 @@ function* batchIds(traces: TraceValues[]): Generator<string> {
   for (const values of traces) for (const i of numberedIndexes) yield values[i] as string;
 }
 
-/** The (project number, tags) pairs of a batch's tagged rows. */
-function* batchTagSets(traces: TraceValues[], numberOf: (id: string) => number): Generator<[number, string]> {
+/** Where a row's tags and metadata JSON text are in TraceValues. */
+const tagsAt = traceColumns.indexOf("tags");
+const metadataAt = traceColumns.indexOf("metadata");
+
+/** The (project number, JSON text) pairs of a batch's rows with the attribute at `at` (tags or metadata). */
+function* batchSets(traces: TraceValues[], at: number, numberOf: (id: string) => number): Generator<[number, string]> {
   for (const values of traces) {
-    const tags = values[24];
-    if (tags !== null) yield [numberOf(values[2]), tags];
+    const json = values[at] as string | null;
+    if (json !== null) yield [numberOf(values[2]), json];
   }
 }
 

@@ -4,10 +4,10 @@ import { PriceCheck } from "../../../gen/calltrace/v1/trace_pb.js";
 /**
  * The user index's columns (D82): its key, then what the aggregate reads of a user's calls read
  * (the status as its flag: an index holding `failed` does not cover the virtual `status`), and
- * the number of the call's tag set (D83).
+ * the numbers of the call's tag set (D83) and metadata set (D86).
  */
 const userIndexColumns =
-  "project_num, user_id, received_at, provider_num, model_num, key_num, failed, latency_ms, cost_usd, tokens_in, tokens_out, price_check, tags_num";
+  "project_num, user_id, received_at, provider_num, model_num, key_num, failed, latency_ms, cost_usd, tokens_in, tokens_out, price_check, tags_num, metadata_num";
 
 /** Schema migrations, applied in order; PRAGMA user_version records how many ran. Exported for the tests that make an older release's database. */
 export const migrations: readonly string[] = [
@@ -901,11 +901,19 @@ export const migrations: readonly string[] = [
    CREATE INDEX traces_account_user_received ON traces(project_num, user_id, received_at, provider_num, model_num, key_num, failed,
      latency_ms, cost_usd, tokens_in, tokens_out, price_check) WHERE user_id IS NOT NULL;`,
   // A user's tags (D83): tag_sets numbers each project's distinct tags values (the JSONB the traces
-  // keep), at most tagSetsPerProject a project (sqlite-tag-sets.ts), and a trace's tags_num names
+  // keep), at most setsPerProject a project (sqlite-attribute-sets.ts), and a trace's tags_num names
   // its set (0: no tags), which the user index covers. NULL: stored before this or past the bound,
   // read from the row's JSON; old rows are not numbered here, which would rewrite the whole table.
   `ALTER TABLE traces ADD COLUMN tags_num INTEGER;
    CREATE TABLE tag_sets (num INTEGER PRIMARY KEY, project_num INTEGER NOT NULL, tags BLOB NOT NULL, UNIQUE (project_num, tags));
+   DROP INDEX IF EXISTS traces_account_user_received;
+   CREATE INDEX traces_account_user_received ON traces(project_num, user_id, received_at, provider_num, model_num, key_num, failed,
+     latency_ms, cost_usd, tokens_in, tokens_out, price_check, tags_num) WHERE user_id IS NOT NULL;`,
+  // A user's metadata (D86), as D83 did its tags: metadata_sets numbers each project's distinct
+  // metadata values, and a trace's metadata_num (0: no metadata; NULL: before this or past the
+  // bound, read from the row's JSON) is covered by the user index.
+  `ALTER TABLE traces ADD COLUMN metadata_num INTEGER;
+   CREATE TABLE metadata_sets (num INTEGER PRIMARY KEY, project_num INTEGER NOT NULL, metadata BLOB NOT NULL, UNIQUE (project_num, metadata));
    DROP INDEX IF EXISTS traces_account_user_received;
    CREATE INDEX traces_account_user_received ON traces(${userIndexColumns}) WHERE user_id IS NOT NULL;`,
 ];

@@ -20,7 +20,7 @@ import { traceFromRow, traceRowSql, type TraceRow } from "./sqlite-trace-row.js"
 import { idOf, numberOf } from "./sqlite-id-numbers.js";
 import { dayMs } from "./sqlite-usage-rollup.js";
 import { sqliteWriterThread } from "./sqlite-writer-thread.js";
-import type { TagSetOptions } from "./sqlite-batch-commit.js";
+import type { AttributeSetOptions } from "./sqlite-batch-commit.js";
 import { defaultValuesPerDay, type ValueCapOptions } from "../value-cap.js";
 import { createSqliteTeamStore } from "./sqlite-team-store.js";
 import { createSqlitePriceStore } from "./sqlite-price-store.js";
@@ -74,7 +74,7 @@ interface KeyRow {
  */
 export function openSqliteStore(
   dataDir: string,
-  options: RetentionOptions & ValueCapOptions & TraceReadOptions & { tagSets?: TagSetOptions } = {},
+  options: RetentionOptions & ValueCapOptions & TraceReadOptions & { attributeSets?: AttributeSetOptions } = {},
 ): Store {
   const keepMs = retentionMs(options);
   mkdirSync(dataDir, { recursive: true });
@@ -92,7 +92,7 @@ export function openSqliteStore(
   // Indexes a killed import left dropped are built before anything reads or writes (D77).
   const deferrableIndexes = sqliteDeferredIndexes(db, `${file}-import`);
   deferrableIndexes.rebuildUnlessImporting();
-  const writer = sqliteWriterThread({ file, groupValuesPerDay: valuesPerDay, ...(options.tagSets ? { tagSets: options.tagSets } : {}) });
+  const writer = sqliteWriterThread({ file, groupValuesPerDay: valuesPerDay, ...(options.attributeSets ? { attributeSets: options.attributeSets } : {}) });
   const ids = sequenceIds(db.prepare(`SELECT value FROM store_secrets WHERE name = 'trace_id_key'`).pluck().get() as Buffer);
 
   const statements = {

@@ -1,7 +1,7 @@
 import type { GroupDimension } from "../group-dimension.js";
 import type { ResolvedTraceFilter } from "../trace-filter.js";
 import { idOf, numberOf } from "./sqlite-id-numbers.js";
-import { distinctTagsJoin } from "./sqlite-tag-sets.js";
+import { distinctTagsJoin } from "./sqlite-attribute-sets.js";
 
 /** The rows of the project in @account, in the tables that name it by number (D65): the traces, group_daily and runs. */
 export const projectIs = `project_num = ${numberOf("@account")}`;
@@ -119,9 +119,14 @@ export function traceConditions(filter: ResolvedTraceFilter, params: Record<stri
 
 /**
  * How to read a dimension's value from the traces table: the expression (never NULL: the empty
- * string for traces without a value), and the join it needs for list-valued dimensions.
+ * string for traces without a value), and the join it needs for list-valued dimensions. `json`:
+ * the table whose `tags` and `metadata` columns hold the JSON (a table of sets, D83 and D86).
  */
-export function groupExpression(dimension: GroupDimension, params: Record<string, unknown>): { value: string; join: string } {
+export function groupExpression(
+  dimension: GroupDimension,
+  params: Record<string, unknown>,
+  json = "traces",
+): { value: string; join: string } {
   switch (dimension.kind) {
     case "user":
       return { value: "COALESCE(user_id, '')", join: "" };
@@ -139,10 +144,10 @@ export function groupExpression(dimension: GroupDimension, params: Record<string
       return { value: idOf("model_num"), join: "" };
     case "metadata":
       params.groupPath = metadataPath(dimension.key);
-      return { value: "COALESCE(json_extract(traces.metadata, @groupPath), '')", join: "" };
+      return { value: `COALESCE(json_extract(${json}.metadata, @groupPath), '')`, join: "" };
     case "metadataKey":
-      return { value: "COALESCE(entry.key, '')", join: " LEFT JOIN json_each(traces.metadata) AS entry" };
+      return { value: "COALESCE(entry.key, '')", join: ` LEFT JOIN json_each(${json}.metadata) AS entry` };
     case "tag":
-      return { value: "COALESCE(entry.value, '')", join: distinctTagsJoin("traces.tags") };
+      return { value: "COALESCE(entry.value, '')", join: distinctTagsJoin(`${json}.tags`) };
   }
 }

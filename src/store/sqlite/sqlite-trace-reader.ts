@@ -17,7 +17,7 @@ import { groupExpression, projectIs, traceConditions, tracesFor } from "./sqlite
 import { idOf, numberOf } from "./sqlite-id-numbers.js";
 import { traceFromRow, traceRowSql, type TraceRow } from "./sqlite-trace-row.js";
 import { dayMs } from "./sqlite-usage-rollup.js";
-import { tagSetGroupsSql } from "./sqlite-tag-sets.js";
+import { metadataSet, setGroupsSql, tagSet, type AttributeSet } from "./sqlite-attribute-sets.js";
 import { bucketsSql, dayIn, hoursSql, rankedGroupsSql, untrackedDaysSql } from "./sqlite-rollup-sql.js";
 
 /** A call's latency bucket in SQL, built once: a statement per filter combination embeds it. */
@@ -79,8 +79,11 @@ export function cappedExpression(
     THEN ${value} ELSE @otherValue END)`;
 }
 
-/** The columns a pass over calls grouped by tag set (D83) keeps for the capped check of their tags: each group's status and day. */
-export const tagSetCall = { status: "call_status", day: "call_day" };
+/** The columns a pass over calls grouped by tag or metadata set (D83, D86) keeps for the capped check of their values: each group's status and day. */
+export const setCall = { status: "call_status", day: "call_day" };
+
+/** The dimensions read over numbered sets (D83, D86), and their sets. */
+const setOf: Partial<Record<string, AttributeSet>> = { tag: tagSet, metadata: metadataSet, metadataKey: metadataSet };
 
 /**
  * Whether the days of [from, to) counted a value of `group` under other (D54), in group_daily's
@@ -94,8 +97,8 @@ export const countedOtherSql = `SELECT 1 FROM group_daily WHERE ${projectIs} AND
 export interface TraceReadOptions {
   /** GROUP_RANK_IN_SQL: false reads every group's sums into JavaScript, which ranks them. */
   groupRankInSql?: boolean;
-  /** TAG_SETS_READ: false groups tags by each call's JSON, not by its tag set's number (D83). */
-  tagSetsRead?: boolean;
+  /** ATTRIBUTE_SETS_READ: false groups tags and metadata by each call's JSON, not by its set's number (D83, D86). */
+  attributeSetsRead?: boolean;
 }
 
 /**
@@ -371,8 +374,8 @@ export function sqliteTraceReader(
       const grp: string[] = [];
       // A key, provider or model is grouped by its number, its id read once per group.
       let groupKey = `"group"`;
-      /** A tag's group value over the calls numbered by tag set (D83), when read so; capped if the days counted other. */
-      let tagSetValue: { value: string; capped: boolean } | undefined;
+      /** A tag's or metadata's group over the calls numbered by set (D83, D86), when read so: the value read from the set's JSON, capped if the days counted other. */
+      let setRead: { set: AttributeSet; group: { value: string; join: string }; capped: boolean } | undefined;
       if (group) {
         const expression = groupExpression(group, params);
         join = expression.join;
@@ -396,10 +399,14 @@ export function sqliteTraceReader(
             ? ` AND ${numbered} IN (SELECT num FROM id_numbers WHERE id IN (SELECT value FROM json_each(@values)))`
             : ` AND ${value} IN (SELECT value FROM json_each(@values))`;
         }
-        if (group.kind === "tag" && options.tagSetsRead !== false) {
-          tagSetValue = countedOther
-            ? { value: cappedExpression(expression.value, dimension, params, tagSetCall), capped: true }
-            : { value: expression.value, capped: false };
+        const set = options.attributeSetsRead !== false ? setOf[group.kind] : undefined;
+        if (set) {
+          const ofSet = groupExpression(group, params, set.table);
+          setRead = {
+            set,
+            group: countedOther ? { value: cappedExpression(ofSet.value, dimension, params, setCall), join: ofSet.join } : ofSet,
+            capped: countedOther,
+          };
         }
       }
       const withSums = grouping.sums !== false;
@@ -417,21 +424,22 @@ export function sqliteTraceReader(
       const callsSql = (where: string) =>
         `SELECT ${selected}, ${counts} FROM ${tracesFor(filter)}${join} ${where}${groupBy([...dimKeys, ...grp.map(() => groupKey), ...extraKeys])}`;
       let rows: (UsageCell & LatencyCell)[];
-      if (!tagSetValue) {
+      if (!setRead) {
         rows = run(callsSql(range), params);
       } else {
-        // The calls numbered by tag set grouped by their set, in one range of the index that holds
-        // the number (a user's); the rest (stored before D83, or past the bound) by their JSON.
-        rows = run(callsSql(`${range} AND tags_num IS NULL`), params);
-        const setKeys = [...dimKeys, ...extraKeys, "tags_num"];
-        const setColumns = [...dims.map(column), ...extra.map(column), "tags_num"];
-        if (tagSetValue.capped) {
-          setKeys.push("failed", tagSetCall.day);
-          setColumns.push(`${statusOfFailed} AS ${tagSetCall.status}`, `received_at / ${dayMs} AS ${tagSetCall.day}`);
+        // The calls numbered by set grouped by their set, in one range of the index that holds the
+        // number (a user's); the rest (stored before D83 or D86, or past the bound) by their JSON.
+        const { set } = setRead;
+        rows = run(callsSql(`${range} AND ${set.num} IS NULL`), params);
+        const setKeys = [...dimKeys, ...extraKeys, set.num];
+        const setColumns = [...dims.map(column), ...extra.map(column), set.num];
+        if (setRead.capped) {
+          setKeys.push("failed", setCall.day);
+          setColumns.push(`${statusOfFailed} AS ${setCall.status}`, `received_at / ${dayMs} AS ${setCall.day}`);
         }
-        const bySet = `SELECT ${setColumns.join(", ")}, ${counts} FROM ${tracesFor(filter)} ${inRange} AND tags_num IS NOT NULL GROUP BY ${setKeys.join(", ")}`;
+        const bySet = `SELECT ${setColumns.join(", ")}, ${counts} FROM ${tracesFor(filter)} ${inRange} AND ${set.num} IS NOT NULL GROUP BY ${setKeys.join(", ")}`;
         const measures = ["calls", ...(withSums ? ["costUsd", "tokensIn", "tokensOut", "unpriced", "mismatched"] : [])];
-        append(rows, run(tagSetGroupsSql(bySet, tagSetValue.value, [...dims, ...extra], measures, values !== undefined), params));
+        append(rows, run(setGroupsSql(set, bySet, setRead.group, [...dims, ...extra], measures, values !== undefined), params));
       }
       if (withSums) append(out.sums, rows);
       if (extra.includes("bucket")) append(out.latency, rows);

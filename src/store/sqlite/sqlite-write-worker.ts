@@ -29,9 +29,9 @@ const busyTimeoutMs = 20;
 const busyRetryMs = 20;
 const busyPatienceMs = 5000;
 
-const { file, groupValuesPerDay, commitTracesMax: tracesMax = commitTracesMax, tagSets } = workerData as WriterThreadData;
+const { file, groupValuesPerDay, commitTracesMax: tracesMax = commitTracesMax, attributeSets } = workerData as WriterThreadData;
 const db = openSqliteWriter(file, busyTimeoutMs);
-const commit = sqliteBatchCommit(db, valueCap(groupValuesPerDay), undefined, tagSets);
+const commit = sqliteBatchCommit(db, valueCap(groupValuesPerDay), undefined, attributeSets);
 
 const port = parentPort!;
 let committing = false;

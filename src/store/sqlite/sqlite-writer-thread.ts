@@ -2,7 +2,7 @@ import { type ResourceLimits, Worker } from "node:worker_threads";
 import type { TraceWrite, WriteOutcome } from "../trace-store.js";
 import { writeToRow } from "./sqlite-trace-row.js";
 import type { CloseRequest, WriteReply, WriteRequest } from "./sqlite-write-worker.js";
-import type { TagSetOptions } from "./sqlite-batch-commit.js";
+import type { AttributeSetOptions } from "./sqlite-batch-commit.js";
 
 /** How long the writer thread gets to finish its commit and close before it is terminated. */
 const closeGraceMs = 5000;
@@ -35,8 +35,8 @@ export interface WriterThreadData {
   groupValuesPerDay: number;
   /** Traces a commit takes at most of the queued batches; `commitTracesMax` unless a test wants many small commits. */
   commitTracesMax?: number;
-  /** The bound of tag sets per project, when a test wants a small one (D83). */
-  tagSets?: TagSetOptions;
+  /** The bound of tag and metadata sets per project, when a test wants a small one (D83, D86). */
+  attributeSets?: AttributeSetOptions;
 }
 
 export interface SqliteWriterThread {
