@@ -9,6 +9,13 @@ import { PriceCheck } from "../../../gen/calltrace/v1/trace_pb.js";
 const userIndexColumns =
   "project_num, user_id, received_at, provider_num, model_num, key_num, failed, latency_ms, cost_usd, tokens_in, tokens_out, price_check, tags_num, metadata_num";
 
+/** The keys of the indexes of traces sorted by cost, latency and tokens (D87: the rowid, `seq`, ends every entry already). */
+const sortIndexColumns = {
+  cost: "project_num, cost_usd",
+  latency: "project_num, latency_ms",
+  tokens: "project_num, (tokens_in + tokens_out)",
+};
+
 /** Schema migrations, applied in order; PRAGMA user_version records how many ran. Exported for the tests that make an older release's database. */
 export const migrations: readonly string[] = [
   `CREATE TABLE accounts (
@@ -916,6 +923,15 @@ export const migrations: readonly string[] = [
    CREATE TABLE metadata_sets (num INTEGER PRIMARY KEY, project_num INTEGER NOT NULL, metadata BLOB NOT NULL, UNIQUE (project_num, metadata));
    DROP INDEX IF EXISTS traces_account_user_received;
    CREATE INDEX traces_account_user_received ON traces(${userIndexColumns}) WHERE user_id IS NOT NULL;`,
+  // The sort indexes without `seq` (D87): an index entry ends with the row's rowid, which `seq` is,
+  // so a (project, value, seq) key held it twice; ORDER BY value, seq reads either key in order.
+  // IF EXISTS: an import may have dropped them (D77).
+  `DROP INDEX IF EXISTS traces_account_cost;
+   DROP INDEX IF EXISTS traces_account_latency;
+   DROP INDEX IF EXISTS traces_account_tokens;
+   CREATE INDEX traces_account_cost ON traces(${sortIndexColumns.cost});
+   CREATE INDEX traces_account_latency ON traces(${sortIndexColumns.latency});
+   CREATE INDEX traces_account_tokens ON traces(${sortIndexColumns.tokens});`,
 ];
 
 /** Brings the database to the current schema; safe to run from several processes at once. */
@@ -938,7 +954,7 @@ export function migrate(db: Database.Database): void {
 export const deferrableTraceIndexes: Readonly<Record<string, string>> = {
   traces_account_user_received: `traces(${userIndexColumns}) WHERE user_id IS NOT NULL`,
   traces_account_session_received: "traces(project_num, session_id, received_at) WHERE session_id IS NOT NULL",
-  traces_account_cost: "traces(project_num, cost_usd, seq)",
-  traces_account_latency: "traces(project_num, latency_ms, seq)",
-  traces_account_tokens: "traces(project_num, (tokens_in + tokens_out), seq)",
+  traces_account_cost: `traces(${sortIndexColumns.cost})`,
+  traces_account_latency: `traces(${sortIndexColumns.latency})`,
+  traces_account_tokens: `traces(${sortIndexColumns.tokens})`,
 };

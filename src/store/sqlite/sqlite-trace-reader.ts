@@ -23,7 +23,7 @@ import { bucketsSql, dayIn, hoursSql, rankedGroupsSql, untrackedDaysSql } from "
 /** A call's latency bucket in SQL, built once: a statement per filter combination embeds it. */
 const bucketOfLatency = latencyBucketSql("latency_ms");
 
-/** The sort expressions of the orders other than time; each has an index (project_num, expression, seq). */
+/** The sort expressions of the orders other than time; each has an index (project_num, expression), whose entries end with the rowid, seq (D87). */
 const sortExpressions = { cost: "cost_usd", latency: "latency_ms", tokens: "(tokens_in + tokens_out)" } as const;
 
 /**
