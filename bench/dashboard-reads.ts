@@ -351,6 +351,7 @@ async function readPages(q: Query): Promise<{ rows: Row[]; month: string }> {
     "range=30d&dim=tag",
     "range=30d&dim=metadata&mkey=feature",
     `range=30d&dim=tag&user=${topUser}`,
+    `range=30d&dim=metadata&mkey=feature&user=${topUser}`,
     "range=7d&dim=session",
   ])
     await measure("Attribution", address, pages.attribution(q, params(address)));
