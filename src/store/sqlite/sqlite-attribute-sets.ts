@@ -31,10 +31,11 @@ export const setsPerProject = 100_000;
 export const noSet = 0;
 
 /**
- * The writer's numbering of one kind of set, before a batch's transaction (committedNumbers):
- * `number` the batch's (project number, JSON text) pairs, then `numberOf` each (undefined past the
- * bound). The bound is counted from the table's unique index once per project, then kept in memory
- * while no other writer has numbered a set (the table's last number is still ours).
+ * The writer's numbering of one kind of set, before a batch's transaction (committedNumbers, one
+ * per project, keyed by the JSON text itself: no key string built per trace): `number` the batch's
+ * (project number, JSON text) pairs, then `numberOf` each (undefined past the bound). The bound is
+ * counted from the table's unique index once per project, then kept in memory while no other
+ * writer has numbered a set (the table's last number is still ours).
  */
 export function setNumbering(
   db: Database.Database,
@@ -47,14 +48,13 @@ export function setNumbering(
   const lastNum = db.prepare(`SELECT MAX(num) FROM ${set.table}`).pluck();
   let counted = new Map<number, number>();
   let last: number | null | undefined;
-  const sets = committedNumbers<string>(db, (fresh) => {
+  const assign = (project: number, fresh: Set<string>) => {
     // Another writer numbered sets since: count again. Unknown until this run ends, so a run that
     // rolls back (its sets counted, not stored) leaves the counts to be taken again too.
     if (lastNum.get() !== last) counted = new Map();
     last = undefined;
     const given = new Map<string, number>();
-    for (const key of fresh) {
-      const [project, json] = splitKey(key);
+    for (const json of fresh) {
       let num = find.get(project, json) as number | undefined;
       if (num === undefined) {
         const numbered = counted.get(project) ?? (count.get(project) as number);
@@ -63,22 +63,29 @@ export function setNumbering(
         num = Number(insert.run(project, json).lastInsertRowid);
         counted.set(project, numbered + 1);
       }
-      given.set(key, num);
+      given.set(json, num);
     }
     last = lastNum.get() as number | null;
     return given;
-  });
-  return {
-    number: (pairs) => sets.number(Array.from(pairs, ([project, json]) => keyOf(project, json))),
-    numberOf: (project, json) => sets.numberOf(keyOf(project, json)),
   };
-}
-
-const keyOf = (project: number, json: string) => `${project} ${json}`;
-
-function splitKey(key: string): [number, string] {
-  const space = key.indexOf(" ");
-  return [Number(key.slice(0, space)), key.slice(space + 1)];
+  const projects = new Map<number, ReturnType<typeof committedNumbers<string>>>();
+  const numbersOf = (project: number) => {
+    let numbers = projects.get(project);
+    if (!numbers) projects.set(project, (numbers = committedNumbers<string>(db, (fresh) => assign(project, fresh))));
+    return numbers;
+  };
+  return {
+    number(pairs) {
+      const byProject = new Map<number, string[]>();
+      for (const [project, json] of pairs) {
+        const list = byProject.get(project);
+        if (list) list.push(json);
+        else byProject.set(project, [json]);
+      }
+      for (const [project, jsons] of byProject) numbersOf(project).number(jsons);
+    },
+    numberOf: (project, json) => projects.get(project)?.numberOf(json),
+  };
 }
 
 /**
