@@ -1,5 +1,6 @@
 import { spawn } from "node:child_process";
 import { existsSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { availableParallelism, hostname } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
@@ -46,6 +47,32 @@ describe("the traces' deferrable indexes (D77)", () => {
     expect(settings()).toEqual(own);
     db.close();
   });
+
+  it("a store opened while another process holds the write lock longer than the usual 5 s wait (a long migration) waits for it, then opens", async () => {
+    const dir = tempDir();
+    await openSqliteStore(dir).close();
+    const holder = spawn(
+      process.execPath,
+      [
+        "-e",
+        `const db = new (require(${JSON.stringify(createRequire(import.meta.url).resolve("better-sqlite3"))}))(${JSON.stringify(join(dir, "calltrace.db"))});
+         db.exec("BEGIN IMMEDIATE"); console.log("locked"); setTimeout(() => { db.exec("COMMIT"); db.close(); }, 7000);`,
+      ],
+      { stdio: ["ignore", "pipe", "inherit"] },
+    );
+    try {
+      await new Promise<void>((resolve, reject) => {
+        holder.stdout!.on("data", (chunk: Buffer) => chunk.toString().includes("locked") && resolve());
+        holder.once("exit", (code) => reject(new Error(`the lock holder exited ${code}`)));
+      });
+      const started = Date.now();
+      const store = openSqliteStore(dir);
+      expect(Date.now() - started).toBeGreaterThan(5_500);
+      await store.close();
+    } finally {
+      holder.kill();
+    }
+  }, 30_000);
 
   it("are dropped under a mark naming this process, left missing by another open in it, and built again when asked", async () => {
     const dir = tempDir();

@@ -10,7 +10,7 @@ import { errorGroupOf } from "../error-group.js";
 import { retentionMs, type RetentionOptions } from "../retention.js";
 import { sequenceIds } from "../trace-id.js";
 import { migrate } from "./sqlite-schema.js";
-import { sqliteDeferredIndexes } from "./sqlite-deferred-indexes.js";
+import { sqliteDeferredIndexes, withBuildSettings } from "./sqlite-deferred-indexes.js";
 import { sqliteOtlpSpans } from "./sqlite-otlp-spans.js";
 import { sqliteScopeCounters } from "./sqlite-scope-counters.js";
 import { type TraceReadOptions, sqliteTraceReader } from "./sqlite-trace-reader.js";
@@ -88,7 +88,10 @@ export function openSqliteStore(
   db.function("error_message", { deterministic: true }, (error) => errorGroupOf(error as string | null).message);
   db.function("values_per_day", { deterministic: true }, () => valuesPerDay);
   db.function("error_users_per_group", { deterministic: true }, () => errorUsersPerGroup);
-  migrate(db);
+  // With a build's settings (D84): a migration that rebuilds an index sorts as an import's builds
+  // do, and a process opening the store meanwhile (another worker) waits for it rather than failing
+  // at the usual lock wait (docs/operations.md, "Upgrading the embedded store").
+  withBuildSettings(db, () => migrate(db));
   // Indexes a killed import left dropped are built before anything reads or writes (D77).
   const deferrableIndexes = sqliteDeferredIndexes(db, `${file}-import`);
   deferrableIndexes.rebuildUnlessImporting();
