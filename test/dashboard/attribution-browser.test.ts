@@ -180,7 +180,7 @@ describe("attribution in a real browser", { timeout: 90_000 }, () => {
     await page.keyboard.press("Enter");
     await expect.poll(() => page.locator("[data-trace-detail]").getAttribute("data-trace-detail")).toBe(id);
     // Focus moved into the panel.
-    expect(await page.evaluate(() => document.activeElement?.id)).toBe("trace-detail-title");
+    await expect.poll(() => page.evaluate(() => document.activeElement?.id)).toBe("trace-detail-title");
     await page.keyboard.press("Escape");
     await expect.poll(() => page.locator("[data-trace-detail]").count()).toBe(0);
     await expect.poll(() => page.evaluate(() => document.activeElement?.getAttribute("data-trace-id"))).toBe(id);

@@ -1,5 +1,5 @@
 import type { ComponentChildren } from "preact";
-import { useEffect, useRef } from "preact/hooks";
+import { useEffect, useLayoutEffect, useRef } from "preact/hooks";
 import { PriceCheck, TraceSource, type StoredTrace } from "../../../gen/calltrace/v1/trace_pb.js";
 import { query } from "../api.js";
 import { count, dateTime, ms, usd } from "../format.js";
@@ -31,7 +31,8 @@ const tracesLink = (params: Record<string, string>) => `${projectBase()}traces?$
 export function TraceDetail({ id, keyName, onClose }: { id: string; keyName: (keyId: string) => string; onClose: () => void }) {
   const trace = useQuery(async () => (await query.getTrace({ id })).trace, [id]);
   const heading = useRef<HTMLHeadingElement>(null);
-  useEffect(() => heading.current?.focus(), [id]);
+  // In the commit that shows the panel, not after the next paint: focus is never left behind on the row.
+  useLayoutEffect(() => heading.current?.focus(), [id]);
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => e.key === "Escape" && onClose();
     addEventListener("keydown", onKey);
